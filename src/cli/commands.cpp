@@ -1,0 +1,89 @@
+#include "cli/commands.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/optimize_command.h"
+#include "common/error.h"
+
+namespace kforge::cli {
+namespace {
+
+void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
+  CLI::App* optimize = app.add_subcommand(
+      "optimize", "Optimize one task: search, verify and time candidates, keep the best");
+  optimize->add_option("task", options.task_path, "Task file (TOML), e.g. examples/rmsnorm/task.toml")
+      ->required()
+      ->check(CLI::ExistingFile);
+  optimize->add_option("--backend", options.backend, "auto, cpu or cuda")
+      ->envname("KFORGE_BACKEND")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  optimize->add_option("--run-dir", options.run_dir, "Where the run goes (default runs/<task>-<time>)")
+      ->envname("KFORGE_RUN_DIR");
+  optimize->add_option("--memory", options.memory_path,
+                       "HTG database (default $XDG_DATA_HOME/kforge/memory.sqlite)")
+      ->envname("KFORGE_MEMORY_DB");
+  optimize->add_option("--cache-dir", options.cache_dir, "Compiled artifact cache")
+      ->envname("KFORGE_CACHE_DIR");
+  optimize->add_option("--cuda-arch", options.cuda_arch, "nvcc -arch for cuda candidates")
+      ->envname("KFORGE_CUDA_ARCH")
+      ->capture_default_str();
+  optimize->add_option("--device", options.device, "Device index for the worker")
+      ->envname("KFORGE_DEVICE")
+      ->capture_default_str();
+  optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
+      ->envname("KFORGE_STEPS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  optimize->add_option("--proposals", options.search.proposals_per_step, "Candidates per step")
+      ->envname("KFORGE_PROPOSALS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  optimize->add_option("--seed", options.search.seed, "Seed of the policy's sampling")
+      ->envname("KFORGE_SEED")
+      ->capture_default_str();
+  optimize->add_option("--temperature", options.search.temperature,
+                       "Softmax temperature of the direction choice (higher explores more)")
+      ->envname("KFORGE_TEMPERATURE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  optimize->add_option("--compile-jobs", options.search.compile_jobs,
+                       "Compile pool depth (0 = number of cores)")
+      ->envname("KFORGE_COMPILE_JOBS")
+      ->capture_default_str();
+  optimize->add_option("--final-rounds", options.search.evaluation.final_rounds,
+                       "Interleaved rounds of the final reference-vs-best timing")
+      ->envname("KFORGE_FINAL_ROUNDS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  optimize->add_flag("--explain", options.search.explain,
+                     "Print why each direction and strategy was chosen");
+  optimize->add_flag("--json", options.json, "Print result.json instead of the summary");
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app("kforge: makes compute kernels faster, proves them correct, measures them honestly",
+               "kforge");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
+  OptimizeCommandOptions optimize;
+  add_optimize(app, optimize);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+  try {
+    if (app.got_subcommand("optimize")) return run_optimize(optimize);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge: error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::error);
+  }
+  return static_cast<int>(ExitCode::usage);
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,22 @@
+// The `kforge` command line: subcommands from one table, each option also settable from an
+// environment variable (KFORGE_<OPTION>), named exit codes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kforge::cli {
+
+/// Named exit codes of the kforge executable.
+enum class ExitCode : int {
+  ok = 0,
+  error = 1,          // harness or input error, message printed as "kforge: error: ..."
+  usage = 2,          // bad command line
+  interrupted = 130,  // Ctrl-C
+};
+
+/// Parses argv and runs the chosen subcommand; returns the exit code. Catches every exception
+/// and prints it as "kforge: error: <message>".
+int run_cli(int argc, char** argv);
+
+}  // namespace kforge::cli

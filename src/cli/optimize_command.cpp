@@ -1,0 +1,120 @@
+#include "cli/optimize_command.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "common/paths.h"
+#include "compile/toolchain_compiler.h"
+#include "generation/templates_generator.h"
+#include "memory/sqlite_store.h"
+#include "report/summary.h"
+#include "task/task_loader.h"
+#include "worker/worker_client.h"
+
+namespace kforge::cli {
+namespace fs = std::filesystem;
+
+std::string resolve_backend(const std::string& requested, int device, std::string* why) {
+  if (requested == "cpu" || requested == "cuda") return requested;
+  if (requested != "auto") {
+    throw Error("unknown backend '" + requested + "' (expected auto, cpu or cuda)");
+  }
+  // The orchestrator never creates a CUDA context itself: a worker answers for the device.
+  try {
+    worker::ProcessWorker probe(worker_binary_path(), "cuda", device);
+    worker::DeviceInfo info = probe.device_info();
+    probe.shutdown();
+    return "cuda";
+  } catch (const std::exception& e) {
+    if (why != nullptr) *why = e.what();
+    return "cpu";
+  }
+}
+
+namespace {
+
+std::string default_cache_dir() {
+  if (const char* dir = std::getenv("KFORGE_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return (fs::path(xdg) / "kforge" / "artifacts").string();
+  }
+  const char* home = std::getenv("HOME");
+  return (fs::path(home != nullptr ? home : "/tmp") / ".cache" / "kforge" / "artifacts").string();
+}
+
+}  // namespace
+
+int run_optimize(const OptimizeCommandOptions& options) {
+  // Everything that can be wrong with the input is checked before the run directory exists.
+  Task task = with_context("while loading task " + options.task_path,
+                           [&] { return load_task(options.task_path); });
+  std::string why;
+  std::string backend = resolve_backend(options.backend, options.device, &why);
+  if (options.backend == "auto" && backend == "cpu") {
+    std::cerr << "kforge: no usable CUDA device (" << why << "); using the cpu backend\n";
+  }
+  if (!task.reference_paths.count(backend)) {
+    throw Error(options.task_path + ": reference." + backend + ": missing (the task has no " +
+                backend + " reference; choose another --backend)");
+  }
+  std::string root = resource_root();
+  generation::TemplatesGenerator generator(
+      generation::load_family((fs::path(root) / "kernels").string(), backend, task.family));
+
+  compile::ToolchainOptions toolchain;
+  toolchain.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  toolchain.include_dir = (fs::path(root) / "include").string();
+  toolchain.cuda_arch = options.cuda_arch;
+  compile::ToolchainCompiler compiler(toolchain);
+  compiler.toolchain(backend);  // fails now, with a clear message, if the compiler is missing
+
+  std::string memory_path =
+      options.memory_path.empty() ? memory::default_memory_path() : options.memory_path;
+  std::unique_ptr<memory::SqliteStore> store = memory::SqliteStore::open(
+      memory_path, (fs::path(root) / "knowledge" / "seed.toml").string());
+
+  worker::ProcessWorker worker(worker_binary_path(), backend, options.device);
+  worker.device_info();  // a worker that cannot start is an error before the run dir exists
+
+  fs::path run_path = options.run_dir.empty()
+                          ? report::RunDirectory::default_path("runs", task.name)
+                          : fs::path(options.run_dir);
+  report::RunDirectory run_dir(run_path);
+  fs::copy_file(options.task_path, run_path / "task.toml");
+  run_dir.write_json("run.json", {{"task", task.name},
+                                  {"task_path", fs::absolute(options.task_path).string()},
+                                  {"task_hash", task_hash(task)},
+                                  {"backend", backend},
+                                  {"memory", memory_path},
+                                  {"artifact_cache", toolchain.cache_dir},
+                                  {"seed", options.search.seed},
+                                  {"steps", options.search.steps},
+                                  {"proposals_per_step", options.search.proposals_per_step},
+                                  {"started", report::utc_now_iso8601()},
+                                  {"kforge_version", KFORGE_VERSION}});
+  std::cerr << "kforge: optimizing " << task.name << " on " << backend << " -> "
+            << run_path.string() << "\n";
+
+  search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler, worker,
+                              run_dir, [](const std::string& line) { std::cerr << line << "\n"; });
+  search::OptimizeResult result = optimizer.run();
+  worker.shutdown();
+
+  nlohmann::json json = result.to_json();
+  json["task"] = task.name;
+  json["finished"] = report::utc_now_iso8601();
+  run_dir.write_text("report.md", report::render_markdown(json, task.name));
+  run_dir.write_json("result.json", json);  // last: its presence marks a finished run
+  if (options.json) {
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::cout << report::render_console_summary(json, task.name);
+  }
+  return 0;
+}
+
+}  // namespace kforge::cli

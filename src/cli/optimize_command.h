@@ -1,0 +1,30 @@
+// `kforge optimize`: one run of one task, wired from the real parts.
+#pragma once
+
+#include <string>
+
+#include "search/optimizer.h"
+
+namespace kforge::cli {
+
+struct OptimizeCommandOptions {
+  std::string task_path;
+  std::string backend = "auto";   // auto | cpu | cuda
+  std::string run_dir;            // default: runs/<task>-<timestamp>
+  std::string memory_path;        // default: memory::default_memory_path()
+  std::string cache_dir;          // default: <run base>/../.kforge-cache or $KFORGE_CACHE_DIR
+  std::string cuda_arch = "sm_90";
+  int device = 0;
+  bool json = false;              // print result.json instead of the summary
+  search::OptimizeOptions search;
+};
+
+/// Runs `kforge optimize`; prints progress to stderr and the summary (or JSON) to stdout.
+/// Throws Error for bad input or a broken environment.
+int run_optimize(const OptimizeCommandOptions& options);
+
+/// Resolves "auto" by asking a cuda worker for its device; "cpu" when none answers.
+/// `why` receives the reason when falling back to cpu.
+std::string resolve_backend(const std::string& requested, int device, std::string* why);
+
+}  // namespace kforge::cli

@@ -1,0 +1,46 @@
+#include "common/paths.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace kforge {
+namespace fs = std::filesystem;
+
+std::string executable_dir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot read /proc/self/exe: " + ec.message());
+  return self.parent_path().string();
+}
+
+std::string resource_root() {
+  auto holds_header = [](const fs::path& root) {
+    return fs::exists(root / "include" / "kforge" / "kernel.h");
+  };
+  if (const char* home = std::getenv("KFORGE_HOME"); home != nullptr && *home != '\0') {
+    if (!holds_header(home)) {
+      throw Error(std::string("KFORGE_HOME=") + home + " does not contain include/kforge/kernel.h");
+    }
+    return fs::absolute(home).string();
+  }
+  for (fs::path dir = executable_dir(); !dir.empty(); dir = dir.parent_path()) {
+    if (holds_header(dir)) return dir.string();
+    if (dir == dir.parent_path()) break;
+  }
+#ifdef KFORGE_SOURCE_DIR
+  if (holds_header(KFORGE_SOURCE_DIR)) return KFORGE_SOURCE_DIR;
+#endif
+  throw Error("cannot find the kforge root (include/kforge/kernel.h) above " + executable_dir() +
+              "; set KFORGE_HOME to the kforge checkout");
+}
+
+std::string worker_binary_path() {
+  if (const char* path = std::getenv("KFORGE_WORKER"); path != nullptr && *path != '\0') {
+    return path;
+  }
+  return (fs::path(executable_dir()) / "kforge-worker").string();
+}
+
+}  // namespace kforge

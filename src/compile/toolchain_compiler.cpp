@@ -1,0 +1,195 @@
+#include "compile/toolchain_compiler.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/hash.h"
+#include "process/subprocess.h"
+
+namespace kforge::compile {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  fs::path temporary = path;
+  temporary += ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << text;
+    if (!out) throw Error("cannot write " + temporary.string());
+  }
+  fs::rename(temporary, path);
+}
+
+// First line of `program --version` (g++) or its last "release" line (nvcc).
+std::string query_version(const std::string& program, const std::string& label) {
+  process::CommandResult result = process::run_command({program, "--version"}, 30.0);
+  if (result.exit_code != 0) {
+    throw Error("'" + program + " --version' failed (exit " + std::to_string(result.exit_code) +
+                "): " + result.output);
+  }
+  std::istringstream lines(result.output);
+  std::string line;
+  std::string chosen;
+  while (std::getline(lines, line)) {
+    if (chosen.empty() && !line.empty()) chosen = line;
+    if (line.find("Build cuda") != std::string::npos || line.find(", V") != std::string::npos) {
+      auto v = line.find(", V");
+      if (v != std::string::npos) return label + " " + line.substr(v + 3);
+    }
+  }
+  auto last_space = chosen.rfind(' ');
+  return label + " " + (last_space == std::string::npos ? chosen : chosen.substr(last_space + 1));
+}
+
+}  // namespace
+
+std::string find_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return fs::exists(program) ? program : "";
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  std::istringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+ToolchainCompiler::ToolchainCompiler(ToolchainOptions options) : options_(std::move(options)) {
+  if (const char* cxx = std::getenv("KFORGE_CXX"); cxx != nullptr && *cxx != '\0') {
+    options_.gxx = cxx;
+  }
+  fs::create_directories(options_.cache_dir);
+}
+
+std::string ToolchainCompiler::compiler_path(const std::string& backend) {
+  if (backend == "cpu") {
+    std::string found = find_on_path(options_.gxx);
+    if (found.empty()) {
+      throw Error("C++ compiler '" + options_.gxx +
+                  "' not found on PATH (needed by the cpu backend; install g++ or set KFORGE_CXX)");
+    }
+    return found;
+  }
+  if (backend != "cuda") throw Error("unknown backend '" + backend + "' (expected cpu or cuda)");
+  std::lock_guard lock(mutex_);
+  if (!nvcc_path_.empty()) return nvcc_path_;
+  std::string nvcc = options_.nvcc;
+  if (nvcc.empty()) {
+    if (const char* env = std::getenv("KFORGE_NVCC"); env != nullptr && *env != '\0') nvcc = env;
+  }
+  if (nvcc.empty()) nvcc = find_on_path("nvcc");
+  if (nvcc.empty()) {
+    const char* home = std::getenv("CUDA_HOME");
+    fs::path guess = fs::path(home != nullptr ? home : "/usr/local/cuda") / "bin" / "nvcc";
+    if (fs::exists(guess)) nvcc = guess.string();
+  }
+  if (nvcc.empty() || find_on_path(nvcc).empty()) {
+    throw Error("nvcc not found (needed by the cuda backend): put the CUDA toolkit's bin on PATH, "
+                "or set KFORGE_NVCC or CUDA_HOME");
+  }
+  nvcc_path_ = find_on_path(nvcc);
+  return nvcc_path_;
+}
+
+std::string ToolchainCompiler::toolchain(const std::string& backend) {
+  std::string program = compiler_path(backend);
+  std::lock_guard lock(mutex_);
+  std::string& cached = backend == "cpu" ? gxx_version_ : nvcc_version_;
+  if (cached.empty()) cached = query_version(program, backend == "cpu" ? "g++" : "nvcc");
+  return cached;
+}
+
+std::vector<std::string> ToolchainCompiler::command(const CompileJob& job,
+                                                    const std::string& source_path,
+                                                    const std::string& output) {
+  std::vector<std::string> argv;
+  if (job.backend == "cpu") {
+    // -march=native: candidates are built and timed on the same machine.
+    argv = {compiler_path("cpu"), "-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared",
+            "-fPIC", "-fvisibility=hidden"};
+  } else {
+    argv = {compiler_path("cuda"), "-std=c++17", "-O3", "-arch=" + options_.cuda_arch,
+            "-lineinfo", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden"};
+  }
+  argv.push_back("-I" + options_.include_dir);
+  for (const auto& [key, value] : job.defines) argv.push_back("-D" + key + "=" + value);
+  argv.push_back(source_path);
+  argv.push_back("-o");
+  argv.push_back(output);
+  return argv;
+}
+
+Artifact ToolchainCompiler::compile(const CompileJob& job) {
+  Artifact artifact;
+  const std::string extension = job.backend == "cuda" ? ".cu" : ".cpp";
+  // The key covers everything that changes the binary: source, defines, flags, toolchain.
+  std::ostringstream identity;
+  identity << job.backend << '\n' << toolchain(job.backend) << '\n' << options_.cuda_arch << '\n';
+  for (const std::string& arg : command(job, "SRC", "OUT")) identity << arg << ' ';
+  identity << '\n' << job.source;
+  artifact.key = sha256_hex(identity.str()).substr(0, 24);
+
+  fs::path base = fs::path(options_.cache_dir) / artifact.key;
+  fs::path library = base;
+  library += ".so";
+  fs::path log = base;
+  log += ".log";
+  fs::path failed = base;
+  failed += ".failed";
+  if (fs::exists(library)) {
+    artifact.path = library.string();
+    artifact.log = read_file(log);
+    artifact.from_cache = true;
+    return artifact;
+  }
+  if (fs::exists(failed)) {  // failed builds are typed results too: never retried blindly
+    artifact.verdict = Verdict::compile_error;
+    artifact.log = read_file(failed);
+    artifact.from_cache = true;
+    return artifact;
+  }
+
+  fs::path source = base;
+  source += extension;
+  write_file_atomically(source, job.source);
+  fs::path staging = base;
+  staging += ".so.tmp" + std::to_string(::getpid()) + "_" +
+             std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+  process::CommandResult result =
+      process::run_command(command(job, source.string(), staging.string()), options_.timeout_s);
+  artifact.compile_s = result.duration_s;
+  artifact.log = result.output;
+  if (result.timed_out) {
+    artifact.log += "\n[kforge] compiler killed after " + std::to_string(options_.timeout_s) + " s";
+  }
+  if (result.exit_code != 0 || result.timed_out || !fs::exists(staging)) {
+    artifact.verdict = Verdict::compile_error;
+    std::error_code ignored;
+    fs::remove(staging, ignored);
+    if (!result.timed_out) write_file_atomically(failed, artifact.log);
+    return artifact;
+  }
+  write_file_atomically(log, artifact.log);
+  fs::rename(staging, library);
+  artifact.path = library.string();
+  return artifact;
+}
+
+}  // namespace kforge::compile

@@ -1,0 +1,101 @@
+#include "compile/toolchain_compiler.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace kforge::compile {
+namespace {
+namespace fs = std::filesystem;
+
+class ToolchainCompilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = fs::temp_directory_path() /
+             ("kforge_cc_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(cache_);
+    options_.cache_dir = cache_.string();
+    options_.include_dir = (fs::path(KFORGE_SOURCE_DIR) / "include").string();
+  }
+  void TearDown() override { fs::remove_all(cache_); }
+
+  static CompileJob cpu_job(const std::string& body) {
+    CompileJob job;
+    job.backend = "cpu";
+    job.source_name = "k.cpp";
+    job.source = "#include <kforge/kernel.h>\n" + body;
+    return job;
+  }
+
+  fs::path cache_;
+  ToolchainOptions options_;
+};
+
+TEST_F(ToolchainCompilerTest, BuildsASharedObjectAndCachesIt) {
+  ToolchainCompiler compiler(options_);
+  CompileJob job = cpu_job("KFORGE_API int kforge_run(const kforge_args*) { return KF_X; }\n");
+  job.defines["KF_X"] = "0";
+  Artifact first = compiler.compile(job);
+  ASSERT_EQ(first.verdict, Verdict::ok) << first.log;
+  EXPECT_TRUE(fs::exists(first.path));
+  EXPECT_FALSE(first.from_cache);
+  Artifact second = compiler.compile(job);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.key, first.key);
+  job.defines["KF_X"] = "1";  // a different define is a different artifact
+  EXPECT_NE(compiler.compile(job).key, first.key);
+}
+
+TEST_F(ToolchainCompilerTest, CompileErrorIsAVerdictWithTheLog) {
+  ToolchainCompiler compiler(options_);
+  Artifact artifact = compiler.compile(cpu_job("this is not C++;\n"));
+  EXPECT_EQ(artifact.verdict, Verdict::compile_error);
+  EXPECT_NE(artifact.log.find("error"), std::string::npos);
+  EXPECT_TRUE(compiler.compile(cpu_job("this is not C++;\n")).from_cache)
+      << "failed builds are cached results, never retried blindly";
+}
+
+TEST_F(ToolchainCompilerTest, MissingCompilerIsAClearError) {
+  options_.gxx = "kforge-no-such-compiler";
+  ToolchainCompiler compiler(options_);
+  try {
+    compiler.toolchain("cpu");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kforge-no-such-compiler"), std::string::npos);
+  }
+}
+
+TEST_F(ToolchainCompilerTest, MissingNvccIsAClearError) {
+  options_.nvcc = "/nonexistent/nvcc";
+  ToolchainCompiler compiler(options_);
+  try {
+    compiler.toolchain("cuda");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nvcc not found"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ToolchainCompilerTest, CudaCandidatesCompileForSm90) {
+  ToolchainCompiler compiler(options_);
+  CompileJob job;
+  job.backend = "cuda";
+  job.source_name = "k.cu";
+  job.source = R"(#include <kforge/kernel.h>
+__global__ void scale(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= 2; }
+KFORGE_API int kforge_run(const kforge_args* a) {
+  scale<<<1, 32, 0, (cudaStream_t)a->stream>>>((float*)a->outputs[0].data, 1);
+  return (int)cudaGetLastError();
+})";
+  Artifact artifact = compiler.compile(job);
+  ASSERT_EQ(artifact.verdict, Verdict::ok) << artifact.log;
+  EXPECT_NE(compiler.toolchain("cuda").find("nvcc 13"), std::string::npos)
+      << compiler.toolchain("cuda");
+}
+
+}  // namespace
+}  // namespace kforge::compile

@@ -1,0 +1,77 @@
+#include "evaluation/statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace kforge::evaluation {
+
+double median(std::span<const double> values) {
+  if (values.empty()) return 0.0;
+  std::vector<double> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = sorted.size();
+  return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
+SampleSummary summarize(std::span<const double> samples_ms) {
+  SampleSummary summary;
+  summary.count = static_cast<int>(samples_ms.size());
+  if (samples_ms.empty()) return summary;
+  auto [low, high] = std::minmax_element(samples_ms.begin(), samples_ms.end());
+  summary.min_ms = *low;
+  summary.max_ms = *high;
+  summary.median_ms = median(samples_ms);
+  summary.mean_ms =
+      std::accumulate(samples_ms.begin(), samples_ms.end(), 0.0) / static_cast<double>(summary.count);
+  if (summary.count > 1) {
+    double squares = 0.0;
+    for (double x : samples_ms) squares += (x - summary.mean_ms) * (x - summary.mean_ms);
+    summary.stddev_ms = std::sqrt(squares / (summary.count - 1));
+  }
+  return summary;
+}
+
+SpeedupEstimate estimate_speedup(std::span<const double> baseline_ms,
+                                 std::span<const double> candidate_ms, double level,
+                                 int resamples, uint64_t seed) {
+  SpeedupEstimate estimate;
+  estimate.level = level;
+  if (baseline_ms.empty() || candidate_ms.empty()) return estimate;
+  estimate.speedup = median(baseline_ms) / median(candidate_ms);
+  std::mt19937_64 rng(seed);
+  auto resample_median = [&rng](std::span<const double> samples, std::vector<double>& scratch) {
+    std::uniform_int_distribution<size_t> pick(0, samples.size() - 1);
+    scratch.resize(samples.size());
+    for (double& x : scratch) x = samples[pick(rng)];
+    return median(scratch);
+  };
+  std::vector<double> ratios;
+  ratios.reserve(static_cast<size_t>(resamples));
+  std::vector<double> scratch;
+  for (int i = 0; i < resamples; ++i) {
+    double base = resample_median(baseline_ms, scratch);
+    double cand = resample_median(candidate_ms, scratch);
+    ratios.push_back(base / cand);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  auto quantile = [&ratios](double q) {
+    size_t index = static_cast<size_t>(std::clamp(q, 0.0, 1.0) * (ratios.size() - 1));
+    return ratios[index];
+  };
+  estimate.ci_low = quantile((1.0 - level) / 2.0);
+  estimate.ci_high = quantile((1.0 + level) / 2.0);
+  return estimate;
+}
+
+void to_json(nlohmann::json& j, const SampleSummary& s) {
+  j = {{"count", s.count},         {"min_ms", s.min_ms},   {"median_ms", s.median_ms},
+       {"max_ms", s.max_ms},       {"mean_ms", s.mean_ms}, {"stddev_ms", s.stddev_ms}};
+}
+
+void to_json(nlohmann::json& j, const SpeedupEstimate& s) {
+  j = {{"speedup", s.speedup}, {"ci_low", s.ci_low}, {"ci_high", s.ci_high}, {"level", s.level}};
+}
+
+}  // namespace kforge::evaluation

@@ -1,0 +1,46 @@
+// Summary statistics of timing samples and the speedup confidence interval.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kforge::evaluation {
+
+/// Summary of timing samples, in milliseconds.
+struct SampleSummary {
+  int count = 0;
+  double min_ms = 0.0;
+  double median_ms = 0.0;
+  double max_ms = 0.0;
+  double mean_ms = 0.0;
+  double stddev_ms = 0.0;   // sample standard deviation (n - 1)
+};
+
+/// Summarizes `samples_ms`; an empty span gives count = 0 and zeros.
+SampleSummary summarize(std::span<const double> samples_ms);
+
+/// Median of `values` (mean of the two middle values for even counts); 0 for an empty span.
+double median(std::span<const double> values);
+
+/// Speedup of `candidate` over `baseline` = median(baseline) / median(candidate), with a
+/// percentile-bootstrap confidence interval (Efron & Tibshirani, "An Introduction to the
+/// Bootstrap", 1993, ch. 13): both sample sets are resampled independently `resamples` times
+/// with a fixed seed, the ratio of medians is taken each time, and the (1-level)/2 and
+/// (1+level)/2 quantiles bound the interval. Deterministic for a given seed.
+struct SpeedupEstimate {
+  double speedup = 0.0;
+  double ci_low = 0.0;
+  double ci_high = 0.0;
+  double level = 0.95;
+};
+SpeedupEstimate estimate_speedup(std::span<const double> baseline_ms,
+                                 std::span<const double> candidate_ms, double level = 0.95,
+                                 int resamples = 2000, uint64_t seed = 1);
+
+void to_json(nlohmann::json& j, const SampleSummary& s);
+void to_json(nlohmann::json& j, const SpeedupEstimate& s);
+
+}  // namespace kforge::evaluation

@@ -1,0 +1,55 @@
+#include "evaluation/statistics.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+namespace kforge::evaluation {
+namespace {
+
+TEST(Statistics, SummarizesSamples) {
+  std::vector<double> samples = {3.0, 1.0, 2.0, 10.0};
+  SampleSummary s = summarize(samples);
+  EXPECT_EQ(s.count, 4);
+  EXPECT_DOUBLE_EQ(s.min_ms, 1.0);
+  EXPECT_DOUBLE_EQ(s.max_ms, 10.0);
+  EXPECT_DOUBLE_EQ(s.median_ms, 2.5);
+  EXPECT_DOUBLE_EQ(s.mean_ms, 4.0);
+  EXPECT_NEAR(s.stddev_ms, 4.0825, 1e-3);
+  EXPECT_EQ(summarize({}).count, 0);
+}
+
+TEST(Statistics, SpeedupIntervalCoversTheTrueRatioAndIsDeterministic) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> base(10.0, 0.2), fast(5.0, 0.1);
+  std::vector<double> a, b;
+  for (int i = 0; i < 50; ++i) {
+    a.push_back(base(rng));
+    b.push_back(fast(rng));
+  }
+  SpeedupEstimate e = estimate_speedup(a, b);
+  EXPECT_NEAR(e.speedup, 2.0, 0.05);
+  EXPECT_LT(e.ci_low, e.speedup);
+  EXPECT_GT(e.ci_high, e.speedup);
+  EXPECT_LT(e.ci_low, 2.0 + 0.05);
+  EXPECT_GT(e.ci_high, 2.0 - 0.05);
+  SpeedupEstimate again = estimate_speedup(a, b);
+  EXPECT_DOUBLE_EQ(again.ci_low, e.ci_low);
+  EXPECT_DOUBLE_EQ(again.ci_high, e.ci_high);
+}
+
+TEST(Statistics, NoisierSamplesGiveAWiderInterval) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> tight(5.0, 0.05), loose(5.0, 1.0);
+  std::vector<double> base, t, l;
+  for (int i = 0; i < 40; ++i) {
+    base.push_back(10.0);
+    t.push_back(tight(rng));
+    l.push_back(loose(rng));
+  }
+  SpeedupEstimate narrow = estimate_speedup(base, t), wide = estimate_speedup(base, l);
+  EXPECT_LT(narrow.ci_high - narrow.ci_low, wide.ci_high - wide.ci_low);
+}
+
+}  // namespace
+}  // namespace kforge::evaluation

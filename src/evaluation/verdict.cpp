@@ -1,0 +1,38 @@
+#include "evaluation/verdict.h"
+
+#include <array>
+#include <utility>
+
+#include "common/error.h"
+
+namespace kforge {
+namespace {
+
+constexpr std::array<std::pair<Verdict, const char*>, 8> kVerdictNames = {{
+    {Verdict::ok, "ok"},
+    {Verdict::rejected_by_policy, "rejected_by_policy"},
+    {Verdict::compile_error, "compile_error"},
+    {Verdict::wrong_signature, "wrong_signature"},
+    {Verdict::wrong_answer, "wrong_answer"},
+    {Verdict::runtime_error, "runtime_error"},
+    {Verdict::timeout, "timeout"},
+    {Verdict::worker_crashed, "worker_crashed"},
+}};
+
+}  // namespace
+
+std::string to_string(Verdict verdict) {
+  for (const auto& [value, name] : kVerdictNames) {
+    if (value == verdict) return name;
+  }
+  return "unknown";
+}
+
+Verdict parse_verdict(const std::string& name) {
+  for (const auto& [value, known] : kVerdictNames) {
+    if (name == known) return value;
+  }
+  throw Error("unknown verdict '" + name + "'");
+}
+
+}  // namespace kforge

@@ -1,0 +1,24 @@
+// Verdicts: the typed outcome of evaluating one candidate. A failed candidate is a result.
+#pragma once
+
+#include <string>
+
+namespace kforge {
+
+/// Outcome of one candidate, in the order the gate reaches them (DESIGN.md, vocabulary).
+enum class Verdict {
+  ok,
+  rejected_by_policy,
+  compile_error,
+  wrong_signature,
+  wrong_answer,
+  runtime_error,
+  timeout,
+  worker_crashed,
+};
+
+std::string to_string(Verdict verdict);
+/// Inverse of to_string; throws Error on an unknown name.
+Verdict parse_verdict(const std::string& name);
+
+}  // namespace kforge

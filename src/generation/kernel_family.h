@@ -1,0 +1,57 @@
+// Built-in kernel families (the `templates` generator's expert kernels), read from
+// kernels/<backend>/<family>/family.toml. Each variant is one source file whose compile-time
+// parameters (-DKF_<NAME>=<value>) span its search space.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kforge::generation {
+
+/// One template parameter and its allowed values; values[0] is the default.
+struct TemplateParam {
+  std::string name;                  // e.g. "VEC"
+  std::vector<std::string> values;   // e.g. {"4", "1", "2"}
+};
+
+struct TemplateVariant {
+  std::string name;                  // e.g. "warp_per_row"
+  std::string source_path;           // absolute path of the kernel source
+  std::string decomposition;         // parallel decomposition, e.g. "warp_per_row"
+  std::string description;
+  std::vector<TemplateParam> params;
+
+  /// The parameter called `name`, or nullptr.
+  const TemplateParam* param(const std::string& name) const;
+};
+
+struct KernelFamily {
+  std::string family;
+  std::string backend;
+  std::vector<TemplateVariant> variants;
+
+  /// The variant whose name or decomposition is `name_or_decomposition`, or nullptr.
+  const TemplateVariant* variant(const std::string& name_or_decomposition) const;
+};
+
+/// Reads <kernels_root>/<backend>/<family>/family.toml. Throws Error naming the file and field
+/// when it is missing or malformed, or when a variant's source file does not exist.
+KernelFamily load_family(const std::string& kernels_root, const std::string& backend,
+                         const std::string& family);
+
+/// A point of the template space: a variant plus a value for each of its parameters.
+struct TemplatePoint {
+  std::string variant;
+  std::map<std::string, std::string> params;
+
+  /// Stable human-readable id, e.g. "warp_per_row[ROWS_PER_BLOCK=4,VEC=4]".
+  std::string id() const;
+  bool operator==(const TemplatePoint&) const = default;
+};
+
+/// The variant's default point (first value of each parameter).
+TemplatePoint default_point(const TemplateVariant& variant);
+
+}  // namespace kforge::generation

@@ -1,0 +1,159 @@
+#include "generation/templates_generator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace kforge::generation {
+namespace {
+
+std::string read_source(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read kernel template " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Allowed values in numeric order when they are all numbers, else as listed.
+std::vector<std::string> ordered_values(const TemplateParam& param) {
+  std::vector<std::string> values = param.values;
+  bool numeric = std::all_of(values.begin(), values.end(), [](const std::string& v) {
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    return !v.empty() && *end == '\0';
+  });
+  if (numeric) {
+    std::sort(values.begin(), values.end(), [](const std::string& a, const std::string& b) {
+      return std::strtod(a.c_str(), nullptr) < std::strtod(b.c_str(), nullptr);
+    });
+  }
+  return values;
+}
+
+bool switch_variant(const KernelFamily& family, TemplatePoint& point, const std::string& target) {
+  const TemplateVariant* next = family.variant(target);
+  if (next == nullptr || next->name == point.variant) return false;
+  TemplatePoint switched = default_point(*next);
+  // Parameters both variants share keep their value when it is allowed in the new one.
+  for (auto& [name, value] : switched.params) {
+    auto old = point.params.find(name);
+    const TemplateParam* param = next->param(name);
+    if (old != point.params.end() &&
+        std::find(param->values.begin(), param->values.end(), old->second) != param->values.end()) {
+      value = old->second;
+    }
+  }
+  point = switched;
+  return true;
+}
+
+}  // namespace
+
+bool apply_edit(const KernelFamily& family, TemplatePoint& point, const memory::ParamEdit& edit) {
+  if (edit.op == "variant") return switch_variant(family, point, edit.value);
+  const TemplateVariant* variant = family.variant(point.variant);
+  if (variant == nullptr) return false;
+  const TemplateParam* param = variant->param(edit.param);
+  if (param == nullptr) return false;
+  std::vector<std::string> values = ordered_values(*param);
+  std::string& current = point.params[edit.param];
+  auto position = std::find(values.begin(), values.end(), current);
+  if (position == values.end()) return false;
+  std::string next = current;
+  if (edit.op == "set") {
+    if (std::find(values.begin(), values.end(), edit.value) == values.end()) return false;
+    next = edit.value;
+  } else if (edit.op == "increase") {
+    if (position + 1 == values.end()) return false;
+    next = *(position + 1);
+  } else if (edit.op == "decrease") {
+    if (position == values.begin()) return false;
+    next = *(position - 1);
+  } else if (edit.op == "max") {
+    next = values.back();
+  } else if (edit.op == "min") {
+    next = values.front();
+  } else {
+    throw Error("unknown edit op '" + edit.op +
+                "' (expected set, increase, decrease, max, min or variant)");
+  }
+  if (next == current) return false;
+  current = next;
+  return true;
+}
+
+TemplatesGenerator::TemplatesGenerator(KernelFamily family) : family_(std::move(family)) {}
+
+Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
+  const TemplateVariant* variant = family_.variant(point.variant);
+  if (variant == nullptr) throw Error("unknown variant '" + point.variant + "'");
+  Proposal proposal;
+  proposal.point = point;
+  proposal.id = point.id();
+  proposal.job.backend = family_.backend;
+  proposal.job.source = read_source(variant->source_path);
+  proposal.job.source_name = variant->source_path.substr(variant->source_path.rfind('/') + 1);
+  for (const auto& [name, value] : point.params) {
+    const TemplateParam* param = variant->param(name);
+    if (param == nullptr ||
+        std::find(param->values.begin(), param->values.end(), value) == param->values.end()) {
+      throw Error("variant '" + variant->name + "': parameter " + name + "=" + value +
+                  " is not allowed");
+    }
+    proposal.job.defines["KF_" + name] = value;
+  }
+  return proposal;
+}
+
+std::vector<Proposal> TemplatesGenerator::initial_proposals() {
+  std::vector<Proposal> proposals;
+  std::set<std::string> decompositions;
+  for (const TemplateVariant& variant : family_.variants) {
+    if (!decompositions.insert(variant.decomposition).second) continue;
+    Proposal proposal = make_proposal(default_point(variant));
+    proposal.change = "expert hint: " + variant.decomposition + " (" + variant.description + ")";
+    proposals.push_back(std::move(proposal));
+  }
+  return proposals;
+}
+
+std::optional<Proposal> TemplatesGenerator::apply(const Proposal& parent,
+                                                  const memory::Strategy& strategy) {
+  TemplatePoint point = parent.point;
+  std::vector<std::string> changes;
+  for (const memory::ParamEdit& edit : strategy.edits) {
+    TemplatePoint before = point;
+    if (!apply_edit(family_, point, edit)) continue;
+    if (edit.op == "variant") {
+      changes.push_back("variant " + before.variant + " -> " + point.variant);
+    } else {
+      changes.push_back(edit.param + " " + before.params[edit.param] + " -> " +
+                        point.params[edit.param]);
+    }
+  }
+  if (changes.empty() || point == parent.point) return std::nullopt;
+  Proposal proposal = make_proposal(point);
+  proposal.parent_id = parent.id;
+  std::string change = strategy.id + ": ";
+  for (size_t i = 0; i < changes.size(); ++i) change += (i ? ", " : "") + changes[i];
+  proposal.change = change;
+  return proposal;
+}
+
+std::string TemplatesGenerator::standalone_source(const Proposal& proposal) const {
+  std::ostringstream text;
+  text << "// kforge candidate " << proposal.id << " (family " << family_.family << ", backend "
+       << family_.backend << ")\n";
+  for (const auto& [name, value] : proposal.job.defines) {
+    text << "#define " << name << " " << value << "\n";
+  }
+  text << proposal.job.source;
+  return text.str();
+}
+
+}  // namespace kforge::generation

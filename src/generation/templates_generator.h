@@ -1,0 +1,29 @@
+// The offline generator: built-in kernel families, where each HTG strategy's edits become a
+// change of template parameters or of variant (DESIGN.md, "Generation plane").
+#pragma once
+
+#include "generation/generator.h"
+
+namespace kforge::generation {
+
+class TemplatesGenerator : public Generator {
+ public:
+  explicit TemplatesGenerator(KernelFamily family);
+  std::string name() const override { return "templates"; }
+  std::vector<Proposal> initial_proposals() override;
+  std::optional<Proposal> apply(const Proposal& parent, const memory::Strategy& strategy) override;
+  std::string standalone_source(const Proposal& proposal) const override;
+
+  /// The proposal for a given point (reads the variant's source). Throws Error on an unknown
+  /// variant or a parameter value outside its allowed list.
+  Proposal make_proposal(const TemplatePoint& point) const;
+
+ private:
+  KernelFamily family_;
+};
+
+/// Applies one edit to `point` within `variant`'s allowed values (ops as in memory::ParamEdit).
+/// Returns false when the edit does not apply (unknown parameter, already at the limit).
+bool apply_edit(const KernelFamily& family, TemplatePoint& point, const memory::ParamEdit& edit);
+
+}  // namespace kforge::generation

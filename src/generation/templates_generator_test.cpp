@@ -1,0 +1,124 @@
+#include "generation/templates_generator.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace kforge::generation {
+namespace {
+namespace fs = std::filesystem;
+
+class TemplatesGeneratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("kforge_gen_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "cpu" / "toy");
+    std::ofstream(root_ / "cpu" / "toy" / "a.cpp") << "int a;\n";
+    std::ofstream(root_ / "cpu" / "toy" / "b.cpp") << "int b;\n";
+    std::ofstream(root_ / "cpu" / "toy" / "family.toml") << R"(
+family = "toy"
+backend = "cpu"
+[[variants]]
+name = "serial"
+source = "a.cpp"
+decomposition = "row_serial"
+[variants.params]
+ACCUMULATORS = [1, 2, 4, 8]
+[[variants]]
+name = "simd"
+source = "b.cpp"
+decomposition = "row_simd"
+[variants.params]
+ACCUMULATORS = [4, 1, 2]
+PARALLEL = [0, 1]
+)";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static memory::Strategy strategy(std::vector<memory::ParamEdit> edits) {
+    memory::Strategy s;
+    s.id = "test_strategy";
+    s.edits = std::move(edits);
+    return s;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(TemplatesGeneratorTest, InitialProposalsCoverEachDecompositionAtDefaults) {
+  TemplatesGenerator generator(load_family(root_.string(), "cpu", "toy"));
+  std::vector<Proposal> proposals = generator.initial_proposals();
+  ASSERT_EQ(proposals.size(), 2u);
+  EXPECT_EQ(proposals[0].id, "serial[ACCUMULATORS=1]");
+  EXPECT_EQ(proposals[1].id, "simd[ACCUMULATORS=4,PARALLEL=0]");
+  EXPECT_EQ(proposals[1].job.defines.at("KF_ACCUMULATORS"), "4");
+  EXPECT_EQ(proposals[1].job.source, "int b;\n");
+}
+
+TEST_F(TemplatesGeneratorTest, EditsMoveWithinAllowedValuesInNumericOrder) {
+  TemplatesGenerator generator(load_family(root_.string(), "cpu", "toy"));
+  Proposal simd = generator.initial_proposals()[1];
+  auto up = generator.apply(simd, strategy({{"ACCUMULATORS", "increase", ""}}));
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->point.params.at("ACCUMULATORS"), "8") << "no 8 in simd: only 1, 2, 4";
+}
+
+TEST_F(TemplatesGeneratorTest, EditAtTheLimitOrOnAMissingParamIsNotApplicable) {
+  TemplatesGenerator generator(load_family(root_.string(), "cpu", "toy"));
+  Proposal simd = generator.initial_proposals()[1];
+  EXPECT_FALSE(generator.apply(simd, strategy({{"ACCUMULATORS", "max", ""}})));
+  EXPECT_FALSE(generator.apply(simd, strategy({{"TILE_ROWS", "increase", ""}})));
+  Proposal serial = generator.initial_proposals()[0];
+  EXPECT_FALSE(generator.apply(serial, strategy({{"PARALLEL", "set", "1"}})));
+  auto parallel = generator.apply(simd, strategy({{"PARALLEL", "set", "1"}}));
+  ASSERT_TRUE(parallel);
+  EXPECT_EQ(parallel->parent_id, simd.id);
+  EXPECT_NE(parallel->change.find("PARALLEL 0 -> 1"), std::string::npos);
+}
+
+TEST_F(TemplatesGeneratorTest, VariantSwitchKeepsSharedParameters) {
+  TemplatesGenerator generator(load_family(root_.string(), "cpu", "toy"));
+  Proposal serial = generator.initial_proposals()[0];
+  auto more = generator.apply(serial, strategy({{"ACCUMULATORS", "set", "2"}}));
+  ASSERT_TRUE(more);
+  auto switched = generator.apply(*more, strategy({{"", "variant", "row_simd"}}));
+  ASSERT_TRUE(switched);
+  EXPECT_EQ(switched->point.variant, "simd");
+  EXPECT_EQ(switched->point.params.at("ACCUMULATORS"), "2");
+  EXPECT_EQ(switched->point.params.at("PARALLEL"), "0");
+}
+
+TEST_F(TemplatesGeneratorTest, StandaloneSourceCarriesTheDefines) {
+  TemplatesGenerator generator(load_family(root_.string(), "cpu", "toy"));
+  std::string text = generator.standalone_source(generator.initial_proposals()[1]);
+  EXPECT_NE(text.find("#define KF_PARALLEL 0"), std::string::npos);
+  EXPECT_NE(text.find("int b;"), std::string::npos);
+}
+
+TEST_F(TemplatesGeneratorTest, MissingFamilyIsAClearError) {
+  try {
+    load_family(root_.string(), "cuda", "toy");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no built-in kernels for family 'toy' on backend 'cuda'"),
+              std::string::npos);
+  }
+}
+
+TEST(BundledFamilies, EveryExampleFamilyHasThreeVariantsPerBackend) {
+  for (const char* backend : {"cpu", "cuda"}) {
+    for (const char* family : {"rmsnorm", "softmax", "gemv"}) {
+      KernelFamily loaded =
+          load_family((fs::path(KFORGE_SOURCE_DIR) / "kernels").string(), backend, family);
+      EXPECT_GE(loaded.variants.size(), 3u) << backend << "/" << family;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kforge::generation

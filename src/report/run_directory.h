@@ -1,0 +1,50 @@
+// The run directory: everything about one optimization run, written as it happens.
+//
+// Layout:
+//   run.json                      configuration, device, toolchain, task hash (at start)
+//   task.toml                     copy of the task file
+//   events.jsonl                  one JSON object per event (candidate evaluated, best changed)
+//   candidates/NNN-<variant>/     source, build.log, evaluation.json for each candidate
+//   best.cpp | best.cu            the best kernel as a standalone source a user can take away
+//   result.json                   written last, atomically: its presence means the run finished
+//   report.md                     human-readable summary
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kforge::report {
+
+class RunDirectory {
+ public:
+  /// Creates `path` (and parents). Throws Error if it exists and is not empty, so that a run
+  /// never mixes with another's files.
+  explicit RunDirectory(std::filesystem::path path);
+
+  const std::filesystem::path& path() const { return path_; }
+  /// A new folder candidates/NNN-<label>/ (NNN counts from 000).
+  std::filesystem::path candidate_dir(int index, const std::string& label);
+  /// Writes `text` to path()/relative atomically (temp file + rename).
+  void write_text(const std::filesystem::path& relative, const std::string& text);
+  void write_json(const std::filesystem::path& relative, const nlohmann::json& value);
+  /// Appends one event line to events.jsonl and flushes it.
+  void append_event(const nlohmann::json& event);
+
+  /// A default path: runs/<task>-<UTC yyyymmdd-hhmmss>[-n] under `base`.
+  static std::filesystem::path default_path(const std::filesystem::path& base,
+                                            const std::string& task_name);
+
+ private:
+  std::filesystem::path path_;
+  std::mutex events_mutex_;
+  std::ofstream events_;
+};
+
+/// Current UTC time as ISO-8601 ("2026-11-29T10:17:36Z").
+std::string utc_now_iso8601();
+
+}  // namespace kforge::report

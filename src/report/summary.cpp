@@ -1,0 +1,95 @@
+#include "report/summary.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kforge::report {
+namespace {
+
+std::string device_line(const nlohmann::json& result) {
+  const nlohmann::json& device = result.at("device");
+  std::string name = device.value("name", "?");
+  if (result.value("backend", "") == "cuda") {
+    name += " (sm " + device.value("compute_capability", "?") + ")";
+  }
+  return fmt::format("{} on {}, {}", result.value("backend", "?"), name,
+                     result.value("toolchain", "?"));
+}
+
+std::string ms(const nlohmann::json& value) {
+  return value.is_number() ? fmt::format("{:.4f}", value.get<double>()) : "-";
+}
+
+}  // namespace
+
+std::string render_console_summary(const nlohmann::json& result, const std::string& task_name) {
+  std::string text = fmt::format("kforge: {} optimized with {} in {:.1f} s\n", task_name,
+                                 device_line(result), result.value("wall_s", 0.0));
+  int ok = 0;
+  for (const auto& c : result.at("candidates")) ok += c.value("verdict", "") == "ok";
+  text += fmt::format("  candidates: {} evaluated, {} correct\n", result.at("candidates").size(), ok);
+  if (result.at("best").is_null()) {
+    return text + "  no candidate passed the correctness gate; nothing to report as faster\n";
+  }
+  const nlohmann::json& final = result.at("final");
+  const nlohmann::json& speedup = final.at("speedup");
+  text += fmt::format("  best:       {}\n", result.at("best").value("id", "?"));
+  text += fmt::format(
+      "  reference:  {} ms   best: {} ms   (medians of {} paired samples)\n",
+      ms(final.at("reference").at("median_ms")), ms(final.at("best").at("median_ms")),
+      final.at("best").value("count", 0));
+  text += fmt::format("  speedup:    {:.2f}x  [{:.0f}% CI {:.2f}x .. {:.2f}x]\n",
+                      speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
+                      speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+  text += fmt::format("  bandwidth:  {:.1f} GB/s achieved ({:.1f} GB/s reference), {:.1f} MB moved per call\n",
+                      final.value("achieved_gbps", 0.0), final.value("reference_gbps", 0.0),
+                      result.value("bytes_moved", 0) / 1e6);
+  text += fmt::format("  kernel:     {}\n", result.at("best").value("source", "?"));
+  text += fmt::format("  report:     {}/report.md\n  result:     {}/result.json\n",
+                      result.value("run_dir", "?"), result.value("run_dir", "?"));
+  return text;
+}
+
+std::string render_markdown(const nlohmann::json& result, const std::string& task_name) {
+  std::string text = fmt::format("# kforge run: {}\n\n", task_name);
+  text += fmt::format("- backend and device: {}\n", device_line(result));
+  text += fmt::format("- wall time: {:.1f} s\n", result.value("wall_s", 0.0));
+  text += fmt::format("- bytes moved per call (timed workload): {}\n", result.value("bytes_moved", 0));
+  if (!result.at("best").is_null()) {
+    const nlohmann::json& final = result.at("final");
+    const nlohmann::json& speedup = final.at("speedup");
+    text += fmt::format("- best: `{}` ({})\n", result.at("best").value("id", "?"),
+                        result.at("best").value("source", "?"));
+    text += "\n| | median ms | min ms | max ms | samples | GB/s |\n|---|---|---|---|---|---|\n";
+    text += fmt::format("| reference | {} | {} | {} | {} | {:.1f} |\n",
+                        ms(final["reference"]["median_ms"]), ms(final["reference"]["min_ms"]),
+                        ms(final["reference"]["max_ms"]), final["reference"].value("count", 0),
+                        final.value("reference_gbps", 0.0));
+    text += fmt::format("| best | {} | {} | {} | {} | {:.1f} |\n\n", ms(final["best"]["median_ms"]),
+                        ms(final["best"]["min_ms"]), ms(final["best"]["max_ms"]),
+                        final["best"].value("count", 0), final.value("achieved_gbps", 0.0));
+    text += fmt::format("Speedup {:.3f}x, {:.0f}% bootstrap CI [{:.3f}, {:.3f}] (reference and best "
+                        "timed in interleaved rounds).\n",
+                        speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
+                        speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+  } else {
+    text += "\nNo candidate passed the correctness gate.\n";
+  }
+  text += "\n## Candidates\n\n| # | step | candidate | direction / strategy | verdict | median ms | "
+          "gain vs parent |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& c : result.at("candidates")) {
+    std::string how = c.value("strategy", "").empty()
+                          ? std::string("expert hint")
+                          : c.value("direction", "") + " / " + c.value("strategy", "");
+    std::string gain = c["log_gain"].is_number()
+                           ? fmt::format("{:.3f}x", std::exp(c["log_gain"].get<double>()))
+                           : "-";
+    text += fmt::format("| {} | {} | `{}` | {} | {} | {} | {} |\n", c.value("index", 0),
+                        c.value("step", 0), c.value("id", ""), how, c.value("verdict", ""),
+                        ms(c["median_ms"]), gain);
+  }
+  return text;
+}
+
+}  // namespace kforge::report

@@ -1,0 +1,302 @@
+#include "search/optimizer.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "compile/compile_pool.h"
+#include "memory/policy.h"
+#include "task/task_loader.h"
+
+namespace kforge::search {
+namespace fs = std::filesystem;
+
+struct Optimizer::Move {
+  std::string direction_id;
+  std::string strategy_id;
+  std::string explanation;
+  generation::Proposal proposal;
+};
+
+Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions options,
+                     memory::Store& store, generation::Generator& generator,
+                     compile::Compiler& compiler, worker::Worker& worker,
+                     report::RunDirectory& run_dir, ProgressSink progress)
+    : task_(task),
+      backend_(std::move(backend)),
+      options_(options),
+      store_(store),
+      generator_(generator),
+      compiler_(compiler),
+      worker_(worker),
+      run_dir_(run_dir),
+      progress_(std::move(progress)) {}
+
+memory::Provenance Optimizer::provenance() const {
+  memory::Provenance p;
+  p.backend = backend_;
+  p.device = device_.name;
+  p.compute_capability = device_.compute_capability;
+  p.toolchain = toolchain_;
+  p.family = task_.family;
+  p.task_hash = task_hash_;
+  return p;
+}
+
+std::vector<Optimizer::Move> Optimizer::plan_step(const generation::Proposal& best,
+                                                  std::vector<std::string>& prefix,
+                                                  std::mt19937_64& rng) {
+  memory::PolicyConfig config;
+  config.temperature = options_.temperature;
+  std::vector<Move> moves;
+  std::set<std::string> planned;
+  // A strategy is applicable when it turns the current best into a candidate not yet tried.
+  auto proposal_for = [&](const memory::Strategy& strategy) -> std::optional<generation::Proposal> {
+    std::optional<generation::Proposal> proposal = generator_.apply(best, strategy);
+    if (!proposal || seen_ids_.count(proposal->id) || planned.count(proposal->id)) {
+      return std::nullopt;
+    }
+    return proposal;
+  };
+  memory::Ucb1Selector selector;
+  memory::Policy policy(store_, selector, config);
+  for (int k = 0; k < options_.proposals_per_step; ++k) {
+    std::optional<memory::PolicyChoice> choice = policy.choose(
+        backend_, prefix, [&](const memory::Strategy& s) { return proposal_for(s).has_value(); },
+        rng);
+    if (!choice) break;
+    std::optional<generation::Proposal> proposal = proposal_for(choice->strategy);
+    if (!proposal) break;
+    planned.insert(proposal->id);
+    moves.push_back({choice->direction.id, choice->strategy.id, choice->explanation,
+                     std::move(*proposal)});
+  }
+  return moves;
+}
+
+CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
+                                    const compile::Artifact& artifact, int step,
+                                    evaluation::Evaluator& evaluator) {
+  CandidateRecord record;
+  record.index = static_cast<int>(records_.size());
+  record.step = step;
+  record.id = proposal.id;
+  record.parent_id = proposal.parent_id;
+  record.change = proposal.change;
+  record.artifact_key = artifact.key;
+  record.from_cache = artifact.from_cache;
+  record.compile_s = artifact.compile_s;
+  evaluation::CandidateEvaluation outcome = evaluator.evaluate(artifact);
+  record.verdict = outcome.verdict;
+  record.message = outcome.message;
+  if (outcome.verdict == Verdict::ok) {
+    record.median_ms = outcome.timing.median_ms;
+    handles_[proposal.id] = outcome.handle;
+  }
+  seen_ids_.insert(proposal.id);
+  proposals_[proposal.id] = proposal;
+
+  fs::path dir = run_dir_.candidate_dir(record.index, proposal.point.variant.empty()
+                                                          ? proposal.id
+                                                          : proposal.point.variant);
+  std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
+  run_dir_.write_text(dir / ("source" + extension), generator_.standalone_source(proposal));
+  run_dir_.write_text(dir / "build.log", artifact.log);
+  record.source_file = (dir / ("source" + extension)).string();
+  nlohmann::json evaluation = {{"id", record.id},
+                               {"verdict", to_string(record.verdict)},
+                               {"message", record.message},
+                               {"artifact_key", record.artifact_key},
+                               {"compile_s", record.compile_s},
+                               {"from_cache", record.from_cache},
+                               {"check",
+                                {{"cases", outcome.check.cases_checked},
+                                 {"max_abs_error", outcome.check.max_abs_error},
+                                 {"max_rel_error", outcome.check.max_rel_error}}},
+                               {"samples_ms", outcome.samples_ms},
+                               {"timing", outcome.timing}};
+  run_dir_.write_json(dir / "evaluation.json", evaluation);
+  return record;
+}
+
+namespace {
+
+std::string describe(const CandidateRecord& record, double reference_ms) {
+  if (record.verdict != Verdict::ok) {
+    std::string message = record.message.substr(0, 160);
+    return fmt::format("{:<44} {}{}", record.id, to_string(record.verdict),
+                       message.empty() ? "" : ": " + message);
+  }
+  return fmt::format("{:<44} ok  {:9.4f} ms  {:5.2f}x vs reference", record.id,
+                     *record.median_ms, reference_ms / *record.median_ms);
+}
+
+}  // namespace
+
+OptimizeResult Optimizer::run() {
+  auto started = std::chrono::steady_clock::now();
+  OptimizeResult result;
+  result.run_dir = run_dir_.path().string();
+  result.backend = backend_;
+  device_ = worker_.device_info();
+  toolchain_ = compiler_.toolchain(backend_);
+  task_hash_ = task_hash(task_);
+  result.device = device_;
+  result.toolchain = toolchain_;
+  progress_(fmt::format("device: {} ({}), toolchain: {}", device_.name,
+                        backend_ == "cuda" ? "sm " + device_.compute_capability : "cpu",
+                        toolchain_));
+
+  evaluation::Evaluator evaluator(worker_, task_, options_.evaluation);
+  const Workload& timed = evaluator.timed_workload();
+  result.bytes_moved = min_bytes_moved(task_.signature, timed);
+  result.flops = flops_per_call(task_, timed);
+  compile::CompilePool pool(compiler_, options_.compile_jobs);
+
+  // Reference: compiled with the same toolchain, checked against itself, quick-timed.
+  compile::CompileJob reference_job;
+  reference_job.backend = backend_;
+  reference_job.source_name = fs::path(task_.reference_paths.at(backend_)).filename().string();
+  {
+    std::ifstream in(task_.reference_paths.at(backend_));
+    std::ostringstream text;
+    text << in.rdbuf();
+    reference_job.source = text.str();
+  }
+  compile::Artifact reference_artifact = pool.submit(reference_job).get();
+  int reference_handle = evaluator.prepare_reference(reference_artifact);
+  worker::TimeResult reference_quick = evaluator.time_quick(reference_handle);
+  if (reference_quick.verdict != Verdict::ok) {
+    throw Error("timing the reference failed: " + reference_quick.message);
+  }
+  double reference_ms = evaluation::median(reference_quick.samples_ms);
+  progress_(fmt::format("reference on '{}': {:.4f} ms (median of {})", timed.name, reference_ms,
+                        reference_quick.samples_ms.size()));
+
+  std::optional<CandidateRecord> best;
+  auto consider = [&](CandidateRecord record) {
+    progress_(fmt::format("  [{:03d}] {}", record.index, describe(record, reference_ms)));
+    if (record.verdict == Verdict::ok &&
+        (!best || *record.median_ms < *best->median_ms * (1.0 - options_.min_gain))) {
+      best = record;
+      run_dir_.append_event({{"event", "new_best"}, {"id", record.id}, {"median_ms", *record.median_ms}});
+    }
+    run_dir_.append_event({{"event", "candidate"},
+                           {"index", record.index},
+                           {"id", record.id},
+                           {"step", record.step},
+                           {"verdict", to_string(record.verdict)},
+                           {"median_ms", record.median_ms ? nlohmann::json(*record.median_ms)
+                                                          : nlohmann::json()}});
+    records_.push_back(record);
+  };
+
+  // Step 0: expert hints, built in parallel, evaluated one at a time on the worker.
+  progress_("step 0: expert hints (one kernel per parallel decomposition)");
+  std::vector<generation::Proposal> hints = generator_.initial_proposals();
+  std::vector<std::future<compile::Artifact>> builds;
+  for (const generation::Proposal& hint : hints) builds.push_back(pool.submit(hint.job));
+  for (size_t i = 0; i < hints.size(); ++i) consider(evaluate(hints[i], builds[i].get(), 0, evaluator));
+
+  std::mt19937_64 rng(options_.seed);
+  std::vector<std::string> prefix;
+  for (int step = 1; step <= options_.steps && best; ++step) {
+    const generation::Proposal parent = proposals_.at(best->id);
+    const double parent_ms = *best->median_ms;
+    std::vector<Move> moves = plan_step(parent, prefix, rng);
+    if (moves.empty()) {
+      progress_(fmt::format("step {}: no applicable strategy left for {}", step, parent.id));
+      break;
+    }
+    progress_(fmt::format("step {}/{}: {} candidates from {}", step, options_.steps, moves.size(),
+                          parent.id));
+    std::vector<std::future<compile::Artifact>> step_builds;
+    for (const Move& move : moves) step_builds.push_back(pool.submit(move.proposal.job));
+    for (size_t i = 0; i < moves.size(); ++i) {
+      const Move& move = moves[i];
+      if (options_.explain) progress_("    why: " + move.explanation);
+      CandidateRecord record = evaluate(move.proposal, step_builds[i].get(), step, evaluator);
+      record.direction_id = move.direction_id;
+      record.strategy_id = move.strategy_id;
+      if (record.median_ms) record.log_gain = std::log(parent_ms / *record.median_ms);
+      memory::Evidence evidence;
+      evidence.direction_id = move.direction_id;
+      evidence.strategy_id = move.strategy_id;
+      evidence.previous_direction_id = prefix.empty() ? "" : prefix.back();
+      evidence.provenance = provenance();
+      evidence.verdict = to_string(record.verdict);
+      evidence.log_gain = record.log_gain;
+      if (record.median_ms) evidence.speedup_vs_baseline = reference_ms / *record.median_ms;
+      evidence.candidate_id = record.artifact_key;
+      evidence.note = move.proposal.change + (record.message.empty() ? "" : " | " + record.message.substr(0, 200));
+      store_.record(evidence);
+      consider(record);
+    }
+    for (const Move& move : moves) prefix.push_back(move.direction_id);
+  }
+
+  result.candidates = records_;
+  result.best = best;
+  if (best) {
+    progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best->id,
+                          options_.evaluation.final_rounds));
+    evaluation::Evaluator::PairedSamples paired =
+        evaluator.time_paired(reference_handle, handles_.at(best->id));
+    if (!paired.failure.empty()) {
+      throw Error("the best candidate failed during final timing: " + paired.failure);
+    }
+    result.reference_final = evaluation::summarize(paired.reference_ms);
+    result.best_final = evaluation::summarize(paired.candidate_ms);
+    result.speedup = evaluation::estimate_speedup(paired.reference_ms, paired.candidate_ms);
+    std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
+    run_dir_.write_text("best" + extension, generator_.standalone_source(proposals_.at(best->id)));
+    result.best_source_path = (run_dir_.path() / ("best" + extension)).string();
+  }
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+nlohmann::json OptimizeResult::to_json() const {
+  auto record_json = [](const CandidateRecord& r) {
+    nlohmann::json j = {{"index", r.index},         {"step", r.step},
+                        {"id", r.id},               {"parent", r.parent_id},
+                        {"change", r.change},       {"direction", r.direction_id},
+                        {"strategy", r.strategy_id}, {"verdict", to_string(r.verdict)},
+                        {"message", r.message},     {"artifact_key", r.artifact_key},
+                        {"compile_s", r.compile_s}, {"source", r.source_file}};
+    j["median_ms"] = r.median_ms ? nlohmann::json(*r.median_ms) : nlohmann::json();
+    j["log_gain"] = r.log_gain ? nlohmann::json(*r.log_gain) : nlohmann::json();
+    return j;
+  };
+  nlohmann::json j;
+  j["run_dir"] = run_dir;
+  j["backend"] = backend;
+  j["device"] = device;
+  j["toolchain"] = toolchain;
+  j["wall_s"] = wall_s;
+  j["bytes_moved"] = bytes_moved;
+  j["flops"] = flops ? nlohmann::json(*flops) : nlohmann::json();
+  j["candidates"] = nlohmann::json::array();
+  for (const CandidateRecord& r : candidates) j["candidates"].push_back(record_json(r));
+  if (best) {
+    double seconds = best_final.median_ms * 1e-3;
+    j["best"] = record_json(*best);
+    j["best"]["source"] = best_source_path;
+    j["final"] = {{"reference", reference_final},
+                  {"best", best_final},
+                  {"speedup", speedup},
+                  {"achieved_gbps", bytes_moved / seconds * 1e-9},
+                  {"reference_gbps", bytes_moved / (reference_final.median_ms * 1e-3) * 1e-9}};
+    if (flops) j["final"]["achieved_gflops"] = *flops / seconds * 1e-9;
+  } else {
+    j["best"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace kforge::search

@@ -1,0 +1,207 @@
+#include "search/optimizer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "generation/templates_generator.h"
+#include "memory/sqlite_store.h"
+
+namespace kforge::search {
+namespace {
+namespace fs = std::filesystem;
+
+// A compiler that "builds" instantly: the artifact path encodes the defines so the fake worker
+// can look up the candidate's payoff. Sources containing BROKEN fail to compile.
+class FakeCompiler : public compile::Compiler {
+ public:
+  compile::Artifact compile(const compile::CompileJob& job) override {
+    compile::Artifact artifact;
+    if (job.source.find("BROKEN") != std::string::npos) {
+      artifact.verdict = Verdict::compile_error;
+      artifact.log = "error: BROKEN";
+      return artifact;
+    }
+    std::string path = job.source_name;
+    for (const auto& [k, v] : job.defines) path += ";" + k + "=" + v;
+    artifact.path = path;
+    artifact.key = path;
+    return artifact;
+  }
+  std::string toolchain(const std::string&) override { return "fake-cc 1.0"; }
+};
+
+// A worker whose timings follow a known payoff: base 10 ms, divided by ACCUMULATORS, halved by
+// PARALLEL=1; the reference takes 20 ms. Kernels from "wrong.cpp" give wrong answers.
+class FakeWorker : public worker::Worker {
+ public:
+  worker::DeviceInfo device_info() override {
+    worker::DeviceInfo info;
+    info.backend = "cpu";
+    info.name = "fake cpu";
+    return info;
+  }
+  worker::LoadResult load(const worker::LoadRequest& request, double) override {
+    paths_.push_back(request.path);
+    worker::LoadResult result;
+    result.handle = static_cast<int>(paths_.size()) - 1;
+    return result;
+  }
+  worker::CheckResult check(const worker::CheckRequest& request, double) override {
+    worker::CheckResult result;
+    ++checks;
+    if (paths_.at(request.candidate_handle).find("wrong.cpp") != std::string::npos) {
+      result.verdict = Verdict::wrong_answer;
+      result.message = "y[3] = 1 expected 2";
+    }
+    result.cases_checked = 1;
+    return result;
+  }
+  worker::TimeResult time(const worker::TimeRequest& request, double) override {
+    const std::string& path = paths_.at(request.handle);
+    double ms = 10.0;
+    if (path.find("reference") != std::string::npos) ms = 20.0;
+    auto value = [&](const std::string& key) {
+      auto at = path.find(key + "=");
+      return at == std::string::npos ? 1.0 : std::stod(path.substr(at + key.size() + 1));
+    };
+    ms /= value("KF_ACCUMULATORS");
+    if (value("KF_PARALLEL") == 1.0 && path.find("KF_PARALLEL") != std::string::npos) ms /= 2;
+    worker::TimeResult result;
+    for (int i = 0; i < request.repetitions; ++i) result.samples_ms.push_back(ms * (1 + 0.001 * (i % 3)));
+    return result;
+  }
+  void shutdown() override {}
+  int checks = 0;
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+class OptimizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("kforge_opt_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(root_);
+    fs::path family = root_ / "kernels" / "cpu" / "toy";
+    fs::create_directories(family);
+    std::ofstream(family / "serial.cpp") << "serial\n";
+    std::ofstream(family / "simd.cpp") << "simd\n";
+    std::ofstream(family / "wrong.cpp") << "wrong\n";
+    std::ofstream(family / "family.toml") << R"(
+family = "toy"
+backend = "cpu"
+[[variants]]
+name = "serial"
+source = "serial.cpp"
+decomposition = "row_serial"
+[[variants]]
+name = "simd"
+source = "simd.cpp"
+decomposition = "row_simd"
+[variants.params]
+ACCUMULATORS = [1, 2, 4, 8]
+PARALLEL = [0, 1]
+[[variants]]
+name = "tiled"
+source = "wrong.cpp"
+decomposition = "row_tiled"
+)";
+    std::ofstream(root_ / "reference.cpp") << "reference\n";
+    task_.name = "toy";
+    task_.family = "toy";
+    task_.source_path = (root_ / "reference.cpp").string();
+    task_.reference_paths["cpu"] = (root_ / "reference.cpp").string();
+    task_.signature.tensors = {{"x", TensorRole::input, DType::f32, {"n"}},
+                               {"y", TensorRole::output, DType::f32, {"n"}}};
+    task_.workloads = {{"small", {{"n", 33}}, false}, {"big", {{"n", 1 << 20}}, true}};
+    store_ = memory::SqliteStore::open(":memory:",
+                                       fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "seed.toml");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  OptimizeResult run(OptimizeOptions options, std::vector<std::string>* lines = nullptr) {
+    generation::TemplatesGenerator generator(
+        generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
+    report::RunDirectory run_dir(root_ / ("run" + std::to_string(runs_++)));
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker_, run_dir,
+                        [&](const std::string& line) {
+                          if (lines) lines->push_back(line);
+                        });
+    return optimizer.run();
+  }
+
+  fs::path root_;
+  Task task_;
+  FakeCompiler compiler_;
+  FakeWorker worker_;
+  std::unique_ptr<memory::SqliteStore> store_;
+  int runs_ = 0;
+};
+
+TEST_F(OptimizerTest, ClimbsFromTheExpertHintsToAFasterCandidate) {
+  OptimizeOptions options;
+  options.steps = 6;
+  options.proposals_per_step = 3;
+  OptimizeResult result = run(options);
+  ASSERT_TRUE(result.best);
+  // The best expert hint (simd at defaults) runs 10 ms; the search must improve on it.
+  EXPECT_LT(*result.best->median_ms, 10.0 * 0.99);
+  EXPECT_GT(result.speedup.speedup, 2.0);
+  EXPECT_LE(result.speedup.ci_low, result.speedup.speedup);
+  EXPECT_GE(result.speedup.ci_high, result.speedup.speedup);
+  EXPECT_TRUE(fs::exists(result.best_source_path));
+}
+
+TEST_F(OptimizerTest, FailedCandidatesAreResultsNotExceptions) {
+  OptimizeOptions options;
+  options.steps = 1;
+  OptimizeResult result = run(options);
+  bool saw_wrong = false;
+  for (const CandidateRecord& c : result.candidates) {
+    saw_wrong = saw_wrong || (c.id.rfind("tiled", 0) == 0 && c.verdict == Verdict::wrong_answer);
+  }
+  EXPECT_TRUE(saw_wrong);
+  EXPECT_TRUE(fs::exists(root_ / "run0" / "candidates"));
+}
+
+TEST_F(OptimizerTest, EveryStepCandidateIsRecordedAsEvidence) {
+  OptimizeOptions options;
+  options.steps = 3;
+  OptimizeResult result = run(options);
+  int step_candidates = 0;
+  for (const CandidateRecord& c : result.candidates) step_candidates += c.step > 0;
+  EXPECT_GT(step_candidates, 0);
+  EXPECT_EQ(store_->evidence_count(), step_candidates);
+}
+
+TEST_F(OptimizerTest, SameSeedSameDecisions) {
+  OptimizeOptions options;
+  options.steps = 4;
+  options.seed = 42;
+  OptimizeResult first = run(options);
+  // A fresh memory so that the second run sees the same graph the first one saw.
+  store_ = memory::SqliteStore::open(":memory:",
+                                     fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "seed.toml");
+  OptimizeResult second = run(options);
+  ASSERT_EQ(first.candidates.size(), second.candidates.size());
+  for (size_t i = 0; i < first.candidates.size(); ++i) {
+    EXPECT_EQ(first.candidates[i].id, second.candidates[i].id);
+  }
+}
+
+TEST_F(OptimizerTest, ResultJsonCarriesTheFinalNumbers) {
+  OptimizeOptions options;
+  options.steps = 2;
+  nlohmann::json json = run(options).to_json();
+  EXPECT_FALSE(json["best"].is_null());
+  EXPECT_GT(json["final"]["speedup"]["speedup"].get<double>(), 1.0);
+  EXPECT_EQ(json["bytes_moved"].get<int64_t>(), 2 * (1 << 20) * 4);
+  EXPECT_EQ(json["device"]["name"], "fake cpu");
+}
+
+}  // namespace
+}  // namespace kforge::search

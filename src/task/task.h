@@ -1,0 +1,112 @@
+// The task model: one operator to optimize (signature, workloads, reference, tolerance).
+//
+// A task is read from a TOML file (see task_loader.h and examples/*/task.toml). The structs here
+// are plain values; `Problem` is the part a worker needs to create tensors and call kernels, and
+// it round-trips through JSON for the worker protocol.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kforge {
+
+/// Element types a tensor may have. Scalars are always passed to kernels as double.
+enum class DType { f32, f64, f16, bf16, i32, i64 };
+
+/// "f32", "f64", ... ; throws Error on an unknown name.
+DType parse_dtype(const std::string& name);
+std::string to_string(DType dtype);
+/// Bytes per element.
+int dtype_size(DType dtype);
+
+enum class TensorRole { input, output };
+
+/// One tensor of the signature. Each dimension is either a symbol ("rows") bound by a workload,
+/// or a fixed positive integer written as a decimal string ("4").
+struct TensorSpec {
+  std::string name;
+  TensorRole role = TensorRole::input;
+  DType dtype = DType::f32;
+  std::vector<std::string> shape;
+};
+
+/// A scalar argument with the value every call receives (e.g. eps = 1e-6).
+struct ScalarSpec {
+  std::string name;
+  DType dtype = DType::f64;
+  double value = 0.0;
+};
+
+/// Ordered inputs/outputs plus scalars. Kernels receive inputs, then outputs, then scalars, each
+/// in the order given here.
+struct Signature {
+  std::vector<TensorSpec> tensors;
+  std::vector<ScalarSpec> scalars;
+};
+
+/// One binding of the symbolic shapes to numbers, e.g. {rows: 8192, cols: 4096}.
+struct Workload {
+  std::string name;
+  std::map<std::string, int64_t> dims;
+  /// Realistic workloads are the ones timed for the reported speedup; the others only gate.
+  bool timed = false;
+};
+
+/// Allowed error: |out - ref| <= atol + rtol * |ref|, element-wise.
+struct Tolerance {
+  double rtol = 1e-4;
+  double atol = 1e-5;
+};
+
+/// What one worker request needs to build and check tensors: signature plus one workload.
+struct Problem {
+  Signature signature;
+  Workload workload;
+};
+
+/// Shape of `spec` under `workload`, in elements. Throws Error naming the tensor and the symbol
+/// when a symbol is not bound or a dimension is not positive.
+std::vector<int64_t> bind_shape(const TensorSpec& spec, const Workload& workload);
+
+/// Sum over tensors of elements x dtype size: the fewest bytes one call must move (each input
+/// read once, each output written once). Used for achieved bandwidth.
+int64_t min_bytes_moved(const Signature& signature, const Workload& workload);
+
+/// A whole task as read from its TOML file.
+struct Task {
+  std::string name;
+  std::string family;            // operator family, e.g. "rmsnorm"; keys the kernel templates
+  std::string description;
+  Signature signature;
+  std::vector<Workload> workloads;
+  Tolerance tolerance;
+  std::string baseline = "reference";
+  /// Reference source path per backend ("cpu" -> ".../reference.cpp", "cuda" -> ".../reference.cu").
+  std::map<std::string, std::string> reference_paths;
+  /// FLOPs per call as a formula of the dims ("5*rows*cols"), optional; for roofline numbers.
+  std::string flops_formula;
+  std::string source_path;       // the TOML file it came from
+};
+
+/// FLOPs of one call under `workload`, or nullopt if the task gives no formula.
+std::optional<double> flops_per_call(const Task& task, const Workload& workload);
+
+void to_json(nlohmann::json& j, const TensorSpec& t);
+void from_json(const nlohmann::json& j, TensorSpec& t);
+void to_json(nlohmann::json& j, const ScalarSpec& s);
+void from_json(const nlohmann::json& j, ScalarSpec& s);
+void to_json(nlohmann::json& j, const Signature& s);
+void from_json(const nlohmann::json& j, Signature& s);
+void to_json(nlohmann::json& j, const Workload& w);
+void from_json(const nlohmann::json& j, Workload& w);
+void to_json(nlohmann::json& j, const Tolerance& t);
+void from_json(const nlohmann::json& j, Tolerance& t);
+void to_json(nlohmann::json& j, const Problem& p);
+void from_json(const nlohmann::json& j, Problem& p);
+
+}  // namespace kforge

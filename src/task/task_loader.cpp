@@ -1,0 +1,280 @@
+#include "task/task_loader.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "common/error.h"
+#include "common/hash.h"
+#include "task/expression.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Carries the file name so that every message says where the problem is.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw Error(path_ + ": " + field + ": " + what);
+  }
+
+  std::string string(const toml::table& table, const std::string& key, const std::string& field,
+                     bool required = true, const std::string& fallback = "") const {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) {
+      if (required) fail(field, "missing (expected a string)");
+      return fallback;
+    }
+    auto value = node->value<std::string>();
+    if (!value) fail(field, "expected a string");
+    return *value;
+  }
+
+  const toml::array& array_of_tables(const toml::table& table, const std::string& key,
+                                     bool required) const {
+    static const toml::array empty;
+    const toml::node* node = table.get(key);
+    if (node == nullptr) {
+      if (required) fail(key, "missing (expected an array of tables, [[" + key + "]])");
+      return empty;
+    }
+    const toml::array* array = node->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+      fail(key, "expected an array of tables ([[" + key + "]])");
+    }
+    return *array;
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string indexed(const std::string& key, size_t index) {
+  return key + "[" + std::to_string(index) + "]";
+}
+
+DType read_dtype(const FieldReader& reader, const toml::table& table, const std::string& field) {
+  std::string name = reader.string(table, "dtype", field + ".dtype");
+  try {
+    return parse_dtype(name);
+  } catch (const Error& e) {
+    reader.fail(field + ".dtype", e.what());
+  }
+}
+
+std::vector<TensorSpec> read_tensors(const FieldReader& reader, const toml::table& root,
+                                     const std::string& key, TensorRole role) {
+  std::vector<TensorSpec> tensors;
+  const toml::array& array = reader.array_of_tables(root, key, true);
+  for (size_t i = 0; i < array.size(); ++i) {
+    const toml::table& table = *array[i].as_table();
+    std::string field = indexed(key, i);
+    TensorSpec spec;
+    spec.role = role;
+    spec.name = reader.string(table, "name", field + ".name");
+    spec.dtype = read_dtype(reader, table, field);
+    const toml::array* shape = table.get_as<toml::array>("shape");
+    if (shape == nullptr || shape->empty()) {
+      reader.fail(field + ".shape", "expected a non-empty array of dimension names or integers");
+    }
+    for (const toml::node& dim : *shape) {
+      if (auto text = dim.value<std::string>()) {
+        spec.shape.push_back(*text);
+      } else if (auto number = dim.value<int64_t>(); number && *number > 0) {
+        spec.shape.push_back(std::to_string(*number));
+      } else {
+        reader.fail(field + ".shape", "expected dimension names or positive integers");
+      }
+    }
+    tensors.push_back(std::move(spec));
+  }
+  return tensors;
+}
+
+std::vector<ScalarSpec> read_scalars(const FieldReader& reader, const toml::table& root) {
+  std::vector<ScalarSpec> scalars;
+  const toml::array& array = reader.array_of_tables(root, "scalars", false);
+  for (size_t i = 0; i < array.size(); ++i) {
+    const toml::table& table = *array[i].as_table();
+    std::string field = indexed("scalars", i);
+    ScalarSpec spec;
+    spec.name = reader.string(table, "name", field + ".name");
+    spec.dtype = read_dtype(reader, table, field);
+    auto value = table["value"].value<double>();
+    if (!value) reader.fail(field + ".value", "missing or not a number");
+    spec.value = *value;
+    scalars.push_back(std::move(spec));
+  }
+  return scalars;
+}
+
+std::vector<Workload> read_workloads(const FieldReader& reader, const toml::table& root) {
+  std::vector<Workload> workloads;
+  const toml::array& array = reader.array_of_tables(root, "workloads", true);
+  if (array.empty()) reader.fail("workloads", "expected at least one [[workloads]] entry");
+  for (size_t i = 0; i < array.size(); ++i) {
+    const toml::table& table = *array[i].as_table();
+    std::string field = indexed("workloads", i);
+    Workload workload;
+    workload.name = reader.string(table, "name", field + ".name");
+    for (const auto& [key, node] : table) {
+      std::string name(key.str());
+      if (name == "name") continue;
+      if (name == "timed") {
+        auto timed = node.value<bool>();
+        if (!timed) reader.fail(field + ".timed", "expected true or false");
+        workload.timed = *timed;
+        continue;
+      }
+      auto value = node.value<int64_t>();
+      if (!value || *value <= 0) {
+        reader.fail(field + "." + name, "expected a positive integer dimension");
+      }
+      workload.dims[name] = *value;
+    }
+    workloads.push_back(std::move(workload));
+  }
+  return workloads;
+}
+
+Tolerance read_tolerance(const FieldReader& reader, const toml::table& root) {
+  Tolerance tolerance;
+  const toml::table* table = root.get_as<toml::table>("tolerance");
+  if (table == nullptr) reader.fail("tolerance", "missing (expected a [tolerance] table)");
+  auto rtol = (*table)["rtol"].value<double>();
+  auto atol = (*table)["atol"].value<double>();
+  if (!rtol || *rtol < 0) reader.fail("tolerance.rtol", "expected a non-negative number");
+  if (!atol || *atol < 0) reader.fail("tolerance.atol", "expected a non-negative number");
+  tolerance.rtol = *rtol;
+  tolerance.atol = *atol;
+  return tolerance;
+}
+
+std::map<std::string, std::string> read_references(const FieldReader& reader,
+                                                   const toml::table& root) {
+  const toml::table* table = root.get_as<toml::table>("reference");
+  if (table == nullptr || table->empty()) {
+    reader.fail("reference", "missing (expected a [reference] table with cpu and/or cuda paths)");
+  }
+  std::map<std::string, std::string> paths;
+  fs::path base = fs::path(reader.path()).parent_path();
+  for (const auto& [key, node] : *table) {
+    std::string backend(key.str());
+    if (backend != "cpu" && backend != "cuda") {
+      reader.fail("reference." + backend, "unknown backend (expected cpu or cuda)");
+    }
+    auto relative = node.value<std::string>();
+    if (!relative) reader.fail("reference." + backend, "expected a path string");
+    fs::path full = base / *relative;
+    if (!fs::exists(full)) {
+      reader.fail("reference." + backend, "file '" + full.string() + "' does not exist");
+    }
+    paths[backend] = full.string();
+  }
+  return paths;
+}
+
+void check_unique_names(const FieldReader& reader, const Task& task) {
+  std::set<std::string> names;
+  for (const TensorSpec& t : task.signature.tensors) {
+    if (!names.insert(t.name).second) reader.fail("inputs/outputs", "duplicate name '" + t.name + "'");
+  }
+  for (const ScalarSpec& s : task.signature.scalars) {
+    if (!names.insert(s.name).second) reader.fail("scalars", "duplicate name '" + s.name + "'");
+  }
+  std::set<std::string> workload_names;
+  for (const Workload& w : task.workloads) {
+    if (!workload_names.insert(w.name).second) {
+      reader.fail("workloads", "duplicate workload name '" + w.name + "'");
+    }
+  }
+}
+
+void check_bindings(const FieldReader& reader, Task& task) {
+  for (size_t i = 0; i < task.workloads.size(); ++i) {
+    for (const TensorSpec& tensor : task.signature.tensors) {
+      try {
+        bind_shape(tensor, task.workloads[i]);
+      } catch (const Error& e) {
+        reader.fail(indexed("workloads", i), e.what());
+      }
+    }
+    if (!task.flops_formula.empty()) {
+      try {
+        evaluate_expression(task.flops_formula, task.workloads[i].dims);
+      } catch (const Error& e) {
+        reader.fail("flops", e.what());
+      }
+    }
+  }
+  bool any_timed = false;
+  for (const Workload& w : task.workloads) any_timed = any_timed || w.timed;
+  if (!any_timed) {
+    // Default: time the workload that moves the most bytes, the most realistic one given.
+    Workload* largest = &task.workloads.front();
+    for (Workload& w : task.workloads) {
+      if (min_bytes_moved(task.signature, w) > min_bytes_moved(task.signature, *largest)) {
+        largest = &w;
+      }
+    }
+    largest->timed = true;
+  }
+}
+
+}  // namespace
+
+Task load_task(const std::string& path) {
+  if (!fs::exists(path)) throw Error(path + ": task file does not exist");
+  FieldReader reader(path);
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream message;
+    message << path << ":" << e.source().begin.line << ":" << e.source().begin.column
+            << ": not valid TOML: " << e.description();
+    throw Error(message.str());
+  }
+  Task task;
+  task.source_path = path;
+  task.name = reader.string(root, "name", "name");
+  task.family = reader.string(root, "family", "family");
+  task.description = reader.string(root, "description", "description", false);
+  task.baseline = reader.string(root, "baseline", "baseline", false, "reference");
+  if (task.baseline != "reference") {
+    reader.fail("baseline", "'" + task.baseline + "' is not supported (expected \"reference\")");
+  }
+  task.flops_formula = reader.string(root, "flops", "flops", false);
+  task.signature.tensors = read_tensors(reader, root, "inputs", TensorRole::input);
+  std::vector<TensorSpec> outputs = read_tensors(reader, root, "outputs", TensorRole::output);
+  task.signature.tensors.insert(task.signature.tensors.end(), outputs.begin(), outputs.end());
+  task.signature.scalars = read_scalars(reader, root);
+  task.workloads = read_workloads(reader, root);
+  task.tolerance = read_tolerance(reader, root);
+  task.reference_paths = read_references(reader, root);
+  check_unique_names(reader, task);
+  check_bindings(reader, task);
+  return task;
+}
+
+std::string task_hash(const Task& task) {
+  std::ifstream file(task.source_path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  for (const auto& [backend, path] : task.reference_paths) {
+    std::ifstream reference(path, std::ios::binary);
+    bytes << backend << reference.rdbuf();
+  }
+  return sha256_hex(bytes.str()).substr(0, 16);
+}
+
+}  // namespace kforge

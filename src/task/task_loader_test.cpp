@@ -1,0 +1,182 @@
+#include "task/task_loader.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "task/expression.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+const char* kValidTask = R"(
+name = "scale"
+family = "scale"
+flops = "rows*cols"
+[[inputs]]
+name = "x"
+dtype = "f32"
+shape = ["rows", "cols"]
+[[outputs]]
+name = "y"
+dtype = "f32"
+shape = ["rows", "cols"]
+[[scalars]]
+name = "alpha"
+dtype = "f32"
+value = 2.0
+[tolerance]
+rtol = 1e-5
+atol = 1e-6
+[[workloads]]
+name = "small"
+rows = 4
+cols = 33
+[[workloads]]
+name = "big"
+rows = 1024
+cols = 1024
+[reference]
+cpu = "ref.cpp"
+)";
+
+class TaskLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_task_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "ref.cpp") << "// reference\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& text) {
+    fs::path path = dir_ / "task.toml";
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  // Loads `text` and returns the error message (empty if it loaded).
+  std::string error_of(const std::string& text) {
+    try {
+      load_task(write(text));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  static std::string replace(std::string text, const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TaskLoaderTest, LoadsAValidTask) {
+  Task task = load_task(write(kValidTask));
+  EXPECT_EQ(task.name, "scale");
+  ASSERT_EQ(task.signature.tensors.size(), 2u);
+  EXPECT_EQ(task.signature.tensors[1].role, TensorRole::output);
+  EXPECT_DOUBLE_EQ(task.signature.scalars[0].value, 2.0);
+  ASSERT_EQ(task.workloads.size(), 2u);
+  // No workload marked timed: the one moving the most bytes is.
+  EXPECT_FALSE(task.workloads[0].timed);
+  EXPECT_TRUE(task.workloads[1].timed);
+  EXPECT_EQ(min_bytes_moved(task.signature, task.workloads[1]), 2 * 1024 * 1024 * 4);
+  EXPECT_DOUBLE_EQ(*flops_per_call(task, task.workloads[1]), 1024.0 * 1024.0);
+  EXPECT_TRUE(fs::exists(task.reference_paths.at("cpu")));
+}
+
+TEST_F(TaskLoaderTest, MissingFieldNamesFileAndField) {
+  std::string message = error_of(replace(kValidTask, "family = \"scale\"", ""));
+  EXPECT_NE(message.find("task.toml: family: missing"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, WrongDtypeSaysWhatIsExpected) {
+  std::string message = error_of(replace(kValidTask, "dtype = \"f32\"", "dtype = \"float\""));
+  EXPECT_NE(message.find("inputs[0].dtype"), std::string::npos) << message;
+  EXPECT_NE(message.find("f32, f64"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, ShapeThatDoesNotBind) {
+  std::string message = error_of(replace(kValidTask, "rows = 4\n", ""));
+  EXPECT_NE(message.find("workloads[0]"), std::string::npos) << message;
+  EXPECT_NE(message.find("'rows' is not bound"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, NonPositiveDimension) {
+  std::string message = error_of(replace(kValidTask, "cols = 33", "cols = 0"));
+  EXPECT_NE(message.find("workloads[0].cols"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, MissingReferenceFile) {
+  std::string message = error_of(replace(kValidTask, "cpu = \"ref.cpp\"", "cpu = \"nope.cpp\""));
+  EXPECT_NE(message.find("reference.cpu"), std::string::npos) << message;
+  EXPECT_NE(message.find("does not exist"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, UnknownReferenceBackend) {
+  std::string message = error_of(replace(kValidTask, "cpu = \"ref.cpp\"", "tpu = \"ref.cpp\""));
+  EXPECT_NE(message.find("reference.tpu: unknown backend"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, InvalidTomlGivesLineAndColumn) {
+  std::string message = error_of("name = \"x\"\nfamily = \n");
+  EXPECT_NE(message.find("task.toml:2:"), std::string::npos) << message;
+  EXPECT_NE(message.find("not valid TOML"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, DuplicateTensorNames) {
+  std::string message = error_of(replace(kValidTask, "name = \"y\"", "name = \"x\""));
+  EXPECT_NE(message.find("duplicate name 'x'"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, NegativeTolerance) {
+  std::string message = error_of(replace(kValidTask, "rtol = 1e-5", "rtol = -1.0"));
+  EXPECT_NE(message.find("tolerance.rtol"), std::string::npos) << message;
+}
+
+TEST_F(TaskLoaderTest, MissingFileIsAnError) {
+  EXPECT_THROW(load_task((dir_ / "absent.toml").string()), Error);
+}
+
+TEST_F(TaskLoaderTest, BadFlopsFormula) {
+  std::string message = error_of(replace(kValidTask, "rows*cols", "rows*depth"));
+  EXPECT_NE(message.find("flops"), std::string::npos) << message;
+  EXPECT_NE(message.find("'depth'"), std::string::npos) << message;
+}
+
+TEST(Expression, EvaluatesArithmeticOverDims) {
+  std::map<std::string, int64_t> dims = {{"rows", 8}, {"cols", 4}};
+  EXPECT_DOUBLE_EQ(evaluate_expression("2*rows*cols + rows", dims), 72.0);
+  EXPECT_DOUBLE_EQ(evaluate_expression("(rows - 2) / 3", dims), 2.0);
+  EXPECT_DOUBLE_EQ(evaluate_expression("-rows + 1e1", dims), 2.0);
+  EXPECT_THROW(evaluate_expression("rows *", dims), Error);
+  EXPECT_THROW(evaluate_expression("rows ) ", dims), Error);
+}
+
+TEST(Task, BundledExamplesLoad) {
+  for (const char* name : {"rmsnorm", "softmax", "gemv"}) {
+    fs::path path = fs::path(KFORGE_SOURCE_DIR) / "examples" / name / "task.toml";
+    Task task = load_task(path.string());
+    EXPECT_EQ(task.family, name);
+    EXPECT_TRUE(task.reference_paths.count("cpu")) << name;
+    EXPECT_TRUE(task.reference_paths.count("cuda")) << name;
+    bool has_tail = false;
+    for (const Workload& w : task.workloads) {
+      for (const auto& [dim, value] : w.dims) has_tail = has_tail || value % 32 != 0;
+    }
+    EXPECT_TRUE(has_tail) << name << " needs a workload with a size that is not a multiple of 32";
+  }
+}
+
+}  // namespace
+}  // namespace kforge
