@@ -1,0 +1,223 @@
+// The `cuda` backend: one GPU through the CUDA runtime API, called from plain C++ (no .cu file).
+// All work goes on a non-blocking stream owned by the worker, which is also what kernels receive
+// as `kforge_args::stream`. The runtime is linked statically (libcudart_static), so the worker
+// needs only the driver.
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <string>
+#include <unordered_map>
+
+#include "worker/device_backend.h"
+
+namespace kforge::worker {
+namespace {
+
+/// Errors after which the context is corrupted: every later runtime call returns them too.
+constexpr std::array kStickyErrors = {
+    cudaErrorIllegalAddress,
+    cudaErrorLaunchFailure,
+    cudaErrorMisalignedAddress,
+    cudaErrorIllegalInstruction,
+    cudaErrorHardwareStackError,
+    cudaErrorInvalidPc,
+    cudaErrorAssert,
+    cudaErrorLaunchTimeout,
+    cudaErrorECCUncorrectable,
+    cudaErrorInvalidAddressSpace,
+    cudaErrorContextIsDestroyed,
+    cudaErrorUnknown,
+};
+
+bool is_sticky(cudaError_t error) {
+  for (cudaError_t sticky : kStickyErrors) {
+    if (error == sticky) return true;
+  }
+  return false;
+}
+
+std::string describe(cudaError_t error) {
+  return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
+}
+
+/// "13.0" from the runtime's encoding 1000 * major + 10 * minor.
+std::string version_text(int encoded) {
+  return std::to_string(encoded / 1000) + "." + std::to_string((encoded % 1000) / 10);
+}
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  explicit CudaBackend(int device_index) : device_index_(device_index) {
+    int count = 0;
+    const cudaError_t error = cudaGetDeviceCount(&count);
+    if (error != cudaSuccess)
+      throw Error(std::string("no CUDA device: ") + cudaGetErrorString(error));
+    if (count == 0) throw Error("no CUDA device: the driver reports no devices");
+    if (device_index < 0 || device_index >= count) {
+      throw Error("no CUDA device: index " + std::to_string(device_index) + " asked, " +
+                  std::to_string(count) + " present");
+    }
+    setup(cudaSetDevice(device_index), "cudaSetDevice");
+    setup(cudaGetDeviceProperties(&properties_, device_index), "cudaGetDeviceProperties");
+    setup(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    setup(cudaEventCreate(&start_), "cudaEventCreate");
+    setup(cudaEventCreate(&stop_), "cudaEventCreate");
+    // Twice the L2 size: a write of that much evicts every line a previous call left behind.
+    flush_bytes_ = 2 * static_cast<int64_t>(properties_.l2CacheSize);
+    if (flush_bytes_ > 0) {
+      setup(cudaMalloc(&flush_buffer_, static_cast<size_t>(flush_bytes_)), "cudaMalloc");
+    }
+  }
+
+  ~CudaBackend() override {
+    if (lost_) return;  // every call would fail; the process is about to exit anyway
+    if (flush_buffer_) cudaFree(flush_buffer_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  DeviceInfo info() const override {
+    DeviceInfo info;
+    info.backend = "cuda";
+    info.device_index = device_index_;
+    info.name = properties_.name;
+    info.compute_capability =
+        std::to_string(properties_.major) + "." + std::to_string(properties_.minor);
+    info.multiprocessor_count = properties_.multiProcessorCount;
+    info.l2_bytes = properties_.l2CacheSize;
+    info.memory_bytes = static_cast<int64_t>(properties_.totalGlobalMem);
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) == cudaSuccess) info.driver_version = version_text(driver);
+    int runtime = 0;
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess)
+      info.runtime_version = version_text(runtime);
+    return info;
+  }
+
+  DLDevice dl_device() const override { return DLDevice{kDLCUDA, device_index_}; }
+  void* stream() const override { return stream_; }
+
+  void* allocate(int64_t bytes) override {
+    ensure_usable();
+    void* data = nullptr;
+    check(cudaMalloc(&data, static_cast<size_t>(bytes)), "cudaMalloc");
+    live_bytes_ += bytes;
+    sizes_[data] = bytes;
+    return data;
+  }
+
+  void release(void* data) noexcept override {
+    if (auto found = sizes_.find(data); found != sizes_.end()) {
+      live_bytes_ -= found->second;
+      sizes_.erase(found);
+    }
+    if (!lost_) cudaFree(data);
+  }
+
+  void copy_to_device(void* device_dst, const void* host_src, int64_t bytes) override {
+    ensure_usable();
+    check(cudaMemcpyAsync(device_dst, host_src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
+                          stream_),
+          "cudaMemcpyAsync (host to device)");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+  void copy_to_host(void* host_dst, const void* device_src, int64_t bytes) override {
+    ensure_usable();
+    check(cudaMemcpyAsync(host_dst, device_src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost,
+                          stream_),
+          "cudaMemcpyAsync (device to host)");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+  void fill_bytes(void* device_dst, uint8_t value, int64_t bytes) override {
+    ensure_usable();
+    check(cudaMemsetAsync(device_dst, value, static_cast<size_t>(bytes), stream_),
+          "cudaMemsetAsync");
+  }
+
+  void synchronize() override {
+    ensure_usable();
+    // A launch error (bad grid, too much shared memory) is reported here, not by a sync.
+    check(cudaGetLastError(), "kernel launch");
+    // The whole device, not only our stream: work a kernel put on another stream must finish
+    // (and fail) before its outputs are read.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the kernel");
+  }
+
+  void flush_l2() override {
+    ensure_usable();
+    if (flush_bytes_ == 0) return;
+    check(
+        cudaMemsetAsync(flush_buffer_, ++flush_value_, static_cast<size_t>(flush_bytes_), stream_),
+        "cudaMemsetAsync (L2 flush)");
+  }
+
+  void start_timer() override {
+    ensure_usable();
+    check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+  }
+
+  double stop_timer_ms() override {
+    ensure_usable();
+    check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+    check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    float elapsed_ms = 0.0f;
+    check(cudaEventElapsedTime(&elapsed_ms, start_, stop_), "cudaEventElapsedTime");
+    return elapsed_ms;
+  }
+
+  bool device_lost() const override { return lost_; }
+  int64_t live_bytes() const override { return live_bytes_; }
+
+ private:
+  /// Errors while setting the device up: the device is unusable, a plain harness error.
+  void setup(cudaError_t error, const char* call) {
+    if (error != cudaSuccess) {
+      throw Error("CUDA device " + std::to_string(device_index_) + ": " + call +
+                  " failed: " + describe(error));
+    }
+  }
+
+  void ensure_usable() const {
+    if (lost_) throw DeviceError("the CUDA context was lost after an earlier sticky error", true);
+  }
+
+  void check(cudaError_t error, const char* call) {
+    if (error == cudaSuccess) return;
+    cudaGetLastError();  // clears a non-sticky error so later calls start clean
+    bool sticky = is_sticky(error);
+    if (!sticky) {
+      // An error we do not know as sticky: a corrupted context fails the next call too. Any
+      // failure of the probe counts as lost; a respawn is cheaper than a wrong verdict.
+      const cudaError_t probe = cudaDeviceSynchronize();
+      sticky = probe != cudaSuccess;
+      cudaGetLastError();
+    }
+    lost_ = lost_ || sticky;
+    throw DeviceError(
+        std::string(call) + ": " + describe(error) + (sticky ? "; the CUDA context is lost" : ""),
+        sticky);
+  }
+
+  int device_index_;
+  cudaDeviceProp properties_{};
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  void* flush_buffer_ = nullptr;
+  int64_t flush_bytes_ = 0;
+  unsigned char flush_value_ = 0;
+  bool lost_ = false;
+  int64_t live_bytes_ = 0;
+  std::unordered_map<void*, int64_t> sizes_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceBackend> make_cuda_backend(int device_index) {
+  return std::make_unique<CudaBackend>(device_index);
+}
+
+}  // namespace kforge::worker

@@ -1,0 +1,100 @@
+// The device seam of the worker: the few operations the check and timing code needs from a
+// device, behind one small interface (after ggml's backend table). `cpu` runs kernels on host
+// memory; `cuda` on one GPU through the CUDA runtime, on a non-blocking stream of the worker's own.
+//
+// Every operation that fails throws DeviceError. A sticky error (the CUDA context is corrupted,
+// e.g. by an illegal address) marks the backend lost: every later call fails too, and the worker
+// must exit after replying so that its client respawns it.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "worker/protocol.h"
+
+namespace kforge::worker {
+
+/// A failed device operation; `sticky()` when the device cannot be used any more by this process.
+class DeviceError : public Error {
+ public:
+  DeviceError(const std::string& message, bool sticky) : Error(message), sticky_(sticky) {}
+  bool sticky() const { return sticky_; }
+
+ private:
+  bool sticky_;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+
+  /// What hello reports: name, compute capability, SMs or threads, cache and memory sizes.
+  virtual DeviceInfo info() const = 0;
+  /// DLPack device of every tensor this backend allocates.
+  virtual DLDevice dl_device() const = 0;
+  /// What kernels get as `kforge_args::stream`: the worker's cudaStream_t, or nullptr on cpu.
+  virtual void* stream() const = 0;
+
+  /// Device memory of `bytes` bytes (> 0), aligned to at least 256 bytes.
+  virtual void* allocate(int64_t bytes) = 0;
+  /// Frees what allocate returned; never throws (errors are ignored, the device may be lost).
+  virtual void release(void* data) noexcept = 0;
+  /// Blocking copies of `bytes` bytes between host memory and device memory.
+  virtual void copy_to_device(void* device_dst, const void* host_src, int64_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* device_src, int64_t bytes) = 0;
+  /// Sets `bytes` bytes to `value` (0xFF poisons floating types as NaN), ordered on the stream.
+  virtual void fill_bytes(void* device_dst, uint8_t value, int64_t bytes) = 0;
+  /// Waits until the device is idle (all streams, so that work a kernel wrongly put on another
+  /// stream has finished too) and reports any error a kernel raised, at launch or while running,
+  /// as DeviceError.
+  virtual void synchronize() = 0;
+  /// Evicts the last-level cache by writing a buffer of twice its size, on the stream, so that
+  /// the next timed call starts cold.
+  virtual void flush_l2() = 0;
+  /// Times one call: start_timer, the call, stop_timer_ms -> elapsed milliseconds. On cuda these
+  /// are events on the stream (device time); on cpu a steady clock.
+  virtual void start_timer() = 0;
+  virtual double stop_timer_ms() = 0;
+
+  /// True after a sticky error: the worker must exit after its reply.
+  virtual bool device_lost() const = 0;
+  /// Bytes currently allocated through allocate() and not released (leak checks).
+  virtual int64_t live_bytes() const = 0;
+};
+
+/// The backend named `name` ("cpu" or "cuda") for device `device_index`. Throws Error for an
+/// unknown name, or (cuda) "no CUDA device: <reason>" when no usable device is present.
+std::unique_ptr<DeviceBackend> make_backend(const std::string& name, int device_index);
+std::unique_ptr<DeviceBackend> make_cpu_backend(int device_index);
+std::unique_ptr<DeviceBackend> make_cuda_backend(int device_index);
+
+/// Owns one allocation of a backend; released on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(DeviceBackend& backend, int64_t bytes)
+      : backend_(&backend), data_(backend.allocate(bytes)), bytes_(bytes) {}
+  ~DeviceBuffer() {
+    if (data_) backend_->release(data_);
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : backend_(other.backend_), data_(other.data_), bytes_(other.bytes_) {
+    other.data_ = nullptr;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+
+  void* data() const { return data_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  DeviceBackend* backend_;
+  void* data_;
+  int64_t bytes_;
+};
+
+}  // namespace kforge::worker

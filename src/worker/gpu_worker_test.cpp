@@ -1,0 +1,116 @@
+// The cuda backend end to end: kernels compiled with nvcc at test time, run by a cuda worker.
+// Suites are named Gpu* (labelled `gpu` by CMake); each skips itself without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "worker/test_kernels.h"
+#include "worker/worker_client.h"
+
+namespace kforge::worker {
+namespace {
+
+constexpr double kTimeoutS = 120.0;
+
+/// y = 2 * x, one thread per element; `store` is the statement that writes element i.
+std::string cuda_unary_kernel(const std::string& store) {
+  return "#include <kforge/kernel.h>\n#include <cuda_runtime.h>\n"
+         "__global__ void unary(const float* x, float* y, int64_t n) {\n"
+         "  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;\n"
+         "  " +
+         store +
+         "\n}\n"
+         "KFORGE_API int kforge_run(const kforge_args* args) {\n"
+         "  const int64_t n = kforge_numel(&args->inputs[0]);\n"
+         "  const int threads = 256;\n"
+         "  const int blocks = (int)((n + threads - 1) / threads);\n"
+         "  unary<<<blocks, threads, 0, (cudaStream_t)args->stream>>>(\n"
+         "      (const float*)args->inputs[0].data, (float*)args->outputs[0].data, n);\n"
+         "  return cudaGetLastError() == cudaSuccess ? 0 : 1;\n}\n";
+}
+
+class GpuWorker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    worker_ = std::make_unique<ProcessWorker>(testing::worker_path(), "cuda", 0);
+    try {
+      info_ = worker_->device_info();
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no usable CUDA device: " << e.what();
+    }
+    const process::CommandResult nvcc =
+        process::run_command({testing::nvcc_path(), "--version"}, 60);
+    if (!nvcc.succeeded()) GTEST_SKIP() << "nvcc not usable: " << nvcc.output;
+    reference_ = load("gpu_reference", "if (i < n) y[i] = 2.0f * x[i];");
+  }
+
+  int load(const std::string& name, const std::string& store) {
+    const std::string path = testing::build_cuda_kernel(name, cuda_unary_kernel(store));
+    const LoadResult result = worker_->load(LoadRequest{path}, kTimeoutS);
+    EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
+    return result.handle;
+  }
+
+  CheckResult check(int candidate) {
+    CheckRequest request;
+    request.candidate_handle = candidate;
+    request.reference_handle = reference_;
+    request.signature = testing::unary_signature();
+    request.workloads = {testing::workload_n("small", 4096), testing::workload_n("tail", 1031)};
+    request.seeds = {1, 2};
+    return worker_->check(request, kTimeoutS);
+  }
+
+  std::unique_ptr<ProcessWorker> worker_;
+  DeviceInfo info_;
+  int reference_ = -1;
+};
+
+TEST_F(GpuWorker, LoadCheckAndTimeASmallKernel) {
+  EXPECT_EQ(info_.backend, "cuda");
+  EXPECT_FALSE(info_.compute_capability.empty());
+  EXPECT_GT(info_.l2_bytes, 0);
+  const int candidate = load("gpu_correct", "if (i < n) y[i] = x[i] + x[i];");
+  const CheckResult result = check(candidate);
+  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_EQ(result.cases_checked, 4);
+
+  TimeRequest request;
+  request.handle = candidate;
+  request.signature = testing::unary_signature();
+  request.workload = testing::workload_n("timed", 1 << 22);
+  request.warmup = 3;
+  request.repetitions = 25;
+  const TimeResult timing = worker_->time(request, kTimeoutS);
+  ASSERT_EQ(timing.verdict, Verdict::ok) << timing.message;
+  ASSERT_EQ(timing.samples_ms.size(), 25u);
+  for (double sample_ms : timing.samples_ms) EXPECT_GT(sample_ms, 0.0);
+  EXPECT_GT(timing.host_wall_ms, 0.0);
+}
+
+TEST_F(GpuWorker, UnwrittenTailIsCaughtByNaNPoisoning) {
+  const CheckResult result =
+      check(load("gpu_partial", "if (i < n / 256 * 256) y[i] = 2.0f * x[i];"));
+  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
+  EXPECT_NE(result.message.find("workload 'tail'"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("got nan"), std::string::npos) << result.message;
+}
+
+TEST_F(GpuWorker, IllegalAddressIsARuntimeErrorAndTheWorkerIsRespawned) {
+  const int correct = load("gpu_correct", "if (i < n) y[i] = x[i] + x[i];");
+  const int bad =
+      load("gpu_illegal_address", "if (i == 0) *(volatile float*)(uintptr_t)16 = 1.0f;");
+  const int first_pid = worker_->pid();
+  const CheckResult result = check(bad);
+  EXPECT_EQ(result.verdict, Verdict::runtime_error) << result.message;
+  EXPECT_NE(result.message.find("cudaErrorIllegalAddress"), std::string::npos) << result.message;
+  EXPECT_EQ(worker_->pid(), -1);  // it announced its exit and was reaped
+
+  const CheckResult after = check(correct);
+  EXPECT_EQ(after.verdict, Verdict::ok) << after.message;
+  EXPECT_EQ(worker_->spawn_count(), 2);
+  EXPECT_NE(worker_->pid(), first_pid);
+}
+
+}  // namespace
+}  // namespace kforge::worker

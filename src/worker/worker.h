@@ -1,0 +1,27 @@
+// The seam between the evaluation code and a worker process.
+//
+// `Worker` is what the gate and the search talk to; `ProcessWorker` (worker_client.h) is the real
+// one, a spawned `kforge-worker` process; tests hand in fakes. Every call is bounded by a
+// timeout. A worker that crashes, hangs or answers garbage is killed (its whole process group)
+// and respawned on the next call; the call returns the verdict `worker_crashed` or `timeout`
+// instead of throwing, so a bad candidate never stops a run.
+#pragma once
+
+#include "worker/protocol.h"
+
+namespace kforge::worker {
+
+class Worker {
+ public:
+  virtual ~Worker() = default;
+  /// Device description from the worker's hello (starts the worker if needed).
+  /// Throws Error if the worker cannot be started at all (missing binary, no device).
+  virtual DeviceInfo device_info() = 0;
+  virtual LoadResult load(const LoadRequest& request, double timeout_s) = 0;
+  virtual CheckResult check(const CheckRequest& request, double timeout_s) = 0;
+  virtual TimeResult time(const TimeRequest& request, double timeout_s) = 0;
+  /// Asks the worker to exit and reaps it; idempotent.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace kforge::worker

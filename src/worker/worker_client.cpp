@@ -1,0 +1,257 @@
+#include "worker/worker_client.h"
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "common/error.h"
+
+namespace kforge::worker {
+namespace {
+
+using nlohmann::json;
+
+/// How much of the worker's stderr goes into a verdict message: enough for a backtrace or a
+/// CUDA error, short enough for a prompt.
+constexpr size_t kMessageTailBytes = 2000;
+/// How long a worker that closed its result channel gets to finish dying before it is killed.
+constexpr double kDeathGraceSeconds = 2.0;
+
+std::string tail_for_message(const std::string& tail) {
+  if (tail.empty()) return "";
+  const std::string cut =
+      tail.size() > kMessageTailBytes ? "..." + tail.substr(tail.size() - kMessageTailBytes) : tail;
+  return "; stderr: " + cut;
+}
+
+std::string format_seconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
+}  // namespace
+
+ProcessWorker::ProcessWorker(std::string worker_path, std::string backend, int device_index) {
+  config_.worker_path = std::move(worker_path);
+  config_.backend = std::move(backend);
+  config_.device_index = device_index;
+}
+
+ProcessWorker::ProcessWorker(ProcessWorkerConfig config) : config_(std::move(config)) {}
+
+ProcessWorker::~ProcessWorker() { shutdown(); }
+
+std::string ProcessWorker::describe() const {
+  return "kforge-worker " + config_.backend + ":" + std::to_string(config_.device_index);
+}
+
+int ProcessWorker::pid() const { return process_ ? process_->pid() : -1; }
+
+std::string ProcessWorker::stderr_tail() const {
+  return process_ ? process_->stderr_tail() : last_stderr_tail_;
+}
+
+void ProcessWorker::discard_process(bool kill) {
+  if (!process_) return;
+  if (kill) process_->kill();
+  last_stderr_tail_ = process_->stderr_tail();
+  process_.reset();
+  worker_handles_.clear();  // handles died with the process
+}
+
+void ProcessWorker::ensure_started() {
+  // A worker that died between calls (announced exit, killed from outside) is replaced quietly:
+  // no candidate was running in it.
+  if (process_ && process_->poll_exit()) discard_process(false);
+  if (!process_) start();
+}
+
+void ProcessWorker::start() {
+  process::SpawnOptions options;
+  options.argv = {config_.worker_path, "--backend", config_.backend, "--device",
+                  std::to_string(config_.device_index)};
+  options.environment = config_.environment;
+  options.stderr_tail_bytes = config_.stderr_tail_bytes;
+  const std::string context = "cannot start " + describe() + " (" + config_.worker_path + ")";
+  process_ = with_context(context, [&] { return std::make_unique<process::Subprocess>(options); });
+  ++spawn_count_;
+  const Outcome hello = exchange(Command::hello, json::object(), config_.startup_timeout_s);
+  if (!hello.reply) throw Error(context + ": " + hello.message);
+  DeviceInfo info = with_context(context, [&] { return hello.reply->get<DeviceInfo>(); });
+  if (info.protocol_version != kProtocolVersion) {
+    discard_process(true);
+    throw Error(context + ": it speaks protocol version " + std::to_string(info.protocol_version) +
+                ", this kforge speaks " + std::to_string(kProtocolVersion));
+  }
+  info_ = std::move(info);
+}
+
+ProcessWorker::Outcome ProcessWorker::fail(Verdict verdict, const std::string& what) {
+  Outcome outcome;
+  outcome.verdict = verdict;
+  if (verdict == Verdict::timeout) {
+    discard_process(true);
+    outcome.message = what + "; its process group was killed" + tail_for_message(last_stderr_tail_);
+    return outcome;
+  }
+  std::optional<process::ExitStatus> status = process_->wait(kDeathGraceSeconds);
+  if (!status) status = process_->kill();
+  discard_process(false);
+  outcome.message =
+      what + " (worker " + status->describe() + ")" + tail_for_message(last_stderr_tail_);
+  return outcome;
+}
+
+ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, double timeout_s) {
+  const std::string name = to_string(command);
+  const int64_t id = next_request_id_++;
+  const auto start = std::chrono::steady_clock::now();
+  body["cmd"] = name;
+  body["id"] = id;
+  if (!process_->write_line(body.dump(-1, ' ', false, json::error_handler_t::replace), timeout_s)) {
+    return fail(Verdict::worker_crashed, describe() + " did not take the " + name + " request");
+  }
+  // One budget for the whole exchange: what the write took is not given again to the read.
+  const double left_s =
+      timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string line;
+  switch (process_->read_line(&line, left_s)) {
+    case process::ReadStatus::line:
+      break;
+    case process::ReadStatus::timeout:
+      return fail(Verdict::timeout, describe() + " gave no answer to " + name + " within " +
+                                        format_seconds(timeout_s) + " s");
+    case process::ReadStatus::eof:
+      return fail(Verdict::worker_crashed, describe() + " died during " + name);
+    case process::ReadStatus::overflow:
+      return fail(Verdict::worker_crashed, describe() + " sent an overlong line during " + name);
+  }
+  json reply = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!reply.is_object() || reply.value("id", json()) != json(id) || !reply.contains("ok") ||
+      !reply.at("ok").is_boolean()) {
+    discard_process(true);
+    Outcome outcome;
+    outcome.verdict = Verdict::worker_crashed;
+    outcome.message = describe() + " answered " + name + " with garbage: " + line.substr(0, 200) +
+                      tail_for_message(last_stderr_tail_);
+    return outcome;
+  }
+  if (reply.value("exiting", false)) {
+    // Sticky device error: the worker exits after this reply; reap it now, respawn next call.
+    if (!process_->wait(config_.exit_timeout_s)) process_->kill();
+    discard_process(false);
+  }
+  if (!reply.at("ok").get<bool>()) {
+    throw Error(describe() + " refused " + name + ": " + reply.value("error", "no reason given"));
+  }
+  return Outcome{std::move(reply), Verdict::ok, ""};
+}
+
+template <typename Result>
+Result ProcessWorker::decode(Outcome outcome, Command command) {
+  if (outcome.reply) {
+    try {
+      return outcome.reply->get<Result>();
+    } catch (const std::exception& e) {
+      discard_process(true);
+      outcome.verdict = Verdict::worker_crashed;
+      outcome.message =
+          describe() + " answered " + to_string(command) + " with a malformed reply: " + e.what();
+    }
+  }
+  Result failed;
+  failed.verdict = outcome.verdict;
+  failed.message = outcome.message;
+  return failed;
+}
+
+DeviceInfo ProcessWorker::device_info() {
+  ensure_started();
+  return info_;
+}
+
+LoadResult ProcessWorker::load(const LoadRequest& request, double timeout_s) {
+  ensure_started();
+  LoadResult result =
+      decode<LoadResult>(exchange(Command::load, request, timeout_s), Command::load);
+  if (result.verdict != Verdict::ok) {
+    result.handle = -1;
+    return result;
+  }
+  handle_paths_.push_back(request.path);
+  const int client_handle = static_cast<int>(handle_paths_.size());
+  if (process_) worker_handles_[client_handle] = result.handle;
+  result.handle = client_handle;
+  return result;
+}
+
+std::optional<ProcessWorker::Outcome> ProcessWorker::resolve(int client_handle, double timeout_s,
+                                                             int* worker_handle) {
+  if (client_handle < 1 || client_handle > static_cast<int>(handle_paths_.size())) {
+    throw Error("unknown kernel handle " + std::to_string(client_handle) + " for " + describe());
+  }
+  ensure_started();
+  if (auto found = worker_handles_.find(client_handle); found != worker_handles_.end()) {
+    *worker_handle = found->second;
+    return std::nullopt;
+  }
+  const std::string& path = handle_paths_[client_handle - 1];
+  const LoadResult reloaded =
+      decode<LoadResult>(exchange(Command::load, LoadRequest{path}, timeout_s), Command::load);
+  if (reloaded.verdict == Verdict::worker_crashed || reloaded.verdict == Verdict::timeout) {
+    return Outcome{std::nullopt, reloaded.verdict, reloaded.message};
+  }
+  if (reloaded.verdict != Verdict::ok) {
+    throw Error("cannot reload " + path + " (handle " + std::to_string(client_handle) +
+                ") in a respawned " + describe() + ": " + reloaded.message);
+  }
+  worker_handles_[client_handle] = reloaded.handle;
+  *worker_handle = reloaded.handle;
+  return std::nullopt;
+}
+
+CheckResult ProcessWorker::check(const CheckRequest& request, double timeout_s) {
+  CheckRequest sent = request;
+  const auto all_resolved = [&] {
+    return worker_handles_.contains(request.candidate_handle) &&
+           worker_handles_.contains(request.reference_handle);
+  };
+  // Resolving the second handle may find the worker gone and respawn it, losing the first
+  // mapping: a second pass reloads it.
+  for (int pass = 0; pass < 2 && (pass == 0 || !all_resolved()); ++pass) {
+    for (const auto& [client, mapped] :
+         {std::pair{request.candidate_handle, &sent.candidate_handle},
+          std::pair{request.reference_handle, &sent.reference_handle}}) {
+      if (auto failure = resolve(client, timeout_s, mapped)) {
+        return decode<CheckResult>(std::move(*failure), Command::load);
+      }
+    }
+  }
+  return decode<CheckResult>(exchange(Command::check, sent, timeout_s), Command::check);
+}
+
+TimeResult ProcessWorker::time(const TimeRequest& request, double timeout_s) {
+  TimeRequest sent = request;
+  if (auto failure = resolve(request.handle, timeout_s, &sent.handle)) {
+    return decode<TimeResult>(std::move(*failure), Command::load);
+  }
+  return decode<TimeResult>(exchange(Command::time, sent, timeout_s), Command::time);
+}
+
+void ProcessWorker::shutdown() {
+  if (!process_) return;
+  try {
+    if (!process_->poll_exit()) {
+      process_->write_line(json{{"cmd", "shutdown"}, {"id", next_request_id_++}}.dump(),
+                           config_.exit_timeout_s);
+      process_->close_stdin();
+    }
+    if (!process_->wait(config_.exit_timeout_s)) process_->kill();
+  } catch (...) {
+    // shutdown must not throw: kill below is the fallback
+  }
+  discard_process(true);
+}
+
+}  // namespace kforge::worker

@@ -1,0 +1,101 @@
+// ProcessWorker: the real Worker, a spawned `kforge-worker` process driven over its pipes.
+//
+// Every exchange is bounded by a timeout. When the worker hangs (timeout), dies (EOF, signal) or
+// answers garbage, its whole process group is killed and the call returns the verdict `timeout`
+// or `worker_crashed` with a message naming the exit status and the tail of its stderr; the next
+// call starts a fresh worker. Handles are the client's own numbers: ProcessWorker remembers the
+// path behind each one and reloads it transparently in a respawned worker, so a caller's handles
+// stay valid across crashes. Not thread-safe: one caller at a time (the pool owns one per device).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "process/subprocess.h"
+#include "worker/worker.h"
+
+namespace kforge::worker {
+
+struct ProcessWorkerConfig {
+  std::string worker_path;      // the kforge-worker binary
+  std::string backend = "cpu";  // "cpu" | "cuda"
+  int device_index = 0;
+  /// Spawn plus hello; creating a CUDA context can take seconds on a cold GPU.
+  double startup_timeout_s = 60.0;
+  /// How long a shutdown, or a worker announcing its exit, may take before it is killed.
+  double exit_timeout_s = 5.0;
+  /// Bytes of the worker's stderr kept for messages (a ring: the last ones).
+  size_t stderr_tail_bytes = 8192;
+  /// Replaces the worker's environment ("NAME=value") when set; inherited otherwise.
+  std::optional<std::vector<std::string>> environment;
+};
+
+class ProcessWorker final : public Worker {
+ public:
+  /// Does not start the process; the first call does (so constructing never throws).
+  ProcessWorker(std::string worker_path, std::string backend, int device_index);
+  explicit ProcessWorker(ProcessWorkerConfig config);
+  /// Shuts the worker down (see shutdown()).
+  ~ProcessWorker() override;
+  ProcessWorker(const ProcessWorker&) = delete;
+  ProcessWorker& operator=(const ProcessWorker&) = delete;
+
+  /// The hello of the running worker (starting it if needed). Throws Error if it cannot start
+  /// (binary missing, no device: the message carries the worker's stderr) or speaks another
+  /// protocol version.
+  DeviceInfo device_info() override;
+  /// Loads `request.path` in the worker. On success `handle` is a client handle (>= 1) valid for
+  /// the life of this object, across respawns. `timeout_s` bounds the exchange, in seconds.
+  LoadResult load(const LoadRequest& request, double timeout_s) override;
+  /// Handles in `request` are client handles; unknown ones throw Error. `timeout_s` bounds each
+  /// exchange (the check, and any reload after a respawn); starting a worker uses the startup
+  /// timeout instead. Throws Error on a harness error reported by the worker ({"ok": false}).
+  CheckResult check(const CheckRequest& request, double timeout_s) override;
+  TimeResult time(const TimeRequest& request, double timeout_s) override;
+  /// Sends shutdown and reaps the worker (killing its group if it does not exit within
+  /// exit_timeout_s). Idempotent, never throws; handles stay valid (a later call respawns).
+  void shutdown() override;
+
+  /// Process id of the running worker, or -1.
+  int pid() const;
+  /// How many worker processes this object has started.
+  int spawn_count() const { return spawn_count_; }
+  /// The last stderr_tail_bytes of the current (or last dead) worker's stderr.
+  std::string stderr_tail() const;
+
+ private:
+  /// One exchange: the reply, or the verdict (timeout / worker_crashed) and message.
+  struct Outcome {
+    std::optional<nlohmann::json> reply;
+    Verdict verdict = Verdict::ok;
+    std::string message;
+  };
+
+  void ensure_started();
+  void start();
+  Outcome exchange(Command command, nlohmann::json body, double timeout_s);
+  Outcome fail(Verdict verdict, const std::string& what);
+  /// The typed result of an exchange; a failed exchange or a reply that does not decode (then
+  /// the worker is killed) becomes a result carrying only the verdict and message.
+  template <typename Result>
+  Result decode(Outcome outcome, Command command);
+  void discard_process(bool kill);
+  std::optional<Outcome> resolve(int client_handle, double timeout_s, int* worker_handle);
+  std::string describe() const;
+
+  ProcessWorkerConfig config_;
+  std::unique_ptr<process::Subprocess> process_;
+  DeviceInfo info_;
+  std::vector<std::string> handle_paths_;  // client handle h -> handle_paths_[h - 1]
+  std::map<int, int> worker_handles_;      // client handle -> handle in the running process
+  std::string last_stderr_tail_;
+  int64_t next_request_id_ = 1;
+  int spawn_count_ = 0;
+};
+
+}  // namespace kforge::worker

@@ -1,0 +1,251 @@
+// ProcessWorker against the real kforge-worker binary (cpu backend), with adversarial kernels:
+// crashes, hangs, stdout forgery, scribbled inputs, missing entry points.
+#include "worker/worker_client.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "worker/test_kernels.h"
+
+namespace kforge::worker {
+namespace {
+
+using testing::build_cpu_kernel;
+using testing::cpu_unary_kernel;
+
+constexpr double kTimeoutS = 30.0;
+
+bool process_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+std::string kernel_path(const std::string& name, const std::string& body,
+                        const std::string& prelude = "") {
+  return build_cpu_kernel("client_" + name, cpu_unary_kernel(body, prelude));
+}
+
+class ProcessWorkerTest : public ::testing::Test {
+ protected:
+  int load(const std::string& path) {
+    LoadResult result = worker_.load(LoadRequest{path}, kTimeoutS);
+    EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
+    return result.handle;
+  }
+  int load_kernel(const std::string& name, const std::string& body,
+                  const std::string& prelude = "") {
+    return load(kernel_path(name, body, prelude));
+  }
+  CheckResult check(int candidate, double timeout_s = kTimeoutS) {
+    CheckRequest request;
+    request.candidate_handle = candidate;
+    request.reference_handle = reference_;
+    request.signature = testing::unary_signature();
+    request.workloads = {testing::workload_n("small", 256), testing::workload_n("tail", 37)};
+    request.seeds = {1, 2};
+    return worker_.check(request, timeout_s);
+  }
+  void SetUp() override {
+    reference_ = load_kernel("reference", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
+    correct_ = load_kernel("correct", "for (int64_t i = 0; i < n; ++i) y[i] = x[i] + x[i];");
+  }
+
+  ProcessWorker worker_{testing::worker_path(), "cpu", 0};
+  int reference_ = -1;
+  int correct_ = -1;
+};
+
+TEST_F(ProcessWorkerTest, HelloReportsTheCpuDevice) {
+  const DeviceInfo info = worker_.device_info();
+  EXPECT_EQ(info.protocol_version, kProtocolVersion);
+  EXPECT_EQ(info.backend, "cpu");
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GT(worker_.pid(), 0);
+  EXPECT_EQ(worker_.spawn_count(), 1);
+}
+
+TEST_F(ProcessWorkerTest, CorrectKernelPassesAndTimes) {
+  const CheckResult result = check(correct_);
+  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_EQ(result.cases_checked, 4);
+  TimeRequest request;
+  request.handle = correct_;
+  request.signature = testing::unary_signature();
+  request.workload = testing::workload_n("timed", 4096);
+  request.repetitions = 12;
+  const TimeResult timing = worker_.time(request, kTimeoutS);
+  ASSERT_EQ(timing.verdict, Verdict::ok) << timing.message;
+  EXPECT_EQ(timing.samples_ms.size(), 12u);
+  EXPECT_GT(timing.host_wall_ms, 0.0);
+}
+
+TEST_F(ProcessWorkerTest, WrongPartialAndScribblingKernelsAreWrongAnswers) {
+  CheckResult result =
+      check(load_kernel("wrong", "for (int64_t i = 0; i < n; ++i) y[i] = 3 * x[i];"));
+  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
+  EXPECT_NE(result.message.find("output 'y' at [0]: got"), std::string::npos) << result.message;
+
+  result = check(load_kernel("partial", "for (int64_t i = 0; i < n - 1; ++i) y[i] = 2 * x[i];"));
+  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
+  EXPECT_NE(result.message.find("at [255]: got nan"), std::string::npos) << result.message;
+
+  result = check(load_kernel("scribbler",
+                             "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];\n"
+                             "  ((float*)x)[3] += 1;"));
+  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
+  EXPECT_NE(result.message.find("input 'x' was modified at [3]"), std::string::npos)
+      << result.message;
+  EXPECT_EQ(worker_.spawn_count(), 1);
+}
+
+TEST_F(ProcessWorkerTest, SegfaultIsACrashAndTheNextCallRespawnsWithTheSameHandles) {
+  const int crasher = load_kernel(
+      "segfault", "fprintf(stderr, \"about to crash\\n\");\n  *(volatile int*)(uintptr_t)16 = 1;",
+      "#include <stdio.h>\n#include <stdint.h>");
+  const int first_pid = worker_.pid();
+  const CheckResult crashed = check(crasher);
+  EXPECT_EQ(crashed.verdict, Verdict::worker_crashed);
+  EXPECT_NE(crashed.message.find("signal 11"), std::string::npos) << crashed.message;
+  EXPECT_NE(crashed.message.find("about to crash"), std::string::npos) << crashed.message;
+  EXPECT_FALSE(process_alive(first_pid));
+
+  const CheckResult after = check(correct_);
+  EXPECT_EQ(after.verdict, Verdict::ok) << after.message;
+  EXPECT_EQ(worker_.spawn_count(), 2);
+  EXPECT_NE(worker_.pid(), first_pid);
+  // The crasher's handle is still valid too, and still crashes.
+  EXPECT_EQ(check(crasher).verdict, Verdict::worker_crashed);
+  EXPECT_EQ(check(correct_).verdict, Verdict::ok);
+}
+
+TEST_F(ProcessWorkerTest, InfiniteLoopTimesOutAndTheProcessGroupIsKilled) {
+  // Forks a child that sleeps forever, then spins: both must die with the process group.
+  const int looper = load_kernel("loop",
+                                 "if (fork() == 0) { for (;;) pause(); }\n"
+                                 "  volatile int spin = 1; while (spin) {}",
+                                 "#include <unistd.h>");
+  const int worker_pid = worker_.pid();
+  const auto start = std::chrono::steady_clock::now();
+  const CheckResult result = check(looper, 1.0);
+  const double waited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.verdict, Verdict::timeout);
+  EXPECT_NE(result.message.find("within 1 s"), std::string::npos) << result.message;
+  EXPECT_LT(waited_s, 10.0);
+  EXPECT_FALSE(process_alive(worker_pid));
+  // The kernel's forked child was in the worker's group (whose id is the worker's pid).
+  bool child_alive = false;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    if (!std::getline(stat, text)) continue;
+    const size_t paren = text.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(text.substr(paren + 2));
+    std::string state;
+    int parent = 0, group = 0;
+    fields >> state >> parent >> group;
+    if (group == worker_pid && state != "Z") child_alive = true;
+  }
+  EXPECT_FALSE(child_alive);
+  EXPECT_EQ(check(correct_).verdict, Verdict::ok);
+}
+
+TEST_F(ProcessWorkerTest, PrintingToStdoutCannotCorruptOrForgeTheChannel) {
+  const std::string prelude = "#include <stdio.h>\n#include <unistd.h>\n#include <iostream>";
+  const std::string body =
+      "printf(\"{\\\"id\\\": 99, \\\"ok\\\": true, \\\"verdict\\\": \\\"ok\\\"}\\n\");\n"
+      "  fflush(stdout);\n"
+      "  std::cout << \"forged line\" << std::endl;\n"
+      "  (void)!write(1, \"raw write\\n\", 10);\n"
+      "  for (int64_t i = 0; i < n; ++i) y[i] = 3 * x[i];";
+  const CheckResult result = check(load_kernel("printer", body, prelude));
+  EXPECT_EQ(result.verdict, Verdict::wrong_answer) << result.message;
+  EXPECT_NE(worker_.stderr_tail().find("forged line"), std::string::npos);
+  EXPECT_NE(worker_.stderr_tail().find("raw write"), std::string::npos);
+  EXPECT_EQ(worker_.spawn_count(), 1);
+  EXPECT_EQ(check(correct_).verdict, Verdict::ok);
+}
+
+TEST_F(ProcessWorkerTest, MissingEntryPointIsWrongSignature) {
+  const std::string path =
+      build_cpu_kernel("client_no_entry", "extern \"C\" int run_kernel() { return 0; }\n");
+  LoadResult result = worker_.load(LoadRequest{path}, kTimeoutS);
+  EXPECT_EQ(result.verdict, Verdict::wrong_signature);
+  EXPECT_NE(result.message.find("kforge_run"), std::string::npos);
+  EXPECT_EQ(result.handle, -1);
+  result = worker_.load(LoadRequest{"/nonexistent/kernel.so"}, kTimeoutS);
+  EXPECT_EQ(result.verdict, Verdict::wrong_signature);
+}
+
+TEST_F(ProcessWorkerTest, WorkerKilledBetweenCallsIsReplacedQuietly) {
+  ::kill(worker_.pid(), SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const CheckResult result = check(correct_);
+  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_EQ(worker_.spawn_count(), 2);
+}
+
+TEST_F(ProcessWorkerTest, FailingReferenceIsAHarnessError) {
+  CheckRequest request;
+  request.candidate_handle = correct_;
+  request.reference_handle = load_kernel("returns3", "return 3;");
+  request.signature = testing::unary_signature();
+  request.workloads = {testing::workload_n("small", 8)};
+  request.seeds = {1};
+  EXPECT_THROW(worker_.check(request, kTimeoutS), Error);
+  request.reference_handle = 12345;
+  EXPECT_THROW(worker_.check(request, kTimeoutS), Error);
+  EXPECT_EQ(check(correct_).verdict, Verdict::ok);  // the worker is still usable
+}
+
+TEST_F(ProcessWorkerTest, ShutdownIsIdempotentAndHandlesSurviveIt) {
+  const int pid = worker_.pid();
+  worker_.shutdown();
+  worker_.shutdown();
+  EXPECT_EQ(worker_.pid(), -1);
+  EXPECT_FALSE(process_alive(pid));
+  EXPECT_EQ(check(correct_).verdict, Verdict::ok);
+  EXPECT_EQ(worker_.spawn_count(), 2);
+}
+
+TEST(ProcessWorker, MissingBinaryIsAnErrorNamingIt) {
+  ProcessWorker worker("/nonexistent/kforge-worker", "cpu", 0);
+  try {
+    worker.device_info();
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/kforge-worker"), std::string::npos);
+  }
+}
+
+TEST(ProcessWorker, BadDeviceIsAnErrorCarryingTheWorkersReason) {
+  ProcessWorker worker(testing::worker_path(), "cpu", 5);
+  try {
+    worker.device_info();
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("only device 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProcessWorker, CudaWithoutADeviceFailsCleanly) {
+  ProcessWorker worker(testing::worker_path(), "cuda", 0);
+  try {
+    EXPECT_EQ(worker.device_info().backend, "cuda");  // a machine with a GPU
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kforge::worker
