@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 
+#include <algorithm>
 #include <iostream>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -63,6 +65,39 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_flag("--json", options.json, "Print result.json instead of the summary");
 }
 
+// Levenshtein distance, for "did you mean" on mistyped subcommands.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Returns a message for an unknown subcommand in argv[1], or empty.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  std::string given = argv[1];
+  std::string best;
+  size_t best_distance = 3;  // suggest only close names
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == given) return "";
+    size_t d = edit_distance(given, sub->get_name());
+    if (d < best_distance) {
+      best_distance = d;
+      best = sub->get_name();
+    }
+  }
+  return "unknown command '" + given + "'" + (best.empty() ? "" : " (did you mean '" + best + "'?)");
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -72,6 +107,10 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
   OptimizeCommandOptions optimize;
   add_optimize(app, optimize);
+  if (std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
+    std::cerr << "kforge: error: " << unknown << "\n";
+    return static_cast<int>(ExitCode::usage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -67,13 +67,13 @@ int run_optimize(const OptimizeCommandOptions& options) {
 
   compile::ToolchainOptions toolchain;
   toolchain.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  toolchain.include_dir = (fs::path(root) / "include").string();
+  toolchain.include_dirs = kernel_include_dirs();
   toolchain.cuda_arch = options.cuda_arch;
   compile::ToolchainCompiler compiler(toolchain);
   compiler.toolchain(backend);  // fails now, with a clear message, if the compiler is missing
 
   std::string memory_path =
-      options.memory_path.empty() ? memory::default_memory_path() : options.memory_path;
+      options.memory_path.empty() ? memory::default_memory_path().string() : options.memory_path;
   std::unique_ptr<memory::SqliteStore> store = memory::SqliteStore::open(
       memory_path, (fs::path(root) / "knowledge" / "seed.toml").string());
 

@@ -36,6 +36,23 @@ std::string resource_root() {
               "; set KFORGE_HOME to the kforge checkout");
 }
 
+std::vector<std::string> kernel_include_dirs() {
+  std::vector<fs::path> candidates;
+  if (const char* dir = std::getenv("KFORGE_DLPACK_INCLUDE"); dir != nullptr && *dir != '\0') {
+    candidates.emplace_back(dir);
+  }
+  fs::path exe = executable_dir();
+  candidates.insert(candidates.end(), {exe / "include", exe.parent_path() / "include",
+                                       "/usr/include", "/usr/local/include"});
+  for (const fs::path& dir : candidates) {
+    if (fs::exists(dir / "dlpack" / "dlpack.h")) {
+      return {(fs::path(resource_root()) / "include").string(), dir.string()};
+    }
+  }
+  throw Error("dlpack/dlpack.h not found (kernels include it through kforge/kernel.h): install "
+              "libdlpack-dev, or set KFORGE_DLPACK_INCLUDE to the directory that holds dlpack/");
+}
+
 std::string worker_binary_path() {
   if (const char* path = std::getenv("KFORGE_WORKER"); path != nullptr && *path != '\0') {
     return path;

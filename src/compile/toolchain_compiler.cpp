@@ -128,7 +128,7 @@ std::vector<std::string> ToolchainCompiler::command(const CompileJob& job,
     argv = {compiler_path("cuda"), "-std=c++17", "-O3", "-arch=" + options_.cuda_arch,
             "-lineinfo", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden"};
   }
-  argv.push_back("-I" + options_.include_dir);
+  for (const std::string& dir : options_.include_dirs) argv.push_back("-I" + dir);
   for (const auto& [key, value] : job.defines) argv.push_back("-D" + key + "=" + value);
   argv.push_back(source_path);
   argv.push_back("-o");

@@ -12,7 +12,7 @@ namespace kforge::compile {
 
 struct ToolchainOptions {
   std::string cache_dir;             // artifacts: <cache_dir>/<key>.so and <key>.log
-  std::string include_dir;           // holds kforge/kernel.h
+  std::vector<std::string> include_dirs;  // kforge/kernel.h and dlpack/dlpack.h (paths.h)
   std::string cuda_arch = "sm_90";   // nvcc -arch
   double timeout_s = 120.0;          // per compiler run; a hang is a compile_error
   std::string gxx = "g++";           // overridable: $KFORGE_CXX

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "common/paths.h"
 
 namespace kforge::compile {
 namespace {
@@ -18,7 +19,7 @@ class ToolchainCompilerTest : public ::testing::Test {
              ("kforge_cc_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(cache_);
     options_.cache_dir = cache_.string();
-    options_.include_dir = (fs::path(KFORGE_SOURCE_DIR) / "include").string();
+    options_.include_dirs = kernel_include_dirs();
   }
   void TearDown() override { fs::remove_all(cache_); }
 

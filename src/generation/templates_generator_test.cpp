@@ -63,9 +63,14 @@ TEST_F(TemplatesGeneratorTest, InitialProposalsCoverEachDecompositionAtDefaults)
 TEST_F(TemplatesGeneratorTest, EditsMoveWithinAllowedValuesInNumericOrder) {
   TemplatesGenerator generator(load_family(root_.string(), "cpu", "toy"));
   Proposal simd = generator.initial_proposals()[1];
-  auto up = generator.apply(simd, strategy({{"ACCUMULATORS", "increase", ""}}));
+  // simd allows {4, 1, 2} with 4 the default: 4 is the largest, and "decrease" goes to 2.
+  EXPECT_FALSE(generator.apply(simd, strategy({{"ACCUMULATORS", "increase", ""}})));
+  auto down = generator.apply(simd, strategy({{"ACCUMULATORS", "decrease", ""}}));
+  ASSERT_TRUE(down);
+  EXPECT_EQ(down->point.params.at("ACCUMULATORS"), "2");
+  auto up = generator.apply(*down, strategy({{"ACCUMULATORS", "increase", ""}}));
   ASSERT_TRUE(up);
-  EXPECT_EQ(up->point.params.at("ACCUMULATORS"), "8") << "no 8 in simd: only 1, 2, 4";
+  EXPECT_EQ(up->point.params.at("ACCUMULATORS"), "4");
 }
 
 TEST_F(TemplatesGeneratorTest, EditAtTheLimitOrOnAMissingParamIsNotApplicable) {

@@ -1,5 +1,6 @@
 #include "search/optimizer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -17,6 +18,7 @@ namespace kforge::search {
 namespace fs = std::filesystem;
 
 struct Optimizer::Move {
+  std::string parent_id;
   std::string direction_id;
   std::string strategy_id;
   std::string explanation;
@@ -48,33 +50,38 @@ memory::Provenance Optimizer::provenance() const {
   return p;
 }
 
-std::vector<Optimizer::Move> Optimizer::plan_step(const generation::Proposal& best,
-                                                  std::vector<std::string>& prefix,
+std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>& parents,
+                                                  const std::vector<std::string>& prefix,
                                                   std::mt19937_64& rng) {
   memory::PolicyConfig config;
   config.temperature = options_.temperature;
-  std::vector<Move> moves;
-  std::set<std::string> planned;
-  // A strategy is applicable when it turns the current best into a candidate not yet tried.
-  auto proposal_for = [&](const memory::Strategy& strategy) -> std::optional<generation::Proposal> {
-    std::optional<generation::Proposal> proposal = generator_.apply(best, strategy);
-    if (!proposal || seen_ids_.count(proposal->id) || planned.count(proposal->id)) {
-      return std::nullopt;
-    }
-    return proposal;
-  };
   memory::Ucb1Selector selector;
   memory::Policy policy(store_, selector, config);
-  for (int k = 0; k < options_.proposals_per_step; ++k) {
-    std::optional<memory::PolicyChoice> choice = policy.choose(
-        backend_, prefix, [&](const memory::Strategy& s) { return proposal_for(s).has_value(); },
-        rng);
-    if (!choice) break;
-    std::optional<generation::Proposal> proposal = proposal_for(choice->strategy);
-    if (!proposal) break;
-    planned.insert(proposal->id);
-    moves.push_back({choice->direction.id, choice->strategy.id, choice->explanation,
-                     std::move(*proposal)});
+  std::vector<Move> moves;
+  std::set<std::string> planned;
+  // Parents in order of speed: the best first; slower promoted candidates are mutated only when
+  // the best has no untried neighbour left (so the search does not stall on a corner).
+  for (const std::string& parent_id : parents) {
+    const generation::Proposal& parent = proposals_.at(parent_id);
+    // A strategy is applicable when it turns the parent into a candidate not yet tried.
+    auto proposal_for = [&](const memory::Strategy& s) -> std::optional<generation::Proposal> {
+      std::optional<generation::Proposal> proposal = generator_.apply(parent, s);
+      if (!proposal || seen_ids_.count(proposal->id) || planned.count(proposal->id)) {
+        return std::nullopt;
+      }
+      return proposal;
+    };
+    while (static_cast<int>(moves.size()) < options_.proposals_per_step) {
+      std::optional<memory::PolicyChoice> choice = policy.choose(
+          backend_, prefix,
+          [&](const memory::Strategy& s) { return proposal_for(s).has_value(); }, rng);
+      if (!choice) break;
+      std::optional<generation::Proposal> proposal = proposal_for(choice->strategy);
+      planned.insert(proposal->id);
+      moves.push_back({parent_id, choice->direction.id, choice->strategy.id, choice->explanation,
+                       std::move(*proposal)});
+    }
+    if (static_cast<int>(moves.size()) >= options_.proposals_per_step) break;
   }
   return moves;
 }
@@ -206,24 +213,37 @@ OptimizeResult Optimizer::run() {
   std::mt19937_64 rng(options_.seed);
   std::vector<std::string> prefix;
   for (int step = 1; step <= options_.steps && best; ++step) {
-    const generation::Proposal parent = proposals_.at(best->id);
-    const double parent_ms = *best->median_ms;
-    std::vector<Move> moves = plan_step(parent, prefix, rng);
+    std::vector<const CandidateRecord*> promoted;
+    for (const CandidateRecord& r : records_) {
+      if (r.median_ms) promoted.push_back(&r);
+    }
+    std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
+      return *a->median_ms < *b->median_ms;
+    });
+    std::vector<std::string> parents = {best->id};
+    std::map<std::string, double> parent_ms = {{best->id, *best->median_ms}};
+    for (const CandidateRecord* r : promoted) {
+      if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
+    }
+    std::vector<Move> moves = plan_step(parents, prefix, rng);
     if (moves.empty()) {
-      progress_(fmt::format("step {}: no applicable strategy left for {}", step, parent.id));
+      progress_(fmt::format("step {}: no applicable strategy left on any correct candidate", step));
       break;
     }
-    progress_(fmt::format("step {}/{}: {} candidates from {}", step, options_.steps, moves.size(),
-                          parent.id));
+    progress_(fmt::format("step {}/{}: {} candidates, best so far {} ({:.4f} ms)", step,
+                          options_.steps, moves.size(), best->id, *best->median_ms));
     std::vector<std::future<compile::Artifact>> step_builds;
     for (const Move& move : moves) step_builds.push_back(pool.submit(move.proposal.job));
     for (size_t i = 0; i < moves.size(); ++i) {
       const Move& move = moves[i];
-      if (options_.explain) progress_("    why: " + move.explanation);
+      if (options_.explain) progress_("    why " + move.proposal.id + ": " + move.explanation);
       CandidateRecord record = evaluate(move.proposal, step_builds[i].get(), step, evaluator);
       record.direction_id = move.direction_id;
       record.strategy_id = move.strategy_id;
-      if (record.median_ms) record.log_gain = std::log(parent_ms / *record.median_ms);
+      record.parent_id = move.parent_id;
+      if (record.median_ms) {
+        record.log_gain = std::log(parent_ms.at(move.parent_id) / *record.median_ms);
+      }
       memory::Evidence evidence;
       evidence.direction_id = move.direction_id;
       evidence.strategy_id = move.strategy_id;

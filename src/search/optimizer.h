@@ -97,9 +97,10 @@ class Optimizer {
 
  private:
   struct Move;
-  /// Up to proposals_per_step (direction, strategy, proposal) moves from the current best.
-  std::vector<Move> plan_step(const generation::Proposal& best, std::vector<std::string>& prefix,
-                              std::mt19937_64& rng);
+  /// Up to proposals_per_step (parent, direction, strategy, proposal) moves; `parents` are
+  /// correct candidates' ids, fastest first; `prefix` the directions chosen so far.
+  std::vector<Move> plan_step(const std::vector<std::string>& parents,
+                              const std::vector<std::string>& prefix, std::mt19937_64& rng);
   /// Gates and times one compiled proposal; writes its record and event.
   CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
                            int step, evaluation::Evaluator& evaluator);

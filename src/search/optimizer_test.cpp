@@ -130,6 +130,7 @@ decomposition = "row_tiled"
     Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker_, run_dir,
                         [&](const std::string& line) {
                           if (lines) lines->push_back(line);
+                          if (std::getenv("KFORGE_TEST_VERBOSE")) std::fprintf(stderr, "%s\n", line.c_str());
                         });
     return optimizer.run();
   }
