@@ -30,7 +30,13 @@ std::string resolve_backend(const std::string& requested, int device, std::strin
     probe.shutdown();
     return "cuda";
   } catch (const std::exception& e) {
-    if (why != nullptr) *why = e.what();
+    if (why != nullptr) {
+      // The worker's own last line says why ("no CUDA device: ..."); keep just that.
+      std::string message = e.what();
+      while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+      auto last = message.rfind("error: ");
+      *why = last == std::string::npos ? message : message.substr(last + 7);
+    }
     return "cpu";
   }
 }

@@ -1,0 +1,113 @@
+// End-to-end tests of the kforge executable, as a user runs it: real compiler, real worker
+// process, real SQLite memory, on the cpu backend.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "process/subprocess.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs kforge with `args` under `env` (NAME=value entries added to a minimal environment).
+  process::CommandResult kforge(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv = {"env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
+                                     "KFORGE_CACHE_DIR=" + (dir_ / "cache").string()};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(KFORGE_CLI_PATH);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return process::run_command(argv, 600);
+  }
+
+  std::string example(const std::string& relative) {
+    return (fs::path(KFORGE_SOURCE_DIR) / relative).string();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, OptimizeOnCpuWritesAVerifiedResult) {
+  fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", example("tests/data/softmax_small/task.toml"), "--backend", "cpu",
+              "--run-dir", run.string(), "--steps", "2", "--proposals", "2", "--final-rounds", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("speedup:"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("% CI"), std::string::npos) << result.output;
+  ASSERT_TRUE(fs::exists(run / "result.json"));
+  nlohmann::json json = nlohmann::json::parse(std::ifstream(run / "result.json"));
+  ASSERT_FALSE(json["best"].is_null()) << json.dump(2);
+  EXPECT_EQ(json["backend"], "cpu");
+  EXPECT_GE(json["candidates"].size(), 3u);
+  EXPECT_GT(json["final"]["speedup"]["speedup"].get<double>(), 0.0);
+  EXPECT_TRUE(fs::exists(run / "best.cpp"));
+  EXPECT_TRUE(fs::exists(run / "report.md"));
+  EXPECT_TRUE(fs::exists(run / "events.jsonl"));
+  EXPECT_TRUE(fs::exists(dir_ / "memory.sqlite"));
+  // Every candidate left its source, build log and evaluation.
+  for (const auto& entry : fs::directory_iterator(run / "candidates")) {
+    EXPECT_TRUE(fs::exists(entry.path() / "evaluation.json")) << entry.path();
+    EXPECT_TRUE(fs::exists(entry.path() / "build.log")) << entry.path();
+  }
+}
+
+TEST_F(CliTest, MalformedTaskNamesFileAndFieldAndWritesNoRun) {
+  fs::path task = dir_ / "task.toml";
+  std::ofstream(task) << "name = \"x\"\nfamily = \"softmax\"\n[[inputs]]\nname = \"x\"\n"
+                         "dtype = \"float32\"\nshape = [\"n\"]\n";
+  fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", task.string(), "--backend", "cpu", "--run-dir", run.string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("kforge: error:"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("inputs[0].dtype"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(run));
+}
+
+TEST_F(CliTest, MissingNvccIsAClearErrorBeforeAnythingIsWritten) {
+  fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", example("tests/data/softmax_small/task.toml"), "--backend", "cuda",
+              "--run-dir", run.string()},
+             {"PATH=/usr/bin:/bin", "KFORGE_NVCC=", "CUDA_HOME=/nonexistent"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("nvcc not found"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(run));
+}
+
+TEST_F(CliTest, UnknownBackendAndSubcommandAreUsageErrors) {
+  process::CommandResult backend = kforge(
+      {"optimize", example("tests/data/softmax_small/task.toml"), "--backend", "tpu"});
+  EXPECT_EQ(backend.exit_code, 2);
+  EXPECT_NE(backend.output.find("tpu"), std::string::npos) << backend.output;
+  process::CommandResult typo = kforge({"optimise"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.output.find("did you mean 'optimize'"), std::string::npos) << typo.output;
+}
+
+TEST_F(CliTest, ExistingRunDirectoryIsNotOverwritten) {
+  fs::path run = dir_ / "run";
+  fs::create_directories(run);
+  std::ofstream(run / "keep.txt") << "user data\n";
+  process::CommandResult result = kforge({"optimize", example("tests/data/softmax_small/task.toml"),
+                                          "--backend", "cpu", "--run-dir", run.string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("already exists"), std::string::npos) << result.output;
+  EXPECT_TRUE(fs::exists(run / "keep.txt"));
+}
+
+}  // namespace
+}  // namespace kforge
