@@ -98,6 +98,42 @@ TEST_F(CliTest, UnknownBackendAndSubcommandAreUsageErrors) {
   EXPECT_NE(typo.output.find("did you mean 'optimize'"), std::string::npos) << typo.output;
 }
 
+// A task whose cpu reference is `reference_source`, at the softmax_small shapes.
+std::string task_with_reference(const fs::path& dir, const std::string& reference_source) {
+  std::ifstream in(fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = text.substr(0, text.find("[reference]")) + "[reference]\ncpu = \"ref.cpp\"\n";
+  std::ofstream(dir / "task.toml") << text;
+  std::ofstream(dir / "ref.cpp") << reference_source;
+  return (dir / "task.toml").string();
+}
+
+TEST_F(CliTest, ReferenceThatDoesNotCompileIsAnErrorAndLeavesNoRun) {
+  std::string task = task_with_reference(dir_, "#include <kforge/kernel.h>\nnot C++\n");
+  fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", task, "--backend", "cpu", "--run-dir", run.string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("reference does not compile"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(run));
+}
+
+TEST_F(CliTest, ReferenceThatLeavesOutputsUnwrittenIsRefused) {
+  std::string task = task_with_reference(dir_, R"(#include <kforge/kernel.h>
+KFORGE_API int kforge_run(const kforge_args* a) {
+  float* y = (float*)a->outputs[0].data;
+  for (int64_t i = 0; i < kforge_numel(&a->outputs[0]) / 2; ++i) y[i] = 1.0f;
+  return 0;
+})");
+  fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", task, "--backend", "cpu", "--run-dir", run.string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("the reference left NaN in output 'y'"), std::string::npos)
+      << result.output;
+  EXPECT_FALSE(fs::exists(run));
+}
+
 TEST_F(CliTest, ExistingRunDirectoryIsNotOverwritten) {
   fs::path run = dir_ / "run";
   fs::create_directories(run);

@@ -56,8 +56,7 @@ std::string default_cache_dir() {
 
 int run_optimize(const OptimizeCommandOptions& options) {
   // Everything that can be wrong with the input is checked before the run directory exists.
-  Task task = with_context("while loading task " + options.task_path,
-                           [&] { return load_task(options.task_path); });
+  Task task = load_task(options.task_path);  // its errors name the file and the field
   std::string why;
   std::string backend = resolve_backend(options.backend, options.device, &why);
   if (options.backend == "auto" && backend == "cpu") {
@@ -107,7 +106,21 @@ int run_optimize(const OptimizeCommandOptions& options) {
 
   search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler, worker,
                               run_dir, [](const std::string& line) { std::cerr << line << "\n"; });
-  search::OptimizeResult result = optimizer.run();
+  search::OptimizeResult result;
+  try {
+    result = optimizer.run();
+  } catch (const std::exception& e) {
+    // A run that evaluated nothing leaves nothing behind; one that did keeps every candidate it
+    // wrote, plus failed.txt saying why, and never a result.json.
+    worker.shutdown();
+    std::error_code ec;
+    if (fs::is_empty(run_path / "candidates", ec)) {
+      fs::remove_all(run_path, ec);
+    } else {
+      run_dir.write_text("failed.txt", std::string(e.what()) + "\n");
+    }
+    throw;
+  }
   worker.shutdown();
 
   nlohmann::json json = result.to_json();

@@ -145,6 +145,17 @@ std::string verify_case(TensorSet& reference, TensorSet& candidate, const HostTe
     const DType dtype = signature.tensors[i].dtype;
     const std::vector<std::byte> got = candidate.download(i);
     const std::vector<std::byte> expected = reference.download(i);
+    // NaN policy (first version): inputs are finite, so a reference output must be too; a NaN
+    // there is an element the reference never wrote (it was poisoned) or a broken reference,
+    // and it would let a candidate that skips the same elements pass.
+    const int64_t count = element_count(reference.shape(i));
+    for (int64_t e = 0; e < count; ++e) {
+      if (std::isnan(element_as_double(dtype, expected.data(), e))) {
+        throw Error("the reference left NaN in output " + tensor_name(signature, i) + " at " +
+                    format_index(e, reference.shape(i)) +
+                    ": it must write every output element");
+      }
+    }
     const Comparison comparison = compare_elements(
         dtype, got, expected, element_count(candidate.shape(i)), request.tolerance);
     result->max_abs_error = std::max(result->max_abs_error, comparison.max_abs_error);
