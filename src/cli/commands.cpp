@@ -34,14 +34,15 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->capture_default_str();
   optimize->add_option("--device", options.device, "Device index for the worker")
       ->envname("KFORGE_DEVICE")
+      ->check(CLI::Range(0, 1023))
       ->capture_default_str();
   optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
       ->envname("KFORGE_STEPS")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   optimize->add_option("--proposals", options.search.proposals_per_step, "Candidates per step")
       ->envname("KFORGE_PROPOSALS")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   optimize->add_option("--seed", options.search.seed, "Seed of the policy's sampling")
       ->envname("KFORGE_SEED")
@@ -54,11 +55,12 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--compile-jobs", options.search.compile_jobs,
                        "Compile pool depth (0 = number of cores)")
       ->envname("KFORGE_COMPILE_JOBS")
+      ->check(CLI::Range(0, 256))
       ->capture_default_str();
   optimize->add_option("--final-rounds", options.search.evaluation.final_rounds,
                        "Interleaved rounds of the final reference-vs-best timing")
       ->envname("KFORGE_FINAL_ROUNDS")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   optimize->add_flag("--explain", options.search.explain,
                      "Print why each direction and strategy was chosen");
