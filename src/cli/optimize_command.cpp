@@ -52,6 +52,24 @@ std::string default_cache_dir() {
   return (fs::path(home != nullptr ? home : "/tmp") / ".cache" / "kforge" / "artifacts").string();
 }
 
+// The task's kernel family; an unknown one names the task file and the families there are.
+generation::KernelFamily load_family_for(const Task& task, const std::string& root,
+                                         const std::string& backend) {
+  fs::path kernels = fs::path(root) / "kernels";
+  if (!fs::exists(kernels / backend / task.family / "family.toml")) {
+    std::string known;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(kernels / backend, ec)) {
+      if (fs::exists(entry.path() / "family.toml")) {
+        known += (known.empty() ? "" : ", ") + entry.path().filename().string();
+      }
+    }
+    throw Error(task.source_path + ": family: no built-in " + backend + " kernels for '" +
+                task.family + "' (known: " + (known.empty() ? "none" : known) + ")");
+  }
+  return generation::load_family(kernels.string(), backend, task.family);
+}
+
 }  // namespace
 
 int run_optimize(const OptimizeCommandOptions& options) {
@@ -67,8 +85,7 @@ int run_optimize(const OptimizeCommandOptions& options) {
                 backend + " reference; choose another --backend)");
   }
   std::string root = resource_root();
-  generation::TemplatesGenerator generator(
-      generation::load_family((fs::path(root) / "kernels").string(), backend, task.family));
+  generation::TemplatesGenerator generator(load_family_for(task, root, backend));
 
   compile::ToolchainOptions toolchain;
   toolchain.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
@@ -118,6 +135,7 @@ int run_optimize(const OptimizeCommandOptions& options) {
       fs::remove_all(run_path, ec);
     } else {
       run_dir.write_text("failed.txt", std::string(e.what()) + "\n");
+      run_dir.append_event({{"event", "failed"}, {"error", e.what()}});
     }
     throw;
   }

@@ -160,6 +160,35 @@ std::filesystem::path default_memory_path() {
   throw Error("cannot locate the memory database: set KFORGE_MEMORY_DB, XDG_DATA_HOME or HOME");
 }
 
+namespace {
+
+// PRAGMA application_id of kforge memory files ("kfor"), so that kforge never adopts, converts
+// or writes into another program's SQLite database given by mistake.
+constexpr int64_t kApplicationId = 0x6B666F72;
+
+int64_t pragma_integer(sqlite::Database& db, const std::string& pragma) {
+  sqlite::Statement query(db, "PRAGMA " + pragma);
+  query.step();
+  return query.integer(0);
+}
+
+// Accepts a new (empty) file, or one kforge made; refuses anything else before it is changed.
+void check_ownership(sqlite::Database& db) {
+  int64_t application_id = pragma_integer(db, "application_id");
+  if (application_id == kApplicationId) return;
+  if (application_id != 0) throw Error("it belongs to another application");
+  int64_t user_version = pragma_integer(db, "user_version");
+  sqlite::Statement tables(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+  std::string names;
+  while (tables.step()) names += (names.empty() ? "" : ", ") + tables.text(0);
+  if (user_version == 0 && !names.empty()) {
+    throw Error("it already holds other tables (" + names + ")");
+  }
+  db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+}
+
+}  // namespace
+
 SqliteStore::SqliteStore(std::filesystem::path path, std::unique_ptr<sqlite::Database> db)
     : path_(std::move(path)), db_(std::move(db)) {}
 
@@ -178,6 +207,9 @@ std::unique_ptr<SqliteStore> SqliteStore::open(const std::filesystem::path& path
     }
   }
   auto db = std::make_unique<sqlite::Database>(path.string(), kBusyTimeoutMs);
+  with_context(path.string() + ": not a kforge memory database (choose another --memory or "
+                               "KFORGE_MEMORY_DB)",
+               [&] { check_ownership(*db); });
   // WAL lets readers proceed while another process records evidence; the pragma answers with
   // the mode in effect ("memory" for :memory:), which we accept as is.
   db->exec("PRAGMA journal_mode = WAL");

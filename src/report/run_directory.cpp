@@ -25,7 +25,7 @@ std::string utc_format(const char* format) {
 
 std::string utc_now_iso8601() { return utc_format("%Y-%m-%dT%H:%M:%SZ"); }
 
-RunDirectory::RunDirectory(fs::path path) : path_(std::move(path)) {
+RunDirectory::RunDirectory(fs::path path) : path_(fs::absolute(path).lexically_normal()) {
   std::error_code ec;
   if (fs::exists(path_) && !fs::is_empty(path_, ec)) {
     throw Error("run directory " + path_.string() +

@@ -21,12 +21,13 @@ namespace kforge::report {
 
 class RunDirectory {
  public:
-  /// Creates `path` (and parents). Throws Error if it exists and is not empty, so that a run
-  /// never mixes with another's files.
+  /// Creates `path` (and parents); a relative path is made absolute against the current
+  /// directory, so every path this object returns is absolute. Throws Error if it exists and is
+  /// not empty, so that a run never mixes with another's files.
   explicit RunDirectory(std::filesystem::path path);
 
   const std::filesystem::path& path() const { return path_; }
-  /// A new folder candidates/NNN-<label>/ (NNN counts from 000).
+  /// A new folder path()/candidates/NNN-<label>/ (NNN counts from 000), absolute.
   std::filesystem::path candidate_dir(int index, const std::string& label);
   /// Writes `text` to path()/relative atomically (temp file + rename).
   void write_text(const std::filesystem::path& relative, const std::string& text);

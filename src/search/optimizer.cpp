@@ -159,6 +159,12 @@ OptimizeResult Optimizer::run() {
                         backend_ == "cuda" ? "sm " + device_.compute_capability : "cpu",
                         toolchain_));
 
+  run_dir_.append_event({{"event", "run_started"},
+                         {"task", task_.name},
+                         {"backend", backend_},
+                         {"device", device_.name},
+                         {"toolchain", toolchain_},
+                         {"seed", options_.seed}});
   evaluation::Evaluator evaluator(worker_, task_, options_.evaluation);
   const Workload& timed = evaluator.timed_workload();
   result.bytes_moved = min_bytes_moved(task_.signature, timed);
@@ -176,7 +182,10 @@ OptimizeResult Optimizer::run() {
     reference_job.source = text.str();
   }
   compile::Artifact reference_artifact = pool.submit(reference_job).get();
-  int reference_handle = evaluator.prepare_reference(reference_artifact);
+  const std::string& reference_path = task_.reference_paths.at(backend_);
+  int reference_handle = with_context("reference " + reference_path, [&] {
+    return evaluator.prepare_reference(reference_artifact);
+  });
   worker::TimeResult reference_quick = evaluator.time_quick(reference_handle);
   if (reference_quick.verdict != Verdict::ok) {
     throw Error("timing the reference failed: " + reference_quick.message);
@@ -232,6 +241,8 @@ OptimizeResult Optimizer::run() {
     }
     progress_(fmt::format("step {}/{}: {} candidates, best so far {} ({:.4f} ms)", step,
                           options_.steps, moves.size(), best->id, *best->median_ms));
+    run_dir_.append_event({{"event", "step"}, {"step", step}, {"candidates", moves.size()},
+                           {"best", best->id}});
     std::vector<std::future<compile::Artifact>> step_builds;
     for (const Move& move : moves) step_builds.push_back(pool.submit(move.proposal.job));
     for (size_t i = 0; i < moves.size(); ++i) {
@@ -273,6 +284,11 @@ OptimizeResult Optimizer::run() {
     result.reference_final = evaluation::summarize(paired.reference_ms);
     result.best_final = evaluation::summarize(paired.candidate_ms);
     result.speedup = evaluation::estimate_speedup(paired.reference_ms, paired.candidate_ms);
+    run_dir_.append_event({{"event", "final"},
+                           {"best", best->id},
+                           {"reference_median_ms", result.reference_final.median_ms},
+                           {"best_median_ms", result.best_final.median_ms},
+                           {"speedup", result.speedup.speedup}});
     std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
     run_dir_.write_text("best" + extension, generator_.standalone_source(proposals_.at(best->id)));
     result.best_source_path = (run_dir_.path() / ("best" + extension)).string();

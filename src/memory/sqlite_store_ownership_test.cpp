@@ -1,0 +1,55 @@
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "memory/sqlite_store.h"
+
+namespace kforge::memory {
+namespace {
+namespace fs = std::filesystem;
+
+// A --memory path that points at another program's database must be refused untouched.
+TEST(SqliteStoreOwnership, ForeignDatabaseIsRefusedAndLeftAlone) {
+  fs::path path = fs::temp_directory_path() / "kforge_foreign.sqlite";
+  fs::remove(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE contacts (name TEXT)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto size_before = fs::file_size(path);
+  try {
+    SqliteStore::open(path, "");
+    FAIL() << "a foreign database was adopted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a kforge memory database"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("contacts"), std::string::npos);
+  }
+  EXPECT_EQ(fs::file_size(path), size_before);
+  EXPECT_FALSE(fs::exists(path.string() + "-wal")) << "the file must not be switched to WAL";
+  fs::remove(path);
+}
+
+TEST(SqliteStoreOwnership, GarbageFileIsRefused) {
+  fs::path path = fs::temp_directory_path() / "kforge_garbage.sqlite";
+  std::ofstream(path) << std::string(4096, 'x');
+  EXPECT_THROW(SqliteStore::open(path, ""), Error);
+  fs::remove(path);
+}
+
+TEST(SqliteStoreOwnership, KforgeDatabaseReopens) {
+  fs::path path = fs::temp_directory_path() / "kforge_own.sqlite";
+  fs::remove(path);
+  SqliteStore::open(path, "");
+  EXPECT_NO_THROW(SqliteStore::open(path, ""));
+  fs::remove(path);
+  fs::remove(path.string() + "-wal");
+  fs::remove(path.string() + "-shm");
+}
+
+}  // namespace
+}  // namespace kforge::memory
