@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/files.h"
 #include "common/hash.h"
 #include "process/subprocess.h"
 
@@ -16,24 +17,6 @@ namespace kforge::compile {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  fs::path temporary = path;
-  temporary += ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    if (!out) throw Error("cannot write " + temporary.string());
-  }
-  fs::rename(temporary, path);
-}
 
 // First line of `program --version` (g++) or its last "release" line (nvcc).
 std::string query_version(const std::string& program, const std::string& label) {

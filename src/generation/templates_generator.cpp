@@ -7,17 +7,10 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/files.h"
 
 namespace kforge::generation {
 namespace {
-
-std::string read_source(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read kernel template " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Allowed values in numeric order when they are all numbers, else as listed.
 std::vector<std::string> ordered_values(const TemplateParam& param) {
@@ -96,7 +89,7 @@ Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
   proposal.point = point;
   proposal.id = point.id();
   proposal.job.backend = family_.backend;
-  proposal.job.source = read_source(variant->source_path);
+  proposal.job.source = read_file(variant->source_path);
   proposal.job.source_name = variant->source_path.substr(variant->source_path.rfind('/') + 1);
   for (const auto& [name, value] : point.params) {
     const TemplateParam* param = variant->param(name);

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "common/error.h"
+#include "common/files.h"
 
 namespace kforge::report {
 namespace fs = std::filesystem;
@@ -48,15 +49,7 @@ fs::path RunDirectory::candidate_dir(int index, const std::string& label) {
 }
 
 void RunDirectory::write_text(const fs::path& relative, const std::string& text) {
-  fs::path target = relative.is_absolute() ? relative : path_ / relative;
-  fs::path temporary = target;
-  temporary += ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    if (!out) throw Error("cannot write " + temporary.string());
-  }
-  fs::rename(temporary, target);
+  write_file_atomically(relative.is_absolute() ? relative : path_ / relative, text);
 }
 
 void RunDirectory::write_json(const fs::path& relative, const nlohmann::json& value) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/files.h"
 #include "compile/compile_pool.h"
 #include "memory/policy.h"
 #include "task/task_loader.h"
@@ -175,12 +176,7 @@ OptimizeResult Optimizer::run() {
   compile::CompileJob reference_job;
   reference_job.backend = backend_;
   reference_job.source_name = fs::path(task_.reference_paths.at(backend_)).filename().string();
-  {
-    std::ifstream in(task_.reference_paths.at(backend_));
-    std::ostringstream text;
-    text << in.rdbuf();
-    reference_job.source = text.str();
-  }
+  reference_job.source = read_file(task_.reference_paths.at(backend_));
   compile::Artifact reference_artifact = pool.submit(reference_job).get();
   const std::string& reference_path = task_.reference_paths.at(backend_);
   int reference_handle = with_context("reference " + reference_path, [&] {

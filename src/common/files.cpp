@@ -1,0 +1,38 @@
+#include "common/files.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+
+namespace kforge {
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  // Unique per process and thread: the compile pool writes from several threads at once.
+  fs::path temporary = path;
+  temporary += ".tmp" + std::to_string(::getpid()) + "_" +
+               std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << text;
+    if (!out) throw Error("cannot write " + temporary.string());
+  }
+  std::error_code ec;
+  fs::rename(temporary, path, ec);
+  if (ec) throw Error("cannot rename " + temporary.string() + " to " + path.string() + ": " + ec.message());
+}
+
+}  // namespace kforge
