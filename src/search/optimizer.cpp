@@ -146,6 +146,17 @@ std::string describe(const CandidateRecord& record, double reference_ms) {
 
 }  // namespace
 
+std::vector<compile::Artifact> Optimizer::collect_builds(
+    std::vector<std::future<compile::Artifact>>& builds) const {
+  // A batch's builds (in parallel in the pool) all finish before any of its timings start: on
+  // cpu the compilers would share the cores with the timed kernel, and on cuda with the host
+  // thread that launches it. The cost is one batch's longest compile, not their sum.
+  std::vector<compile::Artifact> artifacts;
+  artifacts.reserve(builds.size());
+  for (auto& build : builds) artifacts.push_back(build.get());
+  return artifacts;
+}
+
 OptimizeResult Optimizer::run() {
   auto started = std::chrono::steady_clock::now();
   OptimizeResult result;
@@ -213,7 +224,10 @@ OptimizeResult Optimizer::run() {
   std::vector<generation::Proposal> hints = generator_.initial_proposals();
   std::vector<std::future<compile::Artifact>> builds;
   for (const generation::Proposal& hint : hints) builds.push_back(pool.submit(hint.job));
-  for (size_t i = 0; i < hints.size(); ++i) consider(evaluate(hints[i], builds[i].get(), 0, evaluator));
+  std::vector<compile::Artifact> hint_artifacts = collect_builds(builds);
+  for (size_t i = 0; i < hints.size(); ++i) {
+    consider(evaluate(hints[i], hint_artifacts[i], 0, evaluator));
+  }
 
   std::mt19937_64 rng(options_.seed);
   std::vector<std::string> prefix;
@@ -241,10 +255,11 @@ OptimizeResult Optimizer::run() {
                            {"best", best->id}});
     std::vector<std::future<compile::Artifact>> step_builds;
     for (const Move& move : moves) step_builds.push_back(pool.submit(move.proposal.job));
+    std::vector<compile::Artifact> step_artifacts = collect_builds(step_builds);
     for (size_t i = 0; i < moves.size(); ++i) {
       const Move& move = moves[i];
       if (options_.explain) progress_("    why " + move.proposal.id + ": " + move.explanation);
-      CandidateRecord record = evaluate(move.proposal, step_builds[i].get(), step, evaluator);
+      CandidateRecord record = evaluate(move.proposal, step_artifacts[i], step, evaluator);
       record.direction_id = move.direction_id;
       record.strategy_id = move.strategy_id;
       record.parent_id = move.parent_id;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <optional>
 #include <random>
@@ -105,6 +106,9 @@ class Optimizer {
   CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
                            int step, evaluation::Evaluator& evaluator);
   memory::Provenance provenance() const;
+  /// Waits for every build of a batch, in order (so no compile overlaps the batch's timings).
+  std::vector<compile::Artifact> collect_builds(
+      std::vector<std::future<compile::Artifact>>& builds) const;
 
   const Task& task_;
   std::string backend_;
