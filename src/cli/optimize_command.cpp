@@ -26,7 +26,7 @@ std::string resolve_backend(const std::string& requested, int device, std::strin
   // The orchestrator never creates a CUDA context itself: a worker answers for the device.
   try {
     worker::ProcessWorker probe(worker_binary_path(), "cuda", device);
-    worker::DeviceInfo info = probe.device_info();
+    probe.device_info();  // throws when no device answers
     probe.shutdown();
     return "cuda";
   } catch (const std::exception& e) {

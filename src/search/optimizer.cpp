@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <future>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -67,7 +65,7 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
     // A strategy is applicable when it turns the parent into a candidate not yet tried.
     auto proposal_for = [&](const memory::Strategy& s) -> std::optional<generation::Proposal> {
       std::optional<generation::Proposal> proposal = generator_.apply(parent, s);
-      if (!proposal || seen_ids_.count(proposal->id) || planned.count(proposal->id)) {
+      if (!proposal || proposals_.count(proposal->id) || planned.count(proposal->id)) {
         return std::nullopt;
       }
       return proposal;
@@ -106,7 +104,6 @@ CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
     record.median_ms = outcome.timing.median_ms;
     handles_[proposal.id] = outcome.handle;
   }
-  seen_ids_.insert(proposal.id);
   proposals_[proposal.id] = proposal;
 
   fs::path dir = run_dir_.candidate_dir(record.index, proposal.point.variant.empty()

@@ -122,10 +122,9 @@ class Optimizer {
   worker::DeviceInfo device_;
   std::string toolchain_;
   std::string task_hash_;
-  std::set<std::string> seen_ids_;
   std::vector<CandidateRecord> records_;
   std::map<std::string, int> handles_;   // candidate id -> worker handle
-  std::map<std::string, generation::Proposal> proposals_;
+  std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
 };
 
 }  // namespace kforge::search
