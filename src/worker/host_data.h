@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "task/task.h"
@@ -31,11 +33,56 @@ int64_t element_count(const std::vector<int64_t>& shape);
 /// Element `index` of a host buffer holding `dtype` elements, widened to double.
 double element_as_double(DType dtype, const std::byte* data, int64_t index);
 
+/// How generated input values are distributed. A check cycles through all three
+/// (distribution_for_case) so that a kernel must be right on plain data, on Gaussian data and on
+/// data spanning six decades, where closed-form shortcuts and "skip small values" tricks fail.
+enum class InputDistribution {
+  uniform,       ///< floats uniform in [-1, 1]; integers uniform in [-16, 16]
+  normal,        ///< floats standard normal (ziggurat); integers as for uniform
+  heavy_tailed,  ///< floats +-10^u with u uniform in [-3, 3); integers uniform in [-1000, 1000]
+};
+
+/// "uniform", "normal" or "heavy_tailed".
+std::string to_string(InputDistribution distribution);
+/// Inverse of to_string; throws Error naming `name` and listing the valid names.
+InputDistribution parse_input_distribution(const std::string& name);
+/// The distribution of the `seed_index`-th (0-based) seed of a check: uniform, normal,
+/// heavy_tailed, uniform, ... so any three consecutive seeds cover every distribution.
+InputDistribution distribution_for_case(uint64_t seed_index);
+
 /// Input data for tensor number `tensor_index` (its position in the signature) under `seed`:
-/// `elements` values of `dtype`, little-endian bytes. Floating types are uniform in [-1, 1]
-/// (drawn in double, then rounded to the dtype); integer types uniform in [-16, 16], small enough
-/// for sums to stay exact and not all-equal. The stream is std::mt19937_64 seeded from a mix of
-/// (seed, tensor_index), so the same pair gives the same bytes on every machine and backend.
+/// `elements` values of `dtype`, little-endian bytes, drawn from `distribution`.
+///
+/// Every distribution makes about 1% of the values exact zeros (10 of the 1024 values of ten hash
+/// bits: 0.98%) and about half of them negative. Floating values are computed in double and
+/// rounded to the dtype exactly once (f16/bf16 through a round-to-odd float, so the two steps
+/// equal one direct rounding); the f32/f16/bf16 tensors of a (seed, tensor, distribution) are the
+/// f64 tensor rounded. Normal values come from the 256-layer ziggurat (Marsaglia & Tsang 2000);
+/// heavy-tailed magnitudes lie in [1e-3, 1e3), which every dtype holds and which keeps sums of a
+/// few dozen values finite even in f16. Integers are zero only for the 1% zeros: +-1..16
+/// (uniform, normal) or +-1..1000 (heavy_tailed), small enough for sums to stay exact.
+///
+/// Counter-based: element e depends only on (dtype, seed, tensor_index, distribution, e), never on
+/// the thread count or the tensor's length (a shorter tensor is a prefix). The key
+/// is splitmix64(splitmix64(splitmix64(seed) ^ uint32(tensor_index)) ^ ((distribution + 1) << 32))
+/// and element e uses output number e of SplitMix64 started at that key (Steele, Lea, Flood,
+/// OOPSLA 2014); the 1.2% of normal draws that the ziggurat rejects draw again from a second
+/// stream. Only correctly rounded operations are used (no libm transcendentals, no fused
+/// multiply-add), so the bytes are the same on every machine and standard library. Inputs of 2^20
+/// elements or more are filled by hardware_concurrency threads over contiguous chunks.
+std::vector<std::byte> make_input(DType dtype, int64_t elements, uint64_t seed, int tensor_index,
+                                  InputDistribution distribution);
+/// make_input with InputDistribution::uniform.
 std::vector<std::byte> make_input(DType dtype, int64_t elements, uint64_t seed, int tensor_index);
+
+/// Writes into `out` exactly the bytes make_input(dtype, out.size() / dtype_size(dtype), ...)
+/// returns. For large tensors prefer it over make_input with a buffer that is reused (or pinned):
+/// the std::vector that make_input returns is zero-filled by one thread first, and that first
+/// touch of fresh pages costs several times the generation itself (6.4 GB: 3.8 s against
+/// 0.5-1.1 s on 16 cores). `threads` = 0 picks as make_input does; a positive value forces that
+/// many threads (tests check the bytes do not depend on it). Throws Error if out.size() is not a
+/// multiple of the element size.
+void fill_input(std::span<std::byte> out, DType dtype, uint64_t seed, int tensor_index,
+                InputDistribution distribution, int threads = 0);
 
 }  // namespace kforge::worker
