@@ -99,7 +99,18 @@ int run_optimize(const OptimizeCommandOptions& options) {
   std::unique_ptr<memory::SqliteStore> store = memory::SqliteStore::open(
       memory_path, (fs::path(root) / "knowledge" / "seed.toml").string());
 
-  worker::ProcessWorker worker(worker_binary_path(), backend, options.device);
+  // Two workers on the same device: one runs only the reference (the oracle of expected
+  // outputs), the other runs candidates, so no candidate shares an address space with the
+  // right answer.
+  worker::ProcessWorkerConfig worker_config;
+  worker_config.worker_path = worker_binary_path();
+  worker_config.backend = backend;
+  worker_config.device_index = options.device;
+  worker_config.sandbox = worker::detect_sandbox();
+  if (!worker_config.sandbox.available) std::cerr << "kforge: note: " << worker_config.sandbox.note << "\n";
+  worker::ProcessWorker worker(worker_config);
+  worker_config.measure_device = true;  // its DeviceInfo gives the plausibility floor
+  worker::ProcessWorker reference_worker(worker_config);
   worker.device_info();  // a worker that cannot start is an error before the run dir exists
 
   fs::path run_path = options.run_dir.empty()
@@ -122,7 +133,8 @@ int run_optimize(const OptimizeCommandOptions& options) {
             << run_path.string() << "\n";
 
   search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler, worker,
-                              run_dir, [](const std::string& line) { std::cerr << line << "\n"; });
+                              reference_worker, run_dir,
+                              [](const std::string& line) { std::cerr << line << "\n"; });
   search::OptimizeResult result;
   try {
     result = optimizer.run();
@@ -130,6 +142,7 @@ int run_optimize(const OptimizeCommandOptions& options) {
     // A run that evaluated nothing leaves nothing behind; one that did keeps every candidate it
     // wrote, plus failed.txt saying why, and never a result.json.
     worker.shutdown();
+    reference_worker.shutdown();
     std::error_code ec;
     if (fs::is_empty(run_path / "candidates", ec)) {
       fs::remove_all(run_path, ec);
@@ -140,6 +153,7 @@ int run_optimize(const OptimizeCommandOptions& options) {
     throw;
   }
   worker.shutdown();
+  reference_worker.shutdown();
 
   nlohmann::json json = result.to_json();
   json["task"] = task.name;

@@ -1,11 +1,82 @@
 #include "evaluation/evaluator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
 #include "common/error.h"
+#include "common/mapped_file.h"
+#include "evaluation/tolerance.h"
+#include "worker/host_data.h"
 
 namespace kforge::evaluation {
+namespace {
 
-Evaluator::Evaluator(worker::Worker& worker, const Task& task, EvaluationPolicy policy)
-    : worker_(worker), task_(task), policy_(policy) {
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string format_gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1 << 30));
+  return text;
+}
+
+nlohmann::json timing_json(const TimingVerdict& timing) {
+  return {{"summary", timing.summary},
+          {"samples_ms", timing.samples_ms},
+          {"throttled_dropped", timing.throttled_dropped},
+          {"host_gap_ms", timing.host_gap_ms},
+          {"floor_ms", timing.floor.floor_ms},
+          {"stop_reason", timing.stop_reason},
+          {"warning", timing.warning}};
+}
+
+/// Room the exchanged files need at once: the largest workload's outputs kept as expected, the
+/// candidate's two calls, and a timing re-check.
+int64_t scratch_bytes_needed(const Task& task) {
+  int64_t largest = 0;
+  for (const Workload& workload : task.workloads) {
+    int64_t bytes = 0;
+    for (const OutputLayout& output : output_layout(task.signature, workload)) bytes += output.bytes;
+    largest = std::max(largest, bytes);
+  }
+  return 4 * largest;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const RungRecord& record) {
+  j = {{"rung", record.rung},
+       {"verdict", to_string(record.verdict)},
+       {"message", record.message},
+       {"seconds", record.seconds},
+       {"detail", record.detail}};
+}
+
+std::vector<double> Evaluator::PairedSamples::reference_ms() const {
+  std::vector<double> all;
+  for (const auto& round : reference_rounds) all.insert(all.end(), round.begin(), round.end());
+  return all;
+}
+
+std::vector<double> Evaluator::PairedSamples::candidate_ms() const {
+  std::vector<double> all;
+  for (const auto& round : candidate_rounds) all.insert(all.end(), round.begin(), round.end());
+  return all;
+}
+
+Evaluator::Evaluator(worker::Worker& candidates, worker::Worker& reference, const Task& task,
+                     EvaluationPolicy policy)
+    : candidates_(candidates),
+      reference_worker_(reference),
+      task_(task),
+      policy_(policy),
+      scratch_(std::make_unique<ScratchDir>("kforge-eval", scratch_bytes_needed(task))) {
   for (const Workload& workload : task.workloads) {
     if (workload.timed) {
       timed_workload_ = workload;
@@ -13,134 +84,292 @@ Evaluator::Evaluator(worker::Worker& worker, const Task& task, EvaluationPolicy 
     }
   }
   if (timed_workload_.name.empty()) throw Error(task.source_path + ": no timed workload");
+  oracle_ = std::make_unique<ReferenceOracle>(reference_worker_, task_, *scratch_,
+                                              policy_.run_timeout_s);
+  gate_cases_ = plan_gate(task_, policy_.gate);
+  timing_seed_ = policy_.gate.base_seed + 5000;
 }
 
-worker::CheckRequest Evaluator::check_request(int candidate_handle) const {
-  worker::CheckRequest request;
-  request.candidate_handle = candidate_handle;
-  request.reference_handle = reference_handle_;
-  request.signature = task_.signature;
-  request.tolerance = task_.tolerance;
-  for (int i = 0; i < policy_.seeds; ++i) request.seeds.push_back(policy_.base_seed + i);
-  // Gate workloads with every seed; the timed (large) ones are checked in a second request with
-  // one seed, so a candidate wrong only at full size cannot pass.
-  for (const Workload& workload : task_.workloads) {
-    if (!workload.timed) request.workloads.push_back(workload);
+Evaluator::~Evaluator() = default;
+
+const GateCase& Evaluator::timed_case(const std::string& workload_name) const {
+  for (const GateCase& gate_case : gate_cases_) {
+    if (gate_case.workload.name == workload_name && gate_case.workload.timed) return gate_case;
   }
-  return request;
+  throw Error("no gate case for timed workload '" + workload_name + "'");
 }
 
-worker::TimeRequest Evaluator::time_request(int handle, int warmup, int repetitions) const {
+TaskReport Evaluator::prepare(const compile::Artifact& reference) {
+  const auto start = Clock::now();
+  TaskReport report;
+  device_ = reference_worker_.device_info();
+  candidates_.device_info();  // start it now: a worker that cannot start stops the run here
+  report.device = device_;
+  // Every workload's tensors must fit the device, with room for the harness.
+  for (const Workload& workload : task_.workloads) {
+    double bytes = 0;
+    for (const TensorSpec& spec : task_.signature.tensors) {
+      bytes += static_cast<double>(worker::element_count(bind_shape(spec, workload))) *
+               dtype_size(spec.dtype);
+    }
+    if (device_.memory_bytes > 0 && bytes > 0.9 * static_cast<double>(device_.memory_bytes)) {
+      throw Error(task_.source_path + ": workload '" + workload.name + "' needs " +
+                  format_gib(bytes) + " for its tensors; " + device_.backend + ":" +
+                  std::to_string(device_.device_index) + " (" + device_.name + ") has " +
+                  format_gib(static_cast<double>(device_.memory_bytes)));
+    }
+  }
+  oracle_->load(reference);
+  std::vector<std::vector<std::vector<std::byte>>> input_bytes;  // kept alive for the spans
+  std::vector<SelfTestInput> self_test_inputs;
+  for (const GateCase& gate_case : gate_cases_) {
+    const ExpectedOutputs& expected = oracle_->expected(gate_case);
+    if (gate_case.workload.timed) continue;  // self-test on the gate workloads: small
+    SelfTestInput input;
+    input.label = gate_case.label();
+    auto& inputs = input_bytes.emplace_back();
+    inputs.reserve(task_.signature.tensors.size());
+    for (size_t i = 0; i < task_.signature.tensors.size(); ++i) {
+      const TensorSpec& spec = task_.signature.tensors[i];
+      if (spec.role != TensorRole::input) continue;
+      const std::vector<int64_t> shape = bind_shape(spec, gate_case.workload);
+      inputs.push_back(worker::make_input(spec.dtype, worker::element_count(shape), gate_case.seed,
+                                          static_cast<int>(i),
+                                          worker::parse_input_distribution(gate_case.distribution)));
+      input.inputs.push_back({spec.name, spec.dtype, shape, inputs.back()});
+    }
+    for (const OutputLayout& output : output_layout(task_.signature, gate_case.workload)) {
+      const TensorSpec& spec = task_.signature.tensors[output.tensor];
+      input.expected_outputs.push_back(
+          {spec.name, spec.dtype, output.shape, expected.file.bytes(output.offset, output.bytes)});
+      input.tolerances.push_back(tolerance_for(task_.tolerance, spec.dtype));
+    }
+    self_test_inputs.push_back(std::move(input));
+  }
+  if (!self_test_inputs.empty()) {
+    report.self_test = self_test_outputs(self_test_inputs);
+    if (!report.self_test.reference_passes) {
+      throw Error(task_.source_path +
+                  ": the reference fails its own self-test (its outputs do not pass against "
+                  "themselves under the task's tolerance)");
+    }
+    for (const std::string& weakness : report.self_test.weaknesses) {
+      report.warnings.push_back("weak task: " + weakness);
+    }
+  } else {
+    report.warnings.push_back(
+        "no gate (untimed) workloads: the self-test and the two-call race check did not run; "
+        "add small and odd-sized workloads (e.g. 1, 31, 33, 4097)");
+  }
+  report.floor = physical_floor(task_, timed_workload_, device_, policy_.checks.floor_slack);
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+std::string Evaluator::screen(const std::string& source, const std::string& source_name,
+                              const std::string& backend) const {
+  const std::vector<PolicyViolation> violations =
+      check_source(task_.source_policy, source, backend);
+  return violations.empty() ? "" : format_violations(violations, source_name);
+}
+
+worker::TimeRequest Evaluator::time_request(int handle, const Workload& workload,
+                                            const worker::MeasurementPolicy& measurement,
+                                            uint64_t seed) const {
   worker::TimeRequest request;
   request.handle = handle;
   request.signature = task_.signature;
-  request.workload = timed_workload_;
-  request.seed = policy_.base_seed;
-  request.warmup = warmup;
-  request.repetitions = repetitions;
+  request.workload = workload;
+  request.seed = seed;
+  request.distribution = task_.distributions.front();
+  request.input_sets = policy_.input_sets;
+  request.policy = measurement;
   request.flush_l2 = policy_.flush_l2;
-  request.max_seconds = policy_.max_time_per_request_s;
   return request;
 }
 
-int Evaluator::prepare_reference(const compile::Artifact& reference) {
-  if (reference.verdict != Verdict::ok) {
-    throw Error("the task's reference does not compile (" + task_.source_path + "):\n" +
-                reference.log);
+TimingVerdict Evaluator::time_checked(int handle, const Workload& workload,
+                                      const worker::MeasurementPolicy& measurement,
+                                      uint64_t seed) {
+  worker::TimeRequest request = time_request(handle, workload, measurement, seed);
+  const GateCase& recheck = timed_case(workload.name);
+  const bool rechecking = policy_.recheck_timed_outputs;
+  if (rechecking) {
+    // A call after the first (caches are warm by then), chosen from the seed.
+    request.recheck_call =
+        measurement.min_repetitions > 1 ? 1 + static_cast<int>(seed % (measurement.min_repetitions - 1)) : 0;
+    request.recheck_seed = recheck.seed;
+    request.recheck_distribution = recheck.distribution;
+    request.recheck_path = scratch_->next_file("recheck");
+    create_private_file(request.recheck_path);
   }
-  worker::LoadResult loaded = worker_.load({reference.path}, policy_.load_timeout_s);
-  if (loaded.verdict != Verdict::ok) {
-    throw Error("the task's reference does not load: " + to_string(loaded.verdict) + ": " +
-                loaded.message);
+  worker::TimeResult result = candidates_.time(request, policy_.time_timeout_s);
+  TimingVerdict verdict =
+      judge_timing(result, physical_floor(task_, workload, device_, policy_.checks.floor_slack),
+                   policy_.checks);
+  if (rechecking) {
+    if (verdict.verdict == Verdict::ok && result.rechecked) {
+      const MappedFile got(request.recheck_path, MappedFile::Mode::read);
+      const ExpectedOutputs& expected = oracle_->expected(recheck);
+      for (const OutputLayout& output : output_layout(task_.signature, workload)) {
+        const TensorSpec& spec = task_.signature.tensors[output.tensor];
+        const OutputComparison comparison =
+            compare_output(spec.dtype, got.bytes(output.offset, output.bytes),
+                           expected.file.bytes(output.offset, output.bytes), output.shape,
+                           tolerance_for(task_.tolerance, spec.dtype));
+        if (!comparison.passed) {
+          verdict.verdict = Verdict::wrong_answer;
+          verdict.message = "timed call " + std::to_string(request.recheck_call) + " on '" +
+                            workload.name + "' (new input values at a buffer used before): " +
+                            "output '" + spec.name + "': " + comparison.failure +
+                            " - results replayed from an earlier call, or work not finished "
+                            "when kforge_run returned";
+          break;
+        }
+      }
+    }
+    ::unlink(request.recheck_path.c_str());
   }
-  reference_handle_ = loaded.handle;
-  CandidateEvaluation self = evaluate_loaded(loaded.handle);
-  if (self.verdict != Verdict::ok) {
-    throw Error("the task's reference fails against itself (" + to_string(self.verdict) +
-                "): " + self.message + " - is it deterministic and does it write every output?");
-  }
-  return reference_handle_;
+  return verdict;
 }
 
 CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
   CandidateEvaluation result;
+  const auto fail = [&result](Verdict verdict, const std::string& message) {
+    result.verdict = verdict;
+    result.message = message;
+    return result;
+  };
   if (artifact.verdict != Verdict::ok) {
-    result.verdict = artifact.verdict;
-    result.message = "compile error";
-    return result;
+    return fail(artifact.verdict,
+                artifact.verdict == Verdict::compile_error ? "compile error" : artifact.log);
   }
-  worker::LoadResult loaded = worker_.load({artifact.path}, policy_.load_timeout_s);
-  if (loaded.verdict != Verdict::ok) {
-    result.verdict = loaded.verdict;
-    result.message = loaded.message;
-    return result;
-  }
-  return evaluate_loaded(loaded.handle);
-}
+  auto start = Clock::now();
+  worker::LoadResult loaded = candidates_.load({artifact.path}, policy_.load_timeout_s);
+  if (loaded.verdict != Verdict::ok) return fail(loaded.verdict, loaded.message);
+  result.handle = loaded.handle;
 
-CandidateEvaluation Evaluator::evaluate_loaded(int handle) {
-  CandidateEvaluation result;
-  result.handle = handle;
-  worker::CheckRequest gate = check_request(handle);
-  std::vector<worker::CheckRequest> requests;
-  if (!gate.workloads.empty()) requests.push_back(gate);
-  worker::CheckRequest full = gate;
-  full.workloads = {timed_workload_};
-  full.seeds = {policy_.base_seed + 1000};
-  requests.push_back(full);
-  for (const worker::CheckRequest& request : requests) {
-    worker::CheckResult check = worker_.check(request, policy_.check_timeout_s);
-    result.check.cases_checked += check.cases_checked;
-    result.check.max_abs_error = std::max(result.check.max_abs_error, check.max_abs_error);
-    result.check.max_rel_error = std::max(result.check.max_rel_error, check.max_rel_error);
-    if (check.verdict != Verdict::ok) {
-      result.verdict = check.verdict;
-      result.message = check.message;
-      result.check.verdict = check.verdict;
-      result.check.message = check.message;
-      return result;
-    }
-  }
-  worker::TimeResult timing = time_quick(handle);
-  if (timing.verdict != Verdict::ok) {
-    result.verdict = timing.verdict;
-    result.message = timing.message;
-    return result;
-  }
-  result.samples_ms = timing.samples_ms;
-  result.timing = summarize(timing.samples_ms);
+  result.gate = run_gate(candidates_, loaded.handle, *oracle_, task_, gate_cases_, *scratch_,
+                         policy_.run_timeout_s);
+  RungRecord gate{"gate", result.gate.verdict, result.gate.message, seconds_since(start),
+                  {{"cases_checked", result.gate.cases_checked},
+                   {"cases_planned", gate_cases_.size()},
+                   {"max_abs_error", result.gate.max_abs_error},
+                   {"max_rel_error", result.gate.max_rel_error},
+                   {"max_normalized_error", result.gate.max_normalized_error},
+                   {"calls_bitwise_equal", result.gate.calls_bitwise_equal},
+                   {"worker_s", result.gate.worker_seconds},
+                   {"compare_s", result.gate.compare_seconds},
+                   {"reference_s", result.gate.reference_seconds}}};
+  result.rungs.push_back(gate);
+  if (result.gate.verdict != Verdict::ok) return fail(result.gate.verdict, result.gate.message);
+
+  start = Clock::now();
+  result.quick = time_checked(loaded.handle, timed_workload_, policy_.quick, timing_seed_);
+  result.rungs.push_back({"quick", result.quick.verdict, result.quick.message,
+                          seconds_since(start), timing_json(result.quick)});
+  if (result.quick.verdict != Verdict::ok) return fail(result.quick.verdict, result.quick.message);
+  result.samples_ms = result.quick.samples_ms;
+  result.timing = result.quick.summary;
   return result;
 }
 
-worker::TimeResult Evaluator::time_quick(int handle) {
-  return worker_.time(time_request(handle, policy_.quick_warmup, policy_.quick_repetitions),
-                      policy_.time_timeout_s);
+TimingVerdict Evaluator::time_reference() {
+  worker::TimeResult result = reference_worker_.time(
+      time_request(oracle_->handle(), timed_workload_, policy_.quick, timing_seed_),
+      policy_.time_timeout_s);
+  if (result.verdict != Verdict::ok) {
+    throw Error("timing the reference failed: " + to_string(result.verdict) + ": " +
+                result.message);
+  }
+  TimingVerdict verdict =
+      judge_timing(result, physical_floor(task_, timed_workload_, device_, policy_.checks.floor_slack),
+                   policy_.checks);
+  if (verdict.verdict != Verdict::ok) {
+    // The reference is trusted: a failed plausibility check there means the task's bytes or
+    // FLOPs formula overstates the work. Say so, but keep the time.
+    verdict.warning = "the reference itself fails a timing check (" + verdict.message +
+                      "): check the task's bytes/flops formulas";
+    verdict.verdict = Verdict::ok;
+    verdict.message.clear();
+  }
+  return verdict;
 }
 
-Evaluator::PairedSamples Evaluator::time_paired(int reference_handle, int candidate_handle) {
+FullRung Evaluator::full_rung(int handle) {
+  FullRung rung;
+  double log_sum = 0.0;
+  for (const Workload& workload : task_.workloads) {
+    if (!workload.timed) continue;
+    if (!reference_full_ms_.contains(workload.name)) {
+      worker::TimeResult reference = reference_worker_.time(
+          time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
+          policy_.time_timeout_s);
+      if (reference.verdict != Verdict::ok) {
+        throw Error("timing the reference on '" + workload.name + "' failed: " +
+                    reference.message);
+      }
+      reference_full_ms_[workload.name] = median(reference.samples_ms);
+    }
+    FullRung::Entry entry;
+    entry.workload = workload.name;
+    entry.candidate = time_checked(handle, workload, policy_.full, timing_seed_);
+    entry.reference_median_ms = reference_full_ms_.at(workload.name);
+    if (entry.candidate.verdict != Verdict::ok) {
+      rung.verdict = entry.candidate.verdict;
+      rung.message = "workload '" + workload.name + "': " + entry.candidate.message;
+      rung.workloads.push_back(std::move(entry));
+      return rung;
+    }
+    entry.speedup = entry.reference_median_ms / entry.candidate.summary.median_ms;
+    log_sum += std::log(entry.speedup);
+    rung.workloads.push_back(std::move(entry));
+  }
+  rung.geomean_speedup = std::exp(log_sum / static_cast<double>(rung.workloads.size()));
+  return rung;
+}
+
+Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle) {
   PairedSamples paired;
   for (int round = 0; round < policy_.final_rounds; ++round) {
-    worker::TimeResult reference = worker_.time(
-        time_request(reference_handle, policy_.final_warmup, policy_.final_repetitions),
+    worker::TimeResult reference = reference_worker_.time(
+        time_request(oracle_->handle(), timed_workload_, policy_.round, timing_seed_),
         policy_.time_timeout_s);
     if (reference.verdict != Verdict::ok) {
       throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
                   reference.message);
     }
-    worker::TimeResult candidate = worker_.time(
-        time_request(candidate_handle, policy_.final_warmup, policy_.final_repetitions),
+    worker::TimeResult candidate = candidates_.time(
+        time_request(candidate_handle, timed_workload_, policy_.round, timing_seed_),
         policy_.time_timeout_s);
     if (candidate.verdict != Verdict::ok) {
       paired.failure = to_string(candidate.verdict) + ": " + candidate.message;
-      paired.candidate_ms.clear();
+      paired.candidate_rounds.clear();
       return paired;
     }
-    paired.reference_ms.insert(paired.reference_ms.end(), reference.samples_ms.begin(),
-                               reference.samples_ms.end());
-    paired.candidate_ms.insert(paired.candidate_ms.end(), candidate.samples_ms.begin(),
-                               candidate.samples_ms.end());
+    paired.reference_rounds.push_back(reference.samples_ms);
+    paired.candidate_rounds.push_back(candidate.samples_ms);
   }
   return paired;
+}
+
+std::optional<PairedComparison> Evaluator::compare(int incumbent, int challenger) {
+  std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
+  for (int round = 0; round < policy_.compare_rounds; ++round) {
+    // Alternate who goes first, so that an order effect (warm clocks) favours neither.
+    const bool incumbent_first = round % 2 == 0;
+    for (int turn = 0; turn < 2; ++turn) {
+      const bool incumbent_turn = (turn == 0) == incumbent_first;
+      worker::TimeResult timing = candidates_.time(
+          time_request(incumbent_turn ? incumbent : challenger, timed_workload_, policy_.round,
+                       timing_seed_),
+          policy_.time_timeout_s);
+      if (timing.verdict != Verdict::ok) return std::nullopt;
+      (incumbent_turn ? incumbent_rounds : challenger_rounds).push_back(timing.samples_ms);
+    }
+  }
+  return judge_paired(incumbent_rounds, challenger_rounds, policy_.acceptance_level,
+                      policy_.min_gain, policy_.gate.base_seed);
 }
 
 }  // namespace kforge::evaluation

@@ -1,86 +1,172 @@
-// The evaluation gate and timing rungs, run from the orchestrator through the Worker seam.
-//
-// Gate (DESIGN.md "Evaluation plane"): compiled artifact -> load (entry point and ABI present)
-// -> correctness against the reference on every gate workload x `seeds` seeds plus the timed
-// workloads x 1 seed, outputs poisoned and inputs verified by the worker -> timing. Every
-// candidate failure comes back as a Verdict; only harness failures throw.
+// The evaluation plane's ladder, run from the orchestrator through two Worker seams: one worker
+// runs only the task's reference (the oracle), the other runs candidates. DESIGN.md "Evaluation
+// plane":
+//   screen  static source policy (source_policy.h), before anything is compiled;
+//   rung 0  gate: every gate workload x seeds x distributions, two calls each, plus the timed
+//           workloads once; judged in the orchestrator (gate.h);
+//   rung 1  quick timing on the primary timed workload, with the host-clock cross-check, the
+//           physical floor and a re-check of one timed call's outputs (measurement.h);
+//   rung 2  every timed workload, more repetitions, against the reference's times;
+//   rung 3  final: reference and candidate interleaved in rounds (profiling plugs in here).
+// A new best is accepted only through compare(): a paired, interleaved comparison whose
+// confidence interval clears the minimum gain. Every candidate failure is a verdict; only
+// harness failures throw.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/scratch_dir.h"
 #include "compile/compiler.h"
+#include "evaluation/comparison.h"
+#include "evaluation/gate.h"
+#include "evaluation/measurement.h"
+#include "evaluation/self_check.h"
+#include "evaluation/reference_oracle.h"
 #include "evaluation/statistics.h"
 #include "task/task.h"
 #include "worker/worker.h"
 
 namespace kforge::evaluation {
 
-/// Measurement policy: named, unit-suffixed knobs for the gate and each rung.
+/// Every knob of the plane, with units in the names. Defaults are the ones the benchmarks in
+/// bench/evaluation_h200.md were measured with.
 struct EvaluationPolicy {
-  int seeds = 3;                    // correctness seeds per gate workload
-  uint64_t base_seed = 20261129;    // seeds are base_seed + i: fixed per run, recorded
+  GatePlan gate;
   double load_timeout_s = 60.0;
-  double check_timeout_s = 300.0;
-  double time_timeout_s = 300.0;
-  int quick_warmup = 2;             // rung 1: quick timing on the timed workload
-  int quick_repetitions = 10;
-  int final_rounds = 5;             // final rung: reference and best interleaved, per round
-  int final_warmup = 3;
-  int final_repetitions = 10;       // per round and kernel
-  bool flush_l2 = true;             // cuda: flush L2 before each timed call
-  double max_time_per_request_s = 30.0;
+  double run_timeout_s = 300.0;    // one gate case (both calls and read-backs)
+  double time_timeout_s = 300.0;   // one timing request
+  worker::MeasurementPolicy quick{2, 10, 40, 0.01, 3.0};    // rung 1
+  worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
+  worker::MeasurementPolicy round{2, 10, 10, 1.0, 10.0};    // one round of rung 3 / compare()
+  int final_rounds = 5;            // rung 3 rounds
+  int compare_rounds = 5;          // rounds of an acceptance comparison
+  int input_sets = 2;              // rotated input sets while timing
+  bool flush_l2 = true;
+  bool recheck_timed_outputs = true;
+  TimingChecks checks;
+  double acceptance_level = 0.95;  // confidence of the acceptance interval
+  double min_gain = 0.01;          // a new best must be faster by more than this, with confidence
 };
+
+/// What one rung did to one candidate, for the run directory.
+struct RungRecord {
+  std::string rung;                // "screen", "gate", "quick", "full", "final"
+  Verdict verdict = Verdict::ok;
+  std::string message;
+  double seconds = 0.0;            // wall time of the rung
+  nlohmann::json detail;           // rung-specific numbers (errors, samples, costs)
+};
+void to_json(nlohmann::json& j, const RungRecord& record);
 
 /// Everything learned about one candidate.
 struct CandidateEvaluation {
   Verdict verdict = Verdict::ok;
-  std::string message;              // why it failed, or empty
-  int handle = -1;                  // worker handle when loaded
-  worker::CheckResult check;
-  std::vector<double> samples_ms;   // quick-rung samples on the timed workload
-  SampleSummary timing;
+  std::string message;             // why it failed, or empty
+  int handle = -1;                 // candidate-worker handle when loaded
+  GateOutcome gate;
+  TimingVerdict quick;
+  std::vector<double> samples_ms;  // quick-rung samples kept
+  SampleSummary timing;            // their summary
+  std::vector<RungRecord> rungs;
+};
+
+/// What preparing the task found.
+struct TaskReport {
+  SelfTestReport self_test;
+  std::vector<std::string> warnings;  // weak-task findings and other notes for the user
+  PhysicalFloor floor;                // of the primary timed workload
+  worker::DeviceInfo device;
+  double seconds = 0.0;
+};
+
+/// Rung 2's result: per timed workload, candidate and reference medians.
+struct FullRung {
+  struct Entry {
+    std::string workload;
+    TimingVerdict candidate;
+    double reference_median_ms = 0.0;
+    double speedup = 0.0;
+  };
+  Verdict verdict = Verdict::ok;
+  std::string message;
+  std::vector<Entry> workloads;
+  double geomean_speedup = 0.0;
 };
 
 class Evaluator {
  public:
-  Evaluator(worker::Worker& worker, const Task& task, EvaluationPolicy policy);
+  /// `candidates` runs candidates; `reference` runs only the reference (a different process).
+  Evaluator(worker::Worker& candidates, worker::Worker& reference, const Task& task,
+            EvaluationPolicy policy);
+  ~Evaluator();
 
-  /// Loads and gate-checks the reference against itself, then returns its handle. Throws Error
-  /// when the reference does not load, crashes or disagrees with itself: the task is broken.
-  int prepare_reference(const compile::Artifact& reference);
+  /// Loads the reference in its worker, checks that every workload fits the device, computes
+  /// the expected outputs of every gate case (the reference must write every output, leave its
+  /// inputs alone and agree with itself) and runs the task self-test. Throws Error with the
+  /// reason when the task is broken: the run must not start. Weak-task findings are warnings.
+  TaskReport prepare(const compile::Artifact& reference);
 
-  /// Gate + quick timing of one compiled candidate.
+  /// Static policy check of a candidate's source: "" when it passes, else the violations.
+  std::string screen(const std::string& source, const std::string& source_name,
+                     const std::string& backend) const;
+
+  /// Rung 0 and rung 1 of one compiled candidate (loaded into the candidate worker).
   CandidateEvaluation evaluate(const compile::Artifact& artifact);
 
-  /// Times `handle` on the timed workload with the quick rung's settings.
-  worker::TimeResult time_quick(int handle);
+  /// The reference's rung-1 timing (in the reference worker). Throws Error if it fails.
+  TimingVerdict time_reference();
 
-  /// Final rung: `final_rounds` rounds, each timing the reference then the candidate, so slow
-  /// drift (clocks, temperature, other load) affects both alike. Returns {reference, candidate}
-  /// samples. Throws Error if the reference fails; a failing candidate yields empty samples and
-  /// the message in `failure`.
+  /// Rung 2 for a loaded candidate: every timed workload with the full policy, against the
+  /// reference's times on the same workloads (cached).
+  FullRung full_rung(int handle);
+
+  /// Rung 3: `final_rounds` rounds, each timing the reference (its worker) then the candidate
+  /// on the same inputs, so drift affects both alike. `failure` is set if the candidate fails.
   struct PairedSamples {
-    std::vector<double> reference_ms;
-    std::vector<double> candidate_ms;
+    std::vector<std::vector<double>> reference_rounds;
+    std::vector<std::vector<double>> candidate_rounds;
     std::string failure;
+    std::vector<double> reference_ms() const;
+    std::vector<double> candidate_ms() const;
   };
-  PairedSamples time_paired(int reference_handle, int candidate_handle);
+  PairedSamples time_paired(int candidate_handle);
+
+  /// Acceptance: candidates `incumbent` and `challenger` (both loaded in the candidate worker)
+  /// timed interleaved for `compare_rounds` rounds; judged by judge_paired at acceptance_level
+  /// and min_gain. Returns nullopt if either fails to time.
+  std::optional<PairedComparison> compare(int incumbent, int challenger);
 
   const Workload& timed_workload() const { return timed_workload_; }
   const EvaluationPolicy& policy() const { return policy_; }
+  const worker::DeviceInfo& device() const { return device_; }
 
  private:
-  CandidateEvaluation evaluate_loaded(int handle);
-  worker::CheckRequest check_request(int candidate_handle) const;
-  worker::TimeRequest time_request(int handle, int warmup, int repetitions) const;
+  worker::TimeRequest time_request(int handle, const Workload& workload,
+                                   const worker::MeasurementPolicy& measurement,
+                                   uint64_t seed) const;
+  /// Times `handle` in the candidate worker with a re-check of one call's outputs; a wrong
+  /// re-check becomes wrong_answer.
+  TimingVerdict time_checked(int handle, const Workload& workload,
+                             const worker::MeasurementPolicy& measurement, uint64_t seed);
+  const GateCase& timed_case(const std::string& workload_name) const;
 
-  worker::Worker& worker_;
+  worker::Worker& candidates_;
+  worker::Worker& reference_worker_;
   const Task& task_;
   EvaluationPolicy policy_;
   Workload timed_workload_;
-  int reference_handle_ = -1;
+  std::unique_ptr<ScratchDir> scratch_;
+  std::unique_ptr<ReferenceOracle> oracle_;
+  std::vector<GateCase> gate_cases_;
+  worker::DeviceInfo device_;
+  std::map<std::string, double> reference_full_ms_;  // rung-2 reference medians per workload
+  uint64_t timing_seed_ = 0;
 };
 
 }  // namespace kforge::evaluation

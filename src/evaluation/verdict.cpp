@@ -8,13 +8,14 @@
 namespace kforge {
 namespace {
 
-constexpr std::array<std::pair<Verdict, const char*>, 8> kVerdictNames = {{
+constexpr std::array<std::pair<Verdict, const char*>, 9> kVerdictNames = {{
     {Verdict::ok, "ok"},
     {Verdict::rejected_by_policy, "rejected_by_policy"},
     {Verdict::compile_error, "compile_error"},
     {Verdict::wrong_signature, "wrong_signature"},
     {Verdict::wrong_answer, "wrong_answer"},
     {Verdict::runtime_error, "runtime_error"},
+    {Verdict::implausible_timing, "implausible_timing"},
     {Verdict::timeout, "timeout"},
     {Verdict::worker_crashed, "worker_crashed"},
 }};

@@ -13,6 +13,9 @@ enum class Verdict {
   wrong_signature,
   wrong_answer,
   runtime_error,
+  /// Timed faster than physically possible (below bytes / bandwidth or FLOPs / peak), or with
+  /// work hidden from the timing events (host wall clock far above device time).
+  implausible_timing,
   timeout,
   worker_crashed,
 };

@@ -26,15 +26,17 @@ struct Optimizer::Move {
 
 Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions options,
                      memory::Store& store, generation::Generator& generator,
-                     compile::Compiler& compiler, worker::Worker& worker,
-                     report::RunDirectory& run_dir, ProgressSink progress)
+                     compile::Compiler& compiler, worker::Worker& candidate_worker,
+                     worker::Worker& reference_worker, report::RunDirectory& run_dir,
+                     ProgressSink progress)
     : task_(task),
       backend_(std::move(backend)),
       options_(options),
       store_(store),
       generator_(generator),
       compiler_(compiler),
-      worker_(worker),
+      worker_(candidate_worker),
+      reference_worker_(reference_worker),
       run_dir_(run_dir),
       progress_(std::move(progress)) {}
 
@@ -119,14 +121,25 @@ CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
                                {"artifact_key", record.artifact_key},
                                {"compile_s", record.compile_s},
                                {"from_cache", record.from_cache},
-                               {"check",
-                                {{"cases", outcome.check.cases_checked},
-                                 {"max_abs_error", outcome.check.max_abs_error},
-                                 {"max_rel_error", outcome.check.max_rel_error}}},
+                               {"rungs", outcome.rungs},
                                {"samples_ms", outcome.samples_ms},
                                {"timing", outcome.timing}};
   run_dir_.write_json(dir / "evaluation.json", evaluation);
   return record;
+}
+
+std::future<compile::Artifact> Optimizer::submit_screened(compile::CompilePool& pool,
+                                                          const generation::Proposal& proposal,
+                                                          const evaluation::Evaluator& evaluator) {
+  const std::string violations =
+      evaluator.screen(proposal.job.source, proposal.job.source_name, backend_);
+  if (violations.empty()) return pool.submit(proposal.job);
+  std::promise<compile::Artifact> rejected;
+  compile::Artifact artifact;
+  artifact.verdict = Verdict::rejected_by_policy;
+  artifact.log = "rejected by the task's source policy:\n" + violations;
+  rejected.set_value(std::move(artifact));
+  return rejected.get_future();
 }
 
 namespace {
@@ -174,7 +187,7 @@ OptimizeResult Optimizer::run() {
                          {"device", device_.name},
                          {"toolchain", toolchain_},
                          {"seed", options_.seed}});
-  evaluation::Evaluator evaluator(worker_, task_, options_.evaluation);
+  evaluation::Evaluator evaluator(worker_, reference_worker_, task_, options_.evaluation);
   const Workload& timed = evaluator.timed_workload();
   result.bytes_moved = min_bytes_moved(task_.signature, timed);
   result.flops = flops_per_call(task_, timed);
@@ -187,22 +200,47 @@ OptimizeResult Optimizer::run() {
   reference_job.source = read_file(task_.reference_paths.at(backend_));
   compile::Artifact reference_artifact = pool.submit(reference_job).get();
   const std::string& reference_path = task_.reference_paths.at(backend_);
-  int reference_handle = with_context("reference " + reference_path, [&] {
-    return evaluator.prepare_reference(reference_artifact);
-  });
-  worker::TimeResult reference_quick = evaluator.time_quick(reference_handle);
-  if (reference_quick.verdict != Verdict::ok) {
-    throw Error("timing the reference failed: " + reference_quick.message);
-  }
-  double reference_ms = evaluation::median(reference_quick.samples_ms);
+  evaluation::TaskReport task_report = with_context(
+      "reference " + reference_path, [&] { return evaluator.prepare(reference_artifact); });
+  for (const std::string& warning : task_report.warnings) progress_("warning: " + warning);
+  result.task_warnings = task_report.warnings;
+  run_dir_.append_event({{"event", "task_prepared"},
+                         {"warnings", task_report.warnings},
+                         {"floor_ms", task_report.floor.floor_ms},
+                         {"copy_bytes_per_s", task_report.device.copy_bytes_per_s},
+                         {"seconds", task_report.seconds}});
+  evaluation::TimingVerdict reference_quick = evaluator.time_reference();
+  if (!reference_quick.warning.empty()) progress_("warning: " + reference_quick.warning);
+  double reference_ms = reference_quick.summary.median_ms;
   progress_(fmt::format("reference on '{}': {:.4f} ms (median of {})", timed.name, reference_ms,
                         reference_quick.samples_ms.size()));
 
   std::optional<CandidateRecord> best;
   auto consider = [&](CandidateRecord record) {
     progress_(fmt::format("  [{:03d}] {}", record.index, describe(record, reference_ms)));
-    if (record.verdict == Verdict::ok &&
-        (!best || *record.median_ms < *best->median_ms * (1.0 - options_.min_gain))) {
+    bool accepted = record.verdict == Verdict::ok && !best;
+    if (record.verdict == Verdict::ok && best &&
+        *record.median_ms < *best->median_ms * (1.0 - options_.min_gain)) {
+      // Looks faster on the quick rung: accepted only if a paired, interleaved comparison with
+      // the best shows the gain beyond noise.
+      std::optional<evaluation::PairedComparison> paired =
+          evaluator.compare(handles_.at(best->id), handles_.at(record.id));
+      record.acceptance = paired ? evaluation::to_string(paired->outcome) : "failed";
+      accepted = paired && paired->outcome == evaluation::PairedComparison::Outcome::faster;
+      progress_(fmt::format(
+          "        vs best {}: {} ({:.3f}x, {:.0f}% CI [{:.3f}, {:.3f}])", best->id,
+          record.acceptance, paired ? paired->speedup.speedup : 0.0,
+          100 * options_.evaluation.acceptance_level, paired ? paired->speedup.ci_low : 0.0,
+          paired ? paired->speedup.ci_high : 0.0));
+      run_dir_.append_event({{"event", "acceptance"},
+                             {"incumbent", best->id},
+                             {"challenger", record.id},
+                             {"outcome", record.acceptance},
+                             {"speedup", paired ? paired->speedup.speedup : 0.0},
+                             {"ci_low", paired ? paired->speedup.ci_low : 0.0},
+                             {"ci_high", paired ? paired->speedup.ci_high : 0.0}});
+    }
+    if (accepted) {
       best = record;
       run_dir_.append_event({{"event", "new_best"}, {"id", record.id}, {"median_ms", *record.median_ms}});
     }
@@ -220,7 +258,9 @@ OptimizeResult Optimizer::run() {
   progress_("step 0: expert hints (one kernel per parallel decomposition)");
   std::vector<generation::Proposal> hints = generator_.initial_proposals();
   std::vector<std::future<compile::Artifact>> builds;
-  for (const generation::Proposal& hint : hints) builds.push_back(pool.submit(hint.job));
+  for (const generation::Proposal& hint : hints) {
+    builds.push_back(submit_screened(pool, hint, evaluator));
+  }
   std::vector<compile::Artifact> hint_artifacts = collect_builds(builds);
   for (size_t i = 0; i < hints.size(); ++i) {
     consider(evaluate(hints[i], hint_artifacts[i], 0, evaluator));
@@ -251,7 +291,9 @@ OptimizeResult Optimizer::run() {
     run_dir_.append_event({{"event", "step"}, {"step", step}, {"candidates", moves.size()},
                            {"best", best->id}});
     std::vector<std::future<compile::Artifact>> step_builds;
-    for (const Move& move : moves) step_builds.push_back(pool.submit(move.proposal.job));
+    for (const Move& move : moves) {
+      step_builds.push_back(submit_screened(pool, move.proposal, evaluator));
+    }
     std::vector<compile::Artifact> step_artifacts = collect_builds(step_builds);
     for (size_t i = 0; i < moves.size(); ++i) {
       const Move& move = moves[i];
@@ -284,14 +326,17 @@ OptimizeResult Optimizer::run() {
   if (best) {
     progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best->id,
                           options_.evaluation.final_rounds));
-    evaluation::Evaluator::PairedSamples paired =
-        evaluator.time_paired(reference_handle, handles_.at(best->id));
+    evaluation::Evaluator::PairedSamples paired = evaluator.time_paired(handles_.at(best->id));
     if (!paired.failure.empty()) {
       throw Error("the best candidate failed during final timing: " + paired.failure);
     }
-    result.reference_final = evaluation::summarize(paired.reference_ms);
-    result.best_final = evaluation::summarize(paired.candidate_ms);
-    result.speedup = evaluation::estimate_speedup(paired.reference_ms, paired.candidate_ms);
+    result.reference_final = evaluation::summarize(paired.reference_ms());
+    result.best_final = evaluation::summarize(paired.candidate_ms());
+    result.speedup = evaluation::judge_paired(paired.reference_rounds, paired.candidate_rounds,
+                                              options_.evaluation.acceptance_level,
+                                              options_.evaluation.min_gain,
+                                              options_.evaluation.gate.base_seed)
+                         .speedup;
     run_dir_.append_event({{"event", "final"},
                            {"best", best->id},
                            {"reference_median_ms", result.reference_final.median_ms},
@@ -315,6 +360,7 @@ nlohmann::json OptimizeResult::to_json() const {
                         {"compile_s", r.compile_s}, {"source", r.source_file}};
     j["median_ms"] = r.median_ms ? nlohmann::json(*r.median_ms) : nlohmann::json();
     j["log_gain"] = r.log_gain ? nlohmann::json(*r.log_gain) : nlohmann::json();
+    j["acceptance"] = r.acceptance;
     return j;
   };
   nlohmann::json j;
@@ -324,6 +370,7 @@ nlohmann::json OptimizeResult::to_json() const {
   j["toolchain"] = toolchain;
   j["wall_s"] = wall_s;
   j["bytes_moved"] = bytes_moved;
+  j["task_warnings"] = task_warnings;
   j["flops"] = flops ? nlohmann::json(*flops) : nlohmann::json();
   j["candidates"] = nlohmann::json::array();
   for (const CandidateRecord& r : candidates) j["candidates"].push_back(record_json(r));

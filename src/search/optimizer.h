@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compile/compiler.h"
+#include "compile/compile_pool.h"
 #include "evaluation/evaluator.h"
 #include "generation/generator.h"
 #include "memory/store.h"
@@ -61,6 +62,7 @@ struct CandidateRecord {
   bool from_cache = false;
   double compile_s = 0.0;
   std::optional<double> median_ms;
+  std::string acceptance;          // vs the best when it looked faster: faster/slower/tie
   std::optional<double> log_gain;  // ln(parent median / this median)
   std::string source_file;         // path of the candidate's standalone source in the run dir
 };
@@ -75,7 +77,8 @@ struct OptimizeResult {
   std::optional<CandidateRecord> best;
   evaluation::SampleSummary reference_final;
   evaluation::SampleSummary best_final;
-  evaluation::SpeedupEstimate speedup;
+  evaluation::SpeedupEstimate speedup;   // paired over the final rounds
+  std::vector<std::string> task_warnings;  // weak-task findings of the self-test
   int64_t bytes_moved = 0;
   std::optional<double> flops;
   double wall_s = 0.0;
@@ -90,7 +93,8 @@ class Optimizer {
  public:
   Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
             generation::Generator& generator, compile::Compiler& compiler,
-            worker::Worker& worker, report::RunDirectory& run_dir, ProgressSink progress);
+            worker::Worker& candidate_worker, worker::Worker& reference_worker,
+            report::RunDirectory& run_dir, ProgressSink progress);
 
   /// Runs the loop. Candidate failures are recorded, never thrown; throws Error only when the
   /// harness or the task is broken (reference does not compile or fails against itself).
@@ -109,6 +113,11 @@ class Optimizer {
   /// Waits for every build of a batch, in order (so no compile overlaps the batch's timings).
   std::vector<compile::Artifact> collect_builds(
       std::vector<std::future<compile::Artifact>>& builds) const;
+  /// Screens the proposal's source with the task's static policy, then submits it to `pool`;
+  /// a rejected source is never compiled (its artifact carries rejected_by_policy).
+  std::future<compile::Artifact> submit_screened(compile::CompilePool& pool,
+                                                 const generation::Proposal& proposal,
+                                                 const evaluation::Evaluator& evaluator);
 
   const Task& task_;
   std::string backend_;
@@ -116,7 +125,8 @@ class Optimizer {
   memory::Store& store_;
   generation::Generator& generator_;
   compile::Compiler& compiler_;
-  worker::Worker& worker_;
+  worker::Worker& worker_;            // runs candidates
+  worker::Worker& reference_worker_;  // runs only the reference (the evaluation's oracle)
   report::RunDirectory& run_dir_;
   ProgressSink progress_;
   worker::DeviceInfo device_;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/mapped_file.h"
 #include "generation/templates_generator.h"
 #include "memory/sqlite_store.h"
 
@@ -49,14 +50,19 @@ class FakeWorker : public worker::Worker {
     result.handle = static_cast<int>(paths_.size()) - 1;
     return result;
   }
-  worker::CheckResult check(const worker::CheckRequest& request, double) override {
-    worker::CheckResult result;
-    ++checks;
-    if (paths_.at(request.candidate_handle).find("wrong.cpp") != std::string::npos) {
-      result.verdict = Verdict::wrong_answer;
-      result.message = "y[3] = 1 expected 2";
+  /// Every kernel writes y[i] = 1 + i / 1000, except those from wrong.cpp (zeros).
+  worker::RunResult run(const worker::RunRequest& request, double) override {
+    ++runs;
+    const bool wrong = paths_.at(request.handle).find("wrong.cpp") != std::string::npos;
+    const int64_t n = request.workload.dims.at("n");
+    worker::RunResult result;
+    result.output_bytes = n * 4;
+    result.calls_completed = request.calls;
+    MappedFile file(request.output_path, MappedFile::Mode::write, n * 4 * request.calls);
+    auto* y = reinterpret_cast<float*>(file.data());
+    for (int64_t i = 0; i < n * request.calls; ++i) {
+      y[i] = wrong ? 0.0f : 1.0f + static_cast<float>(i % n) / 1000.0f;
     }
-    result.cases_checked = 1;
     return result;
   }
   worker::TimeResult time(const worker::TimeRequest& request, double) override {
@@ -70,11 +76,13 @@ class FakeWorker : public worker::Worker {
     ms /= value("KF_ACCUMULATORS");
     if (value("KF_PARALLEL") == 1.0 && path.find("KF_PARALLEL") != std::string::npos) ms /= 2;
     worker::TimeResult result;
-    for (int i = 0; i < request.repetitions; ++i) result.samples_ms.push_back(ms * (1 + 0.001 * (i % 3)));
+    for (int i = 0; i < request.policy.min_repetitions; ++i) {
+      result.samples_ms.push_back(ms * (1 + 0.001 * (i % 3)));
+    }
     return result;
   }
   void shutdown() override {}
-  int checks = 0;
+  int runs = 0;
 
  private:
   std::vector<std::string> paths_;
@@ -127,7 +135,8 @@ decomposition = "row_tiled"
     generation::TemplatesGenerator generator(
         generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
     report::RunDirectory run_dir(root_ / ("run" + std::to_string(runs_++)));
-    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker_, run_dir,
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker_,
+                        reference_worker_, run_dir,
                         [&](const std::string& line) {
                           if (lines) lines->push_back(line);
                           if (std::getenv("KFORGE_TEST_VERBOSE")) std::fprintf(stderr, "%s\n", line.c_str());
@@ -139,6 +148,7 @@ decomposition = "row_tiled"
   Task task_;
   FakeCompiler compiler_;
   FakeWorker worker_;
+  FakeWorker reference_worker_;
   std::unique_ptr<memory::SqliteStore> store_;
   int runs_ = 0;
 };

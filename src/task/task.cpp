@@ -77,6 +77,11 @@ int64_t min_bytes_moved(const Signature& signature, const Workload& workload) {
   return bytes;
 }
 
+int64_t bytes_per_call(const Task& task, const Workload& workload) {
+  if (task.bytes_formula.empty()) return min_bytes_moved(task.signature, workload);
+  return static_cast<int64_t>(evaluate_expression(task.bytes_formula, workload.dims));
+}
+
 std::optional<double> flops_per_call(const Task& task, const Workload& workload) {
   if (task.flops_formula.empty()) return std::nullopt;
   return evaluate_expression(task.flops_formula, workload.dims);
@@ -127,11 +132,15 @@ void from_json(const nlohmann::json& j, Workload& w) {
   w.timed = j.value("timed", false);
 }
 
-void to_json(nlohmann::json& j, const Tolerance& t) { j = {{"rtol", t.rtol}, {"atol", t.atol}}; }
+void to_json(nlohmann::json& j, const Tolerance& t) {
+  j = {{"rtol", t.rtol}, {"atol", t.atol}};
+  if (t.normalized) j["normalized"] = *t.normalized;
+}
 
 void from_json(const nlohmann::json& j, Tolerance& t) {
   t.rtol = j.at("rtol").get<double>();
   t.atol = j.at("atol").get<double>();
+  if (auto found = j.find("normalized"); found != j.end()) t.normalized = found->get<double>();
 }
 
 void to_json(nlohmann::json& j, const Problem& p) {

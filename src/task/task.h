@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluation/source_policy.h"
+
 namespace kforge {
 
 /// Element types a tensor may have. Scalars are always passed to kernels as double.
@@ -57,10 +59,13 @@ struct Workload {
   bool timed = false;
 };
 
-/// Allowed error: |out - ref| <= atol + rtol * |ref|, element-wise.
+/// Allowed error: |out - ref| <= atol + rtol * |ref|, element-wise, plus a norm-wise bound
+/// (evaluation/comparison.h): RMS error <= normalized * RMS(ref) + atol.
 struct Tolerance {
   double rtol = 1e-4;
   double atol = 1e-5;
+  /// Bound on ||out - ref||_2 / ||ref||_2; unset = the default of the output's dtype.
+  std::optional<double> normalized;
 };
 
 /// What one worker request needs to build and check tensors: signature plus one workload.
@@ -88,10 +93,22 @@ struct Task {
   std::string baseline = "reference";
   /// Reference source path per backend ("cpu" -> ".../reference.cpp", "cuda" -> ".../reference.cu").
   std::map<std::string, std::string> reference_paths;
-  /// FLOPs per call as a formula of the dims ("5*rows*cols"), optional; for roofline numbers.
+  /// FLOPs per call as a formula of the dims ("5*rows*cols"), optional; for roofline numbers
+  /// and the plausibility floor.
   std::string flops_formula;
+  /// Bytes one call must move, as a formula of the dims; optional, default min_bytes_moved.
+  std::string bytes_formula;
+  /// Input distributions the gate cycles through, by name ("uniform", "normal",
+  /// "heavy_tailed"); default all three. A task whose math cannot take large magnitudes (e.g.
+  /// dot products that cancel) narrows this.
+  std::vector<std::string> distributions = {"uniform", "normal", "heavy_tailed"};
+  /// Static checks on candidate sources ([policy] table).
+  evaluation::SourcePolicy source_policy;
   std::string source_path;       // the TOML file it came from
 };
+
+/// Bytes one call must move under `workload`: the task's formula, else min_bytes_moved.
+int64_t bytes_per_call(const Task& task, const Workload& workload);
 
 /// FLOPs of one call under `workload`, or nullopt if the task gives no formula.
 std::optional<double> flops_per_call(const Task& task, const Workload& workload);

@@ -156,7 +156,38 @@ Tolerance read_tolerance(const FieldReader& reader, const toml::table& root) {
   if (!atol || *atol < 0) reader.fail("tolerance.atol", "expected a non-negative number");
   tolerance.rtol = *rtol;
   tolerance.atol = *atol;
+  if (const toml::node* normalized = table->get("normalized")) {
+    auto value = normalized->value<double>();
+    if (!value || *value < 0) reader.fail("tolerance.normalized", "expected a non-negative number");
+    tolerance.normalized = *value;
+  }
+  for (const auto& [key, node] : *table) {
+    const std::string name(key.str());
+    if (name != "rtol" && name != "atol" && name != "normalized") {
+      reader.fail("tolerance." + name, "unknown key (expected rtol, atol, normalized)");
+    }
+  }
   return tolerance;
+}
+
+std::vector<std::string> read_distributions(const FieldReader& reader, const toml::table& root) {
+  static const std::set<std::string> kKnown = {"uniform", "normal", "heavy_tailed"};
+  const toml::node* node = root.get("distributions");
+  if (node == nullptr) return Task{}.distributions;
+  const toml::array* array = node->as_array();
+  std::vector<std::string> names;
+  if (array != nullptr) {
+    for (const toml::node& item : *array) {
+      auto name = item.value<std::string>();
+      if (!name || !kKnown.contains(*name)) {
+        reader.fail("distributions",
+                    "expected names among \"uniform\", \"normal\", \"heavy_tailed\"");
+      }
+      names.push_back(*name);
+    }
+  }
+  if (names.empty()) reader.fail("distributions", "expected a non-empty array of names");
+  return names;
 }
 
 std::map<std::string, std::string> read_references(const FieldReader& reader,
@@ -208,11 +239,17 @@ void check_bindings(const FieldReader& reader, Task& task) {
         reader.fail(indexed("workloads", i), e.what());
       }
     }
-    if (!task.flops_formula.empty()) {
+    for (const auto& [field, formula] :
+         {std::pair{"flops", &task.flops_formula}, std::pair{"bytes", &task.bytes_formula}}) {
+      if (formula->empty()) continue;
+      double value = 0;
       try {
-        evaluate_expression(task.flops_formula, task.workloads[i].dims);
+        value = evaluate_expression(*formula, task.workloads[i].dims);
       } catch (const Error& e) {
-        reader.fail("flops", e.what());
+        reader.fail(field, e.what());
+      }
+      if (!(value >= 0)) {
+        reader.fail(field, "is negative for workload '" + task.workloads[i].name + "'");
       }
     }
   }
@@ -254,6 +291,8 @@ Task load_task(const std::string& path) {
     reader.fail("baseline", "'" + task.baseline + "' is not supported (expected \"reference\")");
   }
   task.flops_formula = reader.string(root, "flops", "flops", false);
+  task.bytes_formula = reader.string(root, "bytes", "bytes", false);
+  task.distributions = read_distributions(reader, root);
   task.signature.tensors = read_tensors(reader, root, "inputs", TensorRole::input);
   std::vector<TensorSpec> outputs = read_tensors(reader, root, "outputs", TensorRole::output);
   task.signature.tensors.insert(task.signature.tensors.end(), outputs.begin(), outputs.end());
@@ -261,6 +300,7 @@ Task load_task(const std::string& path) {
   task.workloads = read_workloads(reader, root);
   task.tolerance = read_tolerance(reader, root);
   task.reference_paths = read_references(reader, root);
+  task.source_policy = evaluation::parse_source_policy(root.get_as<toml::table>("policy"), path);
   check_unique_names(reader, task);
   check_bindings(reader, task);
   return task;

@@ -1,14 +1,19 @@
 // The `cuda` backend: one GPU through the CUDA runtime API, called from plain C++ (no .cu file).
-// All work goes on a non-blocking stream owned by the worker, which is also what kernels receive
-// as `kforge_args::stream`. The runtime is linked statically (libcudart_static), so the worker
+// All work goes on a stream owned by the worker, which is also what kernels receive as
+// `kforge_args::stream`. It is a blocking stream (cudaStreamCreate), so work a careless kernel
+// launches on the legacy default stream is ordered with it and counted by its timing events. The runtime is linked statically (libcudart_static), so the worker
 // needs only the driver.
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <chrono>
+#include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "worker/device_backend.h"
+#include "worker/nvml_clock.h"
 
 namespace kforge::worker {
 namespace {
@@ -40,6 +45,17 @@ std::string describe(cudaError_t error) {
   return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
 }
 
+/// FLOP per clock per SM of the fastest unit for each dtype (dense tensor cores where they apply;
+/// f32 counts TF32 tensor cores, since a kernel may use them within its tolerance), by compute
+/// capability major version. Sources: NVIDIA A100 and H100 architecture whitepapers (peak
+/// dense rates divided by SM count x boost clock). Unknown architectures get twice Hopper's
+/// numbers: the table only has to be an upper bound.
+std::map<std::string, double> flops_per_clock_per_sm(int major) {
+  if (major == 8) return {{"f16", 2048}, {"bf16", 2048}, {"f32", 1024}, {"f64", 128}};
+  if (major == 9) return {{"f16", 4096}, {"bf16", 4096}, {"f32", 2048}, {"f64", 512}};
+  return {{"f16", 8192}, {"bf16", 8192}, {"f32", 4096}, {"f64", 1024}};
+}
+
 /// "13.0" from the runtime's encoding 1000 * major + 10 * minor.
 std::string version_text(int encoded) {
   return std::to_string(encoded / 1000) + "." + std::to_string((encoded % 1000) / 10);
@@ -59,7 +75,7 @@ class CudaBackend final : public DeviceBackend {
     }
     setup(cudaSetDevice(device_index), "cudaSetDevice");
     setup(cudaGetDeviceProperties(&properties_, device_index), "cudaGetDeviceProperties");
-    setup(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    setup(cudaStreamCreate(&stream_), "cudaStreamCreate");
     setup(cudaEventCreate(&start_), "cudaEventCreate");
     setup(cudaEventCreate(&stop_), "cudaEventCreate");
     // Twice the L2 size: a write of that much evicts every line a previous call left behind.
@@ -87,6 +103,13 @@ class CudaBackend final : public DeviceBackend {
     info.multiprocessor_count = properties_.multiProcessorCount;
     info.l2_bytes = properties_.l2CacheSize;
     info.memory_bytes = static_cast<int64_t>(properties_.totalGlobalMem);
+    int clock_khz = 0;
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device_index_);
+    info.sm_clock_mhz = clock_khz / 1000;
+    for (const auto& [dtype, per_clock] : flops_per_clock_per_sm(properties_.major)) {
+      info.peak_flops_per_s[dtype] =
+          per_clock * properties_.multiProcessorCount * static_cast<double>(clock_khz) * 1e3;
+    }
     int driver = 0;
     if (cudaDriverGetVersion(&driver) == cudaSuccess) info.driver_version = version_text(driver);
     int runtime = 0;
@@ -168,6 +191,55 @@ class CudaBackend final : public DeviceBackend {
     return elapsed_ms;
   }
 
+  void reset_persisting_l2() override {
+    ensure_usable();
+    // Not every device supports persisting L2 (then the call fails harmlessly): ignore errors.
+    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) cudaGetLastError();
+    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) != cudaSuccess) cudaGetLastError();
+  }
+
+  double measure_copy_bytes_per_s() override {
+    ensure_usable();
+    // 1 GiB each way (or a quarter of free memory): far beyond L2, so HBM bandwidth is measured.
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const size_t bytes = std::min<size_t>(size_t{1} << 30, free_bytes / 4);
+    if (bytes < (size_t{16} << 20)) return 0.0;
+    void* source = allocate(static_cast<int64_t>(bytes));
+    void* target = allocate(static_cast<int64_t>(bytes));
+    double best_ms = 0.0;
+    try {
+      fill_bytes(source, 1, static_cast<int64_t>(bytes));
+      for (int pass = 0; pass < 6; ++pass) {
+        start_timer();
+        check(cudaMemcpyAsync(target, source, bytes, cudaMemcpyDeviceToDevice, stream_),
+              "cudaMemcpyAsync (device to device)");
+        const double ms = stop_timer_ms();
+        if (pass > 0 && (best_ms == 0.0 || ms < best_ms)) best_ms = ms;
+      }
+    } catch (...) {
+      release(source);
+      release(target);
+      throw;
+    }
+    release(source);
+    release(target);
+    return best_ms > 0.0 ? 2.0 * static_cast<double>(bytes) / (best_ms * 1e-3) : 0.0;
+  }
+
+  std::optional<ClockReading> read_clock() override {
+    if (!clock_) clock_.emplace(pci_bus_id());
+    auto reading = clock_->read();
+    if (!reading) return std::nullopt;
+    return ClockReading{reading->sm_clock_mhz, reading->throttled};
+  }
+
+  int64_t free_memory_bytes() const override {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (lost_ || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+    return static_cast<int64_t>(free_bytes);
+  }
+
   bool device_lost() const override { return lost_; }
   int64_t live_bytes() const override { return live_bytes_; }
 
@@ -178,6 +250,12 @@ class CudaBackend final : public DeviceBackend {
       throw Error("CUDA device " + std::to_string(device_index_) + ": " + call +
                   " failed: " + describe(error));
     }
+  }
+
+  std::string pci_bus_id() const {
+    char text[64] = {};
+    if (cudaDeviceGetPCIBusId(text, sizeof text, device_index_) != cudaSuccess) return "";
+    return text;
   }
 
   void ensure_usable() const {
@@ -210,6 +288,7 @@ class CudaBackend final : public DeviceBackend {
   int64_t flush_bytes_ = 0;
   unsigned char flush_value_ = 0;
   bool lost_ = false;
+  std::optional<NvmlClock> clock_;
   int64_t live_bytes_ = 0;
   std::unordered_map<void*, int64_t> sizes_;
 };

@@ -1,6 +1,7 @@
 // The device seam of the worker: the few operations the check and timing code needs from a
 // device, behind one small interface (after ggml's backend table). `cpu` runs kernels on host
-// memory; `cuda` on one GPU through the CUDA runtime, on a non-blocking stream of the worker's own.
+// memory; `cuda` on one GPU through the CUDA runtime, on a stream of the worker's own (a blocking
+// one, so that work a careless kernel puts on the legacy default stream is ordered with it).
 //
 // Every operation that fails throws DeviceError. A sticky error (the CUDA context is corrupted,
 // e.g. by an illegal address) marks the backend lost: every later call fails too, and the worker
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -59,6 +61,22 @@ class DeviceBackend {
   /// are events on the stream (device time); on cpu a steady clock.
   virtual void start_timer() = 0;
   virtual double stop_timer_ms() = 0;
+
+  /// Drops the lines a kernel marked persisting in L2 (cuda: cudaCtxResetPersistingL2Cache) and
+  /// the persisting-L2 limit, so that one candidate's access-policy settings cannot speed up the
+  /// next call or another candidate; a no-op on cpu.
+  virtual void reset_persisting_l2() {}
+  /// Copy bandwidth in bytes per second (bytes read + bytes written) of a large copy within
+  /// device memory, measured now (takes a few hundred ms); 0 if it cannot be measured.
+  virtual double measure_copy_bytes_per_s() = 0;
+  /// SM clock and throttle state now, when the device can tell (cuda through NVML).
+  struct ClockReading {
+    int sm_clock_mhz = 0;
+    bool throttled = false;  // a thermal, power-brake or hardware slowdown is active
+  };
+  virtual std::optional<ClockReading> read_clock() { return std::nullopt; }
+  /// Bytes that may still be allocated (free device memory, or available RAM on cpu).
+  virtual int64_t free_memory_bytes() const = 0;
 
   /// True after a sticky error: the worker must exit after its reply.
   virtual bool device_lost() const = 0;

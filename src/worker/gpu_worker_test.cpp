@@ -4,6 +4,9 @@
 
 #include <memory>
 
+#include "common/scratch_dir.h"
+#include "evaluation/gate.h"
+#include "evaluation/reference_oracle.h"
 #include "worker/test_kernels.h"
 #include "worker/worker_client.h"
 
@@ -32,7 +35,11 @@ std::string cuda_unary_kernel(const std::string& store) {
 class GpuWorker : public ::testing::Test {
  protected:
   void SetUp() override {
-    worker_ = std::make_unique<ProcessWorker>(testing::worker_path(), "cuda", 0);
+    ProcessWorkerConfig config;
+    config.worker_path = testing::worker_path();
+    config.backend = "cuda";
+    config.measure_device = true;
+    worker_ = std::make_unique<ProcessWorker>(config);
     try {
       info_ = worker_->device_info();
     } catch (const Error& e) {
@@ -41,7 +48,18 @@ class GpuWorker : public ::testing::Test {
     const process::CommandResult nvcc =
         process::run_command({testing::nvcc_path(), "--version"}, 60);
     if (!nvcc.succeeded()) GTEST_SKIP() << "nvcc not usable: " << nvcc.output;
-    reference_ = load("gpu_reference", "if (i < n) y[i] = 2.0f * x[i];");
+    reference_worker_ = std::make_unique<ProcessWorker>(testing::worker_path(), "cuda", 0);
+    task_.name = "double";
+    task_.signature = testing::unary_signature();
+    task_.workloads = {testing::workload_n("small", 4096), testing::workload_n("tail", 1031)};
+    task_.tolerance = Tolerance{1e-4, 1e-5, std::nullopt};
+    oracle_ = std::make_unique<evaluation::ReferenceOracle>(*reference_worker_, task_, scratch_,
+                                                            kTimeoutS);
+    compile::Artifact reference;
+    reference.path = testing::build_cuda_kernel(
+        "gpu_reference", cuda_unary_kernel("if (i < n) y[i] = 2.0f * x[i];"));
+    oracle_->load(reference);
+    cases_ = evaluation::plan_gate(task_, {2, 1});
   }
 
   int load(const std::string& name, const std::string& store) {
@@ -51,19 +69,17 @@ class GpuWorker : public ::testing::Test {
     return result.handle;
   }
 
-  CheckResult check(int candidate) {
-    CheckRequest request;
-    request.candidate_handle = candidate;
-    request.reference_handle = reference_;
-    request.signature = testing::unary_signature();
-    request.workloads = {testing::workload_n("small", 4096), testing::workload_n("tail", 1031)};
-    request.seeds = {1, 2};
-    return worker_->check(request, kTimeoutS);
+  evaluation::GateOutcome check(int candidate) {
+    return evaluation::run_gate(*worker_, candidate, *oracle_, task_, cases_, scratch_, kTimeoutS);
   }
 
   std::unique_ptr<ProcessWorker> worker_;
+  std::unique_ptr<ProcessWorker> reference_worker_;
   DeviceInfo info_;
-  int reference_ = -1;
+  Task task_;
+  ScratchDir scratch_{"kforge-gpu-test"};
+  std::unique_ptr<evaluation::ReferenceOracle> oracle_;
+  std::vector<evaluation::GateCase> cases_;
 };
 
 TEST_F(GpuWorker, LoadCheckAndTimeASmallKernel) {
@@ -71,7 +87,7 @@ TEST_F(GpuWorker, LoadCheckAndTimeASmallKernel) {
   EXPECT_FALSE(info_.compute_capability.empty());
   EXPECT_GT(info_.l2_bytes, 0);
   const int candidate = load("gpu_correct", "if (i < n) y[i] = x[i] + x[i];");
-  const CheckResult result = check(candidate);
+  const evaluation::GateOutcome result = check(candidate);
   EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
   EXPECT_EQ(result.cases_checked, 4);
 
@@ -79,21 +95,23 @@ TEST_F(GpuWorker, LoadCheckAndTimeASmallKernel) {
   request.handle = candidate;
   request.signature = testing::unary_signature();
   request.workload = testing::workload_n("timed", 1 << 22);
-  request.warmup = 3;
-  request.repetitions = 25;
+  request.policy = worker::MeasurementPolicy{3, 25, 25, 0.0, 30.0};
   const TimeResult timing = worker_->time(request, kTimeoutS);
   ASSERT_EQ(timing.verdict, Verdict::ok) << timing.message;
   ASSERT_EQ(timing.samples_ms.size(), 25u);
   for (double sample_ms : timing.samples_ms) EXPECT_GT(sample_ms, 0.0);
   EXPECT_GT(timing.host_wall_ms, 0.0);
+  EXPECT_EQ(timing.input_sets_used, 2);
+  EXPECT_GT(info_.copy_bytes_per_s, 1e11);  // any GPU copies faster than 100 GB/s
+  EXPECT_GT(info_.peak_flops_per_s.at("f32"), 1e12);
 }
 
 TEST_F(GpuWorker, UnwrittenTailIsCaughtByNaNPoisoning) {
-  const CheckResult result =
+  const evaluation::GateOutcome result =
       check(load("gpu_partial", "if (i < n / 256 * 256) y[i] = 2.0f * x[i];"));
   EXPECT_EQ(result.verdict, Verdict::wrong_answer);
   EXPECT_NE(result.message.find("workload 'tail'"), std::string::npos) << result.message;
-  EXPECT_NE(result.message.find("got nan"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find(" is nan"), std::string::npos) << result.message;
 }
 
 TEST_F(GpuWorker, IllegalAddressIsARuntimeErrorAndTheWorkerIsRespawned) {
@@ -101,12 +119,12 @@ TEST_F(GpuWorker, IllegalAddressIsARuntimeErrorAndTheWorkerIsRespawned) {
   const int bad =
       load("gpu_illegal_address", "if (i == 0) *(volatile float*)(uintptr_t)16 = 1.0f;");
   const int first_pid = worker_->pid();
-  const CheckResult result = check(bad);
+  const evaluation::GateOutcome result = check(bad);
   EXPECT_EQ(result.verdict, Verdict::runtime_error) << result.message;
   EXPECT_NE(result.message.find("cudaErrorIllegalAddress"), std::string::npos) << result.message;
   EXPECT_EQ(worker_->pid(), -1);  // it announced its exit and was reaped
 
-  const CheckResult after = check(correct);
+  const evaluation::GateOutcome after = check(correct);
   EXPECT_EQ(after.verdict, Verdict::ok) << after.message;
   EXPECT_EQ(worker_->spawn_count(), 2);
   EXPECT_NE(worker_->pid(), first_pid);

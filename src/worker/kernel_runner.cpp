@@ -3,16 +3,32 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <thread>
 #include <vector>
 
-#include "worker/compare.h"
+#include "common/mapped_file.h"
 #include "worker/host_data.h"
 
 namespace kforge::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using HostTensors = std::vector<std::vector<std::byte>>;
+/// Host memory left uninitialized on allocation: inputs of gigabytes are filled once, by
+/// fill_input, in parallel (a zero-filled std::vector would first write them on one thread).
+struct HostBuffer {
+  std::unique_ptr<std::byte[]> data;
+  int64_t bytes = 0;
+  std::byte* begin() const { return data.get(); }
+};
+using HostTensors = std::vector<HostBuffer>;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
 
 /// Device buffers for every tensor of a signature under one workload, and the argument block a
 /// kernel receives. The DLTensor views are rebuilt before every call, so a kernel that scribbles
@@ -55,35 +71,54 @@ class TensorSet {
   bool is_input(size_t i) const { return signature_.tensors[i].role == TensorRole::input; }
   size_t size() const { return buffers_.size(); }
   const std::vector<int64_t>& shape(size_t i) const { return shapes_[i]; }
+  int64_t bytes(size_t i) const { return buffers_[i].bytes(); }
 
-  /// Inputs of the signature from `seed`, indexed like signature.tensors (outputs left empty).
-  HostTensors make_inputs(uint64_t seed) const {
+  /// Total bytes of every output, in signature order.
+  int64_t output_bytes() const {
+    int64_t total = 0;
+    for (size_t i = 0; i < size(); ++i) total += is_input(i) ? 0 : bytes(i);
+    return total;
+  }
+
+  /// Inputs from (seed, distribution), indexed like signature.tensors (outputs left empty).
+  HostTensors make_inputs(uint64_t seed, InputDistribution distribution) const {
     HostTensors host(size());
     for (size_t i = 0; i < size(); ++i) {
       if (!is_input(i)) continue;
-      host[i] = make_input(signature_.tensors[i].dtype, element_count(shapes_[i]), seed,
-                           static_cast<int>(i));
+      host[i].bytes = bytes(i);
+      host[i].data = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i)));
+      fill_input({host[i].begin(), static_cast<size_t>(bytes(i))}, signature_.tensors[i].dtype,
+                 seed, static_cast<int>(i), distribution);
     }
     return host;
   }
 
   void upload_inputs(const HostTensors& host) {
     for (size_t i = 0; i < size(); ++i) {
-      if (is_input(i))
-        backend_.copy_to_device(buffers_[i].data(), host[i].data(), buffers_[i].bytes());
+      if (is_input(i)) backend_.copy_to_device(buffers_[i].data(), host[i].begin(), bytes(i));
     }
   }
 
   /// 0xFF bytes: NaN for f16/bf16/f32/f64, so an unwritten element fails the comparison.
   void poison_outputs() {
     for (size_t i = 0; i < size(); ++i) {
-      if (!is_input(i)) backend_.fill_bytes(buffers_[i].data(), 0xFF, buffers_[i].bytes());
+      if (!is_input(i)) backend_.fill_bytes(buffers_[i].data(), 0xFF, bytes(i));
     }
   }
 
-  std::vector<std::byte> download(size_t i) const {
-    std::vector<std::byte> host(static_cast<size_t>(buffers_[i].bytes()));
-    backend_.copy_to_host(host.data(), buffers_[i].data(), buffers_[i].bytes());
+  /// Copies every output, in signature order, to `host` (output_bytes() bytes).
+  void download_outputs(std::byte* host) const {
+    for (size_t i = 0; i < size(); ++i) {
+      if (is_input(i)) continue;
+      backend_.copy_to_host(host, buffers_[i].data(), bytes(i));
+      host += bytes(i);
+    }
+  }
+
+  HostBuffer download(size_t i) const {
+    HostBuffer host{std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i))),
+                    bytes(i)};
+    backend_.copy_to_host(host.begin(), buffers_[i].data(), bytes(i));
     return host;
   }
 
@@ -112,7 +147,7 @@ std::string invoke(KernelEntry kernel, const kforge_args& args) {
   }
 }
 
-/// Calls the entry point and waits for the device; returns what went wrong ("" if nothing).
+/// Calls the entry point and waits for the whole device; returns what went wrong ("" if nothing).
 std::string call_and_wait(DeviceBackend& backend, KernelEntry kernel, const kforge_args& args) {
   std::string failure = invoke(kernel, args);
   try {
@@ -123,154 +158,220 @@ std::string call_and_wait(DeviceBackend& backend, KernelEntry kernel, const kfor
   return failure;
 }
 
-std::string tensor_name(const Signature& signature, size_t i) {
-  return "'" + signature.tensors[i].name + "'";
-}
-
-/// Compares the candidate's outputs and inputs of one case. Returns "" or the failure message.
-std::string verify_case(TensorSet& reference, TensorSet& candidate, const HostTensors& inputs,
-                        const CheckRequest& request, CheckResult* result) {
-  const Signature& signature = request.signature;
-  for (size_t i = 0; i < candidate.size(); ++i) {
-    if (!candidate.is_input(i)) continue;
-    const int element_bytes = dtype_size(signature.tensors[i].dtype);
-    if (auto changed = first_changed_element(inputs[i], candidate.download(i), element_bytes)) {
-      return "input " + tensor_name(signature, i) + " was modified at " +
-             format_index(*changed, candidate.shape(i)) + " (kernels must not write their inputs)";
-    }
-  }
-  std::string failure;
-  for (size_t i = 0; i < candidate.size(); ++i) {
-    if (candidate.is_input(i)) continue;
-    const DType dtype = signature.tensors[i].dtype;
-    const std::vector<std::byte> got = candidate.download(i);
-    const std::vector<std::byte> expected = reference.download(i);
-    // NaN policy (first version): inputs are finite, so a reference output must be too; a NaN
-    // there is an element the reference never wrote (it was poisoned) or a broken reference,
-    // and it would let a candidate that skips the same elements pass.
-    const int64_t count = element_count(reference.shape(i));
-    for (int64_t e = 0; e < count; ++e) {
-      if (std::isnan(element_as_double(dtype, expected.data(), e))) {
-        throw Error("the reference left NaN in output " + tensor_name(signature, i) + " at " +
-                    format_index(e, reference.shape(i)) +
-                    ": it must write every output element");
+/// Where `before` and `after` first differ, as "'name' at [i, j]", or "" if identical.
+std::string first_difference(const TensorSet& set, const Signature& signature, size_t tensor,
+                             const std::byte* before, const std::byte* after) {
+  if (std::memcmp(before, after, static_cast<size_t>(set.bytes(tensor))) == 0) return "";
+  const int element_bytes = dtype_size(signature.tensors[tensor].dtype);
+  const int64_t elements = set.bytes(tensor) / element_bytes;
+  for (int64_t e = 0; e < elements; ++e) {
+    if (!std::equal(before + e * element_bytes, before + (e + 1) * element_bytes,
+                    after + e * element_bytes)) {
+      std::string index = "[";
+      int64_t rest = e;
+      const std::vector<int64_t>& shape = set.shape(tensor);
+      std::vector<int64_t> digits(shape.size());
+      for (size_t d = shape.size(); d-- > 0;) {
+        digits[d] = rest % shape[d];
+        rest /= shape[d];
       }
-    }
-    const Comparison comparison = compare_elements(
-        dtype, got, expected, element_count(candidate.shape(i)), request.tolerance);
-    result->max_abs_error = std::max(result->max_abs_error, comparison.max_abs_error);
-    result->max_rel_error = std::max(result->max_rel_error, comparison.max_rel_error);
-    if (comparison.passed || !failure.empty()) continue;
-    const double allowed =
-        request.tolerance.atol + request.tolerance.rtol * std::fabs(comparison.expected);
-    failure = "output " + tensor_name(signature, i) + " at " +
-              format_index(comparison.first_failure, candidate.shape(i)) + ": got " +
-              format_value(comparison.got) + ", expected " + format_value(comparison.expected) +
-              " (allowed |difference| " + format_value(allowed) + ")";
-    if (std::isnan(comparison.got) && !std::isnan(comparison.expected)) {
-      failure +=
-          "; NaN means the element was never written (outputs are poisoned with NaN) "
-          "or the computation produced NaN";
+      for (size_t d = 0; d < digits.size(); ++d) {
+        index += (d ? ", " : "") + std::to_string(digits[d]);
+      }
+      return "'" + signature.tensors[tensor].name + "' at " + index + "]";
     }
   }
-  return failure;
+  return "";
 }
 
-/// One workload x seed. Returns false (with the verdict set in `result`) if the candidate failed.
-bool check_case(DeviceBackend& backend, KernelEntry candidate, KernelEntry reference,
-                const CheckRequest& request, const Workload& workload, uint64_t seed,
-                CheckResult* result) {
-  const std::string where = "workload '" + workload.name + "', seed " + std::to_string(seed);
-  TensorSet reference_set(backend, request.signature, workload);
-  TensorSet candidate_set(backend, request.signature, workload);
-  const HostTensors inputs = reference_set.make_inputs(seed);
-  for (TensorSet* set : {&reference_set, &candidate_set}) {
-    set->upload_inputs(inputs);
-    set->poison_outputs();
-  }
-  backend.synchronize();
-  if (std::string failure = call_and_wait(backend, reference, reference_set.args());
-      !failure.empty()) {
-    throw Error("the reference kernel failed (" + where + "): " + failure);
-  }
-  std::string failure = call_and_wait(backend, candidate, candidate_set.args());
-  Verdict verdict = Verdict::runtime_error;
-  if (failure.empty()) {
-    try {
-      failure = verify_case(reference_set, candidate_set, inputs, request, result);
-      verdict = Verdict::wrong_answer;
-    } catch (const DeviceError& e) {  // an asynchronous fault surfacing on the read-back
-      failure = e.what();
-    }
-  }
-  if (failure.empty()) return true;
-  result->verdict = verdict;
-  result->message = where + ": " + failure;
-  return false;
-}
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+void validate(const Signature& signature, const Workload& workload) {
+  for (const TensorSpec& spec : signature.tensors) bind_shape(spec, workload);
 }
 
 }  // namespace
 
-CheckResult run_check(DeviceBackend& backend, KernelEntry candidate, KernelEntry reference,
-                      const CheckRequest& request) {
-  if (request.workloads.empty() || request.seeds.empty()) {
-    throw Error("check request needs at least one workload and one seed");
-  }
-  CheckResult result;
-  for (const Workload& workload : request.workloads) {
-    for (uint64_t seed : request.seeds) {
-      if (!check_case(backend, candidate, reference, request, workload, seed, &result)) {
-        return result;
+RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunRequest& request) {
+  if (request.calls < 1 || request.calls > 2) throw Error("run request needs calls = 1 or 2");
+  if (request.output_path.empty()) throw Error("run request needs an output_path");
+  validate(request.signature, request.workload);
+  const InputDistribution distribution = parse_input_distribution(request.distribution);
+  RunResult result;
+  auto start = Clock::now();
+  TensorSet set(backend, request.signature, request.workload);
+  const HostTensors inputs = set.make_inputs(request.seed, distribution);
+  set.upload_inputs(inputs);
+  backend.synchronize();
+  result.input_ms = ms_since(start);
+  result.output_bytes = set.output_bytes();
+  MappedFile file(request.output_path, MappedFile::Mode::write,
+                  result.output_bytes * request.calls);
+  const auto fail = [&result](const std::string& message) {
+    result.verdict = Verdict::runtime_error;
+    result.message = message;
+    return result;
+  };
+  try {
+    for (int call = 0; call < request.calls; ++call) {
+      set.poison_outputs();
+      backend.synchronize();
+      const auto call_start = Clock::now();
+      if (std::string failure = call_and_wait(backend, kernel, set.args()); !failure.empty()) {
+        return fail(request.calls > 1 ? "call " + std::to_string(call + 1) + ": " + failure
+                                      : failure);
       }
-      ++result.cases_checked;
+      result.call_ms.push_back(ms_since(call_start));
+      const auto output_start = Clock::now();
+      set.download_outputs(file.data() + result.output_bytes * call);
+      result.output_ms += ms_since(output_start);
+      ++result.calls_completed;
     }
+    const std::byte* last = file.data() + result.output_bytes * (request.calls - 1);
+    if (request.late_write_wait_ms > 0 && result.output_bytes > 0) {
+      // Work that goes on after kforge_run returned and the device went idle (a detached thread)
+      // changes the outputs after they were read.
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(request.late_write_wait_ms));
+      std::vector<std::byte> again(static_cast<size_t>(result.output_bytes));
+      set.download_outputs(again.data());
+      int64_t offset = 0;
+      for (size_t i = 0; i < set.size() && result.late_write.empty(); ++i) {
+        if (set.is_input(i)) continue;
+        result.late_write =
+            first_difference(set, request.signature, i, last + offset, again.data() + offset);
+        offset += set.bytes(i);
+      }
+    }
+    for (size_t i = 0; i < set.size() && result.input_modified.empty(); ++i) {
+      if (!set.is_input(i)) continue;
+      result.input_modified =
+          first_difference(set, request.signature, i, inputs[i].begin(), set.download(i).begin());
+    }
+  } catch (const DeviceError& e) {  // an asynchronous fault surfacing on a read-back
+    return fail(e.what());
   }
   return result;
 }
 
+double median_relative_half_width(const std::vector<double>& sorted) {
+  const size_t n = sorted.size();
+  if (n < 5) return std::numeric_limits<double>::infinity();
+  const double spread = 1.96 * std::sqrt(static_cast<double>(n)) / 2.0;
+  const auto low = static_cast<size_t>(std::max(0.0, std::floor(n / 2.0 - spread)));
+  const auto high = std::min(n - 1, static_cast<size_t>(std::ceil(n / 2.0 + spread)));
+  const double median =
+      n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  if (!(median > 0)) return std::numeric_limits<double>::infinity();
+  return 0.5 * (sorted[high] - sorted[low]) / median;
+}
+
 TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request) {
-  if (request.repetitions < 1 || request.warmup < 0 || !(request.max_seconds > 0)) {
-    throw Error("time request needs repetitions >= 1, warmup >= 0 and max_seconds > 0");
+  const MeasurementPolicy& policy = request.policy;
+  if (policy.min_repetitions < 1 || policy.max_repetitions < policy.min_repetitions ||
+      policy.warmup < 0 || !(policy.max_seconds > 0) || request.input_sets < 1) {
+    throw Error(
+        "time request needs 1 <= min_repetitions <= max_repetitions, warmup >= 0, "
+        "max_seconds > 0 and input_sets >= 1");
   }
+  if (request.recheck_call >= policy.min_repetitions) {
+    throw Error("time request: recheck_call must be below min_repetitions, so that it runs");
+  }
+  validate(request.signature, request.workload);
+  const InputDistribution distribution = parse_input_distribution(request.distribution);
   const auto start = Clock::now();
-  const double budget_ms = request.max_seconds * 1000.0;
   TimeResult result;
-  TensorSet set(backend, request.signature, request.workload);
-  set.upload_inputs(set.make_inputs(request.seed));
-  set.poison_outputs();
-  backend.synchronize();
   const auto fail = [&result](const std::string& message) {
     result.verdict = Verdict::runtime_error;
     result.message = message;
     result.samples_ms.clear();
+    result.host_ms.clear();
     return result;
   };
-  for (int i = 0; i < request.warmup && ms_since(start) < budget_ms; ++i) {
-    if (std::string failure = call_and_wait(backend, kernel, set.args()); !failure.empty()) {
-      return fail("warm-up call " + std::to_string(i) + ": " + failure);
-    }
+
+  // Input sets at distinct addresses with distinct values, as many as memory holds (>= 1).
+  std::vector<TensorSet> sets;
+  sets.emplace_back(backend, request.signature, request.workload);
+  int64_t set_bytes = 0;
+  for (size_t i = 0; i < sets[0].size(); ++i) set_bytes += sets[0].bytes(i);
+  while (static_cast<int>(sets.size()) < request.input_sets &&
+         set_bytes * 2 < backend.free_memory_bytes()) {
+    sets.emplace_back(backend, request.signature, request.workload);
   }
-  const auto timed_start = Clock::now();
+  for (size_t s = 0; s < sets.size(); ++s) {
+    sets[s].upload_inputs(sets[s].make_inputs(request.seed + s, distribution));
+    sets[s].poison_outputs();
+  }
+  result.input_sets_used = static_cast<int>(sets.size());
+  backend.synchronize();
+
   try {
-    for (int i = 0; i < request.repetitions; ++i) {
+    // The cost of the timing bracket itself: host minus device time with nothing inside.
+    std::vector<double> overhead;
+    for (int i = 0; i < 5; ++i) {
+      const auto host_start = Clock::now();
+      backend.start_timer();
+      const double device_ms = backend.stop_timer_ms();
+      backend.synchronize();
+      overhead.push_back(ms_since(host_start) - device_ms);
+    }
+    std::sort(overhead.begin(), overhead.end());
+    result.overhead_ms = overhead[overhead.size() / 2];
+
+    for (int i = 0; i < policy.warmup && ms_since(start) < policy.max_seconds * 1000.0; ++i) {
+      TensorSet& set = sets[static_cast<size_t>(i) % sets.size()];
+      if (std::string failure = call_and_wait(backend, kernel, set.args()); !failure.empty()) {
+        return fail("warm-up call " + std::to_string(i) + ": " + failure);
+      }
+    }
+    const auto timed_start = Clock::now();
+    std::vector<double> sorted;
+    for (int i = 0; i < policy.max_repetitions; ++i) {
+      TensorSet& set = sets[static_cast<size_t>(i) % sets.size()];
+      const bool recheck = i == request.recheck_call;
+      if (recheck) {
+        set.upload_inputs(set.make_inputs(request.recheck_seed,
+                                          parse_input_distribution(request.recheck_distribution)));
+        set.poison_outputs();
+      }
       const kforge_args& args = set.args();
-      if (request.flush_l2) backend.flush_l2();
+      if (request.flush_l2) {
+        backend.flush_l2();
+        backend.reset_persisting_l2();
+      }
+      backend.synchronize();
+      const auto host_start = Clock::now();
       backend.start_timer();
       std::string failure = invoke(kernel, args);
       const double sample_ms = backend.stop_timer_ms();
       backend.synchronize();
+      const double host_ms = ms_since(host_start);
       if (!failure.empty()) return fail("timed call " + std::to_string(i) + ": " + failure);
+      if (recheck) {
+        MappedFile file(request.recheck_path, MappedFile::Mode::write, set.output_bytes());
+        set.download_outputs(file.data());
+        result.rechecked = true;
+      }
+      if (auto clock = backend.read_clock()) {
+        result.sm_clock_mhz.push_back(clock->sm_clock_mhz);
+        result.throttled.push_back(clock->throttled);
+      }
       result.samples_ms.push_back(sample_ms);
-      if (ms_since(start) >= budget_ms) break;
+      result.host_ms.push_back(host_ms);
+      sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), sample_ms), sample_ms);
+      if (i + 1 >= policy.min_repetitions &&
+          median_relative_half_width(sorted) <= policy.target_relative_noise) {
+        result.stop_reason = "noise";
+        break;
+      }
+      if (ms_since(start) >= policy.max_seconds * 1000.0 && i + 1 >= policy.min_repetitions) {
+        result.stop_reason = "max_seconds";
+        break;
+      }
     }
+    if (result.stop_reason.empty()) result.stop_reason = "max_repetitions";
+    result.host_wall_ms = ms_since(timed_start);
   } catch (const DeviceError& e) {
     return fail(e.what());
   }
-  result.host_wall_ms = ms_since(timed_start);
   return result;
 }
 

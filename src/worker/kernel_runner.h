@@ -1,6 +1,7 @@
-// What the worker does with loaded kernels: the correctness check and the timing loop of
-// protocol.h, on any DeviceBackend. Candidate failures come back as verdicts; harness failures
-// (a bad request, a failing reference) throw Error.
+// What the worker does with loaded kernels: produce outputs (`run`) and time calls (`time`), on
+// any DeviceBackend. It never decides correctness: outputs go to a file for the orchestrator.
+// Candidate failures (a non-zero return, an exception, a device error) come back as the verdict
+// runtime_error; harness failures (a bad request, a file that cannot be written) throw Error.
 #pragma once
 
 #include <kforge/kernel.h>
@@ -13,22 +14,19 @@ namespace kforge::worker {
 /// The `kforge_run` entry point of a loaded shared object.
 using KernelEntry = int (*)(const kforge_args*);
 
-/// Runs CheckRequest semantics (protocol.h): for each workload, then each seed, inputs from the
-/// seed on two separate sets of buffers; the reference runs on one, the candidate on the other
-/// with outputs poisoned (0xFF bytes: NaN for floating types) before the call; then the
-/// candidate's inputs must be bitwise unchanged and each output within tolerance. Stops at the
-/// first failing case. All buffers are freed before returning.
-/// Verdicts: ok, wrong_answer, runtime_error (non-zero return, C++ exception, device error).
-/// Throws Error for an invalid request (no workloads or seeds, unbound shapes) or when the
-/// reference itself fails.
-CheckResult run_check(DeviceBackend& backend, KernelEntry candidate, KernelEntry reference,
-                      const CheckRequest& request);
+/// RunRequest semantics (protocol.h). `request.output_path` must exist and be writable; it is
+/// resized to calls x output_bytes and filled. All device buffers are freed before returning.
+/// Throws Error for an invalid request (calls not 1 or 2, unbound shapes, unknown
+/// distribution) or when the output file cannot be written.
+RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunRequest& request);
 
-/// Runs TimeRequest semantics: inputs from the seed, `warmup` untimed calls, then up to
-/// `repetitions` timed calls (each preceded by an L2 flush outside the timed region when
-/// `flush_l2`), stopping early once `max_seconds` have passed since the request started (at least
-/// one sample is always taken). host_wall_ms spans the timed loop including flushes.
-/// Verdicts: ok or runtime_error. Throws Error for an invalid request.
+/// TimeRequest semantics (protocol.h). Verdicts: ok or runtime_error. Throws Error for an
+/// invalid request or an unwritable recheck file.
 TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request);
+
+/// Half-width of the 95% confidence interval of the median of `sorted` (ascending), relative to
+/// the median, from order statistics: ranks n/2 -+ 1.96 sqrt(n)/2 (Conover, Practical
+/// Nonparametric Statistics, 3rd ed., sec. 3.2). Infinity below 5 samples.
+double median_relative_half_width(const std::vector<double>& sorted);
 
 }  // namespace kforge::worker

@@ -1,9 +1,14 @@
-// The check and timing logic in-process on the cpu backend, with kernels built at test time.
+// The run and timing logic in-process on the cpu backend, with kernels built at test time.
 #include "worker/kernel_runner.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
+#include "common/mapped_file.h"
+#include "worker/host_data.h"
 #include "worker/test_kernels.h"
 
 namespace kforge::worker {
@@ -29,11 +34,35 @@ KernelEntry reference() {
   return kernel("reference", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
 }
 
-CheckRequest unary_check() {
-  CheckRequest request;
+/// The floats of a raw little-endian buffer.
+std::vector<float> floats(const std::string& path) {
+  MappedFile file(path, MappedFile::Mode::read);
+  std::vector<float> values(static_cast<size_t>(file.size()) / sizeof(float));
+  std::memcpy(values.data(), file.data(), values.size() * sizeof(float));
+  return values;
+}
+
+std::vector<float> input_floats(int64_t n, uint64_t seed, InputDistribution distribution) {
+  const std::vector<std::byte> bytes = make_input(DType::f32, n, seed, 0, distribution);
+  std::vector<float> values(static_cast<size_t>(n));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+std::string output_file(const std::string& name) {
+  const std::string path = testing::scratch_dir() + "/" + name + ".bin";
+  create_private_file(path);
+  return path;
+}
+
+RunRequest unary_run(int64_t n, int calls = 1) {
+  RunRequest request;
   request.signature = unary_signature();
-  request.workloads = {workload_n("small", 64), workload_n("tail", 37)};
-  request.seeds = {1, 2};
+  request.workload = workload_n("w", n);
+  request.seed = 7;
+  request.distribution = "normal";
+  request.calls = calls;
+  request.output_path = output_file("run_" + std::to_string(n) + "_" + std::to_string(calls));
   return request;
 }
 
@@ -42,149 +71,138 @@ class KernelRunner : public ::testing::Test {
   std::unique_ptr<DeviceBackend> backend_ = make_cpu_backend(0);
 };
 
-TEST_F(KernelRunner, CorrectKernelPassesEveryCase) {
-  KernelEntry candidate = kernel("correct", "for (int64_t i = 0; i < n; ++i) y[i] = x[i] + x[i];");
-  CheckResult result = run_check(*backend_, candidate, reference(), unary_check());
-  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
-  EXPECT_EQ(result.cases_checked, 4);
-  EXPECT_EQ(result.max_abs_error, 0.0);
+TEST_F(KernelRunner, RunWritesTheOutputsOfEveryCall) {
+  RunRequest request = unary_run(37, 2);
+  RunResult result = run_outputs(*backend_, reference(), request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_EQ(result.calls_completed, 2);
+  EXPECT_EQ(result.output_bytes, 37 * 4);
+  EXPECT_EQ(result.call_ms.size(), 2u);
+  EXPECT_TRUE(result.input_modified.empty());
+  EXPECT_TRUE(result.late_write.empty());
+  const std::vector<float> x = input_floats(37, 7, InputDistribution::normal);
+  const std::vector<float> y = floats(request.output_path);
+  ASSERT_EQ(y.size(), 74u);
+  for (size_t i = 0; i < 37; ++i) {
+    EXPECT_EQ(y[i], 2 * x[i]) << i;
+    EXPECT_EQ(y[37 + i], 2 * x[i]) << i;
+  }
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
 
-TEST_F(KernelRunner, SmallErrorsWithinToleranceAreReported) {
-  KernelEntry candidate =
-      kernel("close", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i] * (1 + 1e-6f);");
-  CheckResult result = run_check(*backend_, candidate, reference(), unary_check());
-  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
-  EXPECT_GT(result.max_abs_error, 0.0);
-  EXPECT_GT(result.max_rel_error, 0.0);
-  EXPECT_LT(result.max_rel_error, 1e-5);
-}
-
-TEST_F(KernelRunner, WrongKernelGetsAUsefulMessage) {
-  KernelEntry candidate = kernel("wrong", "for (int64_t i = 0; i < n; ++i) y[i] = 3 * x[i];");
-  CheckResult result = run_check(*backend_, candidate, reference(), unary_check());
-  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_NE(result.message.find("workload 'small', seed 1"), std::string::npos) << result.message;
-  EXPECT_NE(result.message.find("output 'y' at [0]"), std::string::npos) << result.message;
-  EXPECT_NE(result.message.find("expected"), std::string::npos);
-  EXPECT_EQ(result.cases_checked, 0);
-  EXPECT_EQ(backend_->live_bytes(), 0);
-}
-
-TEST_F(KernelRunner, UnwrittenOutputIsCaughtByPoisoning) {
-  // Skips the tail: right on multiples of 8 elements, wrong on the 37-element workload.
-  KernelEntry candidate =
+TEST_F(KernelRunner, UnwrittenElementsStayPoisoned) {
+  KernelEntry partial =
       kernel("partial", "for (int64_t i = 0; i < n / 8 * 8; ++i) y[i] = 2 * x[i];");
-  CheckResult result = run_check(*backend_, candidate, reference(), unary_check());
-  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_EQ(result.cases_checked, 2);
-  EXPECT_NE(result.message.find("workload 'tail'"), std::string::npos) << result.message;
-  EXPECT_NE(result.message.find("at [32]: got nan"), std::string::npos) << result.message;
-  EXPECT_NE(result.message.find("never written"), std::string::npos);
+  RunRequest request = unary_run(37);
+  ASSERT_EQ(run_outputs(*backend_, partial, request).verdict, Verdict::ok);
+  MappedFile file(request.output_path, MappedFile::Mode::read);
+  for (int64_t byte = 32 * 4; byte < 37 * 4; ++byte) {
+    EXPECT_EQ(file.data()[byte], std::byte{0xFF}) << byte;
+  }
+  EXPECT_NE(file.data()[0], std::byte{0xFF});
 }
 
-TEST_F(KernelRunner, ModifiedInputIsCaught) {
-  KernelEntry candidate = kernel("scribbler",
+TEST_F(KernelRunner, ModifiedInputIsReportedWithItsIndex) {
+  KernelEntry scribbler = kernel("scribbler",
                                  "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];\n"
-                                 "  ((float*)x)[n - 1] = 0;");
-  CheckResult result = run_check(*backend_, candidate, reference(), unary_check());
-  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_NE(result.message.find("input 'x' was modified at [63]"), std::string::npos)
-      << result.message;
+                                 "  ((float*)x)[n - 1] = 12345;");
+  RunResult result = run_outputs(*backend_, scribbler, unary_run(64));
+  EXPECT_EQ(result.verdict, Verdict::ok);
+  EXPECT_EQ(result.input_modified, "'x' at [63]");
+}
+
+TEST_F(KernelRunner, WorkFinishedAfterReturnIsALateWrite) {
+  // A detached thread writes the answer 5 ms after kforge_run returned.
+  KernelEntry late = kernel("late",
+                            "std::thread([=] { usleep(5000);\n"
+                            "    for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i]; }).detach();",
+                            "#include <thread>\n#include <unistd.h>");
+  RunRequest request = unary_run(16);
+  request.late_write_wait_ms = 50;
+  RunResult result = run_outputs(*backend_, late, request);
+  EXPECT_EQ(result.verdict, Verdict::ok);
+  EXPECT_EQ(result.late_write, "'y' at [0]");
 }
 
 TEST_F(KernelRunner, NonZeroReturnAndExceptionsAreRuntimeErrors) {
-  KernelEntry failing = kernel("returns7", "return 7;");
-  CheckResult result = run_check(*backend_, failing, reference(), unary_check());
+  RunResult result = run_outputs(*backend_, kernel("returns7", "return 7;"), unary_run(8));
   EXPECT_EQ(result.verdict, Verdict::runtime_error);
   EXPECT_NE(result.message.find("kforge_run returned 7"), std::string::npos) << result.message;
-
   KernelEntry throwing =
       kernel("throws", "throw std::runtime_error(\"boom\");", "#include <stdexcept>");
-  result = run_check(*backend_, throwing, reference(), unary_check());
+  result = run_outputs(*backend_, throwing, unary_run(8, 2));
   EXPECT_EQ(result.verdict, Verdict::runtime_error);
-  EXPECT_NE(result.message.find("boom"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("call 1: kforge_run threw an exception: boom"), std::string::npos)
+      << result.message;
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
 
-TEST_F(KernelRunner, MultiDimensionalIndexAndScalarsReachTheKernel) {
-  // y[r, c] = x[r, c] * alpha where alpha is a scalar; the candidate ignores alpha in row 2.
-  const std::string body =
-      "const int64_t cols = args->inputs[0].shape[1];\n"
-      "  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (float)args->scalars[0];\n"
-      "  if (args->inputs[0].ndim == 2 && args->num_scalars == 1) y[2 * cols + 5] = x[2 * cols + "
-      "5];";
-  CheckRequest request = unary_check();
+TEST_F(KernelRunner, ShapesAndScalarsReachTheKernel) {
+  RunRequest request = unary_run(0);
   request.signature.tensors[0].shape = {"rows", "cols"};
   request.signature.tensors[1].shape = {"rows", "cols"};
-  request.signature.scalars.push_back(ScalarSpec{"alpha", DType::f64, 2.0});
-  Workload workload;
-  workload.name = "matrix";
-  workload.dims = {{"rows", 4}, {"cols", 9}};
-  request.workloads = {workload};
-  CheckResult result = run_check(
-      *backend_, kernel("scaled_bug", body),
-      kernel("scaled", "for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (float)args->scalars[0];"),
-      request);
-  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_NE(result.message.find("output 'y' at [2, 5]"), std::string::npos) << result.message;
+  request.signature.scalars.push_back(ScalarSpec{"alpha", DType::f64, 3.0});
+  request.workload.dims = {{"rows", 4}, {"cols", 9}};
+  KernelEntry scaled = kernel(
+      "scaled",
+      "if (args->inputs[0].ndim != 2 || args->inputs[0].shape[1] != 9) return 3;\n"
+      "  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (float)args->scalars[0];");
+  RunResult result = run_outputs(*backend_, scaled, request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  const std::vector<float> x = input_floats(36, 7, InputDistribution::normal);
+  const std::vector<float> y = floats(request.output_path);
+  for (size_t i = 0; i < 36; ++i) EXPECT_EQ(y[i], x[i] * 3.0f);
 }
 
-TEST_F(KernelRunner, HalfPrecisionOutputsArePoisonedToo) {
-  // Copies the f16 bits of x to y except the last element.
-  const std::string body =
-      "const uint16_t* hx = (const uint16_t*)x; uint16_t* hy = (uint16_t*)y;\n"
-      "  for (int64_t i = 0; i + 1 < n; ++i) hy[i] = hx[i];";
-  CheckRequest request = unary_check();
-  request.signature = unary_signature(DType::f16);
-  request.tolerance = Tolerance{1e-3, 1e-3};
-  KernelEntry copy_all =
-      kernel("f16_copy",
-             "const uint16_t* hx = (const uint16_t*)x; uint16_t* hy = (uint16_t*)y;\n"
-             "  for (int64_t i = 0; i < n; ++i) hy[i] = hx[i];");
-  EXPECT_EQ(run_check(*backend_, copy_all, copy_all, request).verdict, Verdict::ok);
-  CheckResult result = run_check(*backend_, kernel("f16_partial", body), copy_all, request);
-  EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_NE(result.message.find("at [63]: got nan"), std::string::npos) << result.message;
-}
-
-TEST_F(KernelRunner, ThousandsOfChecksLeakNoMemory) {
-  KernelEntry candidate = kernel("correct", "for (int64_t i = 0; i < n; ++i) y[i] = x[i] + x[i];");
+TEST_F(KernelRunner, ThousandsOfRunsLeakNoMemory) {
   KernelEntry wrong = kernel("wrong", "for (int64_t i = 0; i < n; ++i) y[i] = 3 * x[i];");
-  CheckRequest request = unary_check();
-  for (int i = 0; i < 2000; ++i) {
-    run_check(*backend_, i % 2 ? candidate : wrong, reference(), request);
+  RunRequest request = unary_run(100, 2);
+  for (int i = 0; i < 1000; ++i) {
+    run_outputs(*backend_, i % 2 ? reference() : wrong, request);
     ASSERT_EQ(backend_->live_bytes(), 0) << "after request " << i;
   }
 }
 
-TEST_F(KernelRunner, TimingReturnsTheRequestedSamples) {
+TimeRequest unary_time(int64_t n) {
   TimeRequest request;
   request.signature = unary_signature();
-  request.workload = workload_n("timed", 1 << 16);
-  request.warmup = 2;
-  request.repetitions = 7;
-  TimeResult result = run_time(*backend_, reference(), request);
+  request.workload = workload_n("timed", n);
+  request.seed = 100;
+  request.policy = MeasurementPolicy{2, 7, 7, 0.0, 30.0};
+  return request;
+}
+
+TEST_F(KernelRunner, TimingReturnsDeviceAndHostTimes) {
+  TimeResult result = run_time(*backend_, reference(), unary_time(1 << 16));
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
   ASSERT_EQ(result.samples_ms.size(), 7u);
+  ASSERT_EQ(result.host_ms.size(), 7u);
   double total_ms = 0;
-  for (double sample : result.samples_ms) {
-    EXPECT_GT(sample, 0.0);
-    total_ms += sample;
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_GT(result.samples_ms[i], 0.0);
+    EXPECT_GE(result.host_ms[i], result.samples_ms[i]);
+    total_ms += result.samples_ms[i];
   }
   EXPECT_GE(result.host_wall_ms, total_ms);
+  EXPECT_EQ(result.input_sets_used, 2);
+  EXPECT_EQ(result.stop_reason, "max_repetitions");
+  EXPECT_FALSE(result.rechecked);
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
 
+TEST_F(KernelRunner, TimingStopsOnceTheMedianIsPrecise) {
+  TimeRequest request = unary_time(1 << 12);
+  request.policy = MeasurementPolicy{1, 5, 100000, 1e9, 30.0};  // any spread is precise enough
+  TimeResult result = run_time(*backend_, reference(), request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_EQ(result.samples_ms.size(), 5u);
+  EXPECT_EQ(result.stop_reason, "noise");
+}
+
 TEST_F(KernelRunner, TimingStopsAtMaxSeconds) {
-  TimeRequest request;
-  request.signature = unary_signature();
-  request.workload = workload_n("timed", 16);
-  request.warmup = 0;
-  request.repetitions = 1000;
+  TimeRequest request = unary_time(16);
+  request.policy = MeasurementPolicy{0, 1, 1000, 0.0, 0.05};
   request.flush_l2 = false;
-  request.max_seconds = 0.05;
   KernelEntry slow =
       kernel("slow", "usleep(2000);\n  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];",
              "#include <unistd.h>");
@@ -192,18 +210,75 @@ TEST_F(KernelRunner, TimingStopsAtMaxSeconds) {
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
   EXPECT_GE(result.samples_ms.size(), 1u);
   EXPECT_LT(result.samples_ms.size(), 100u);
+  EXPECT_EQ(result.stop_reason, "max_seconds");
+}
+
+TEST_F(KernelRunner, RecheckedCallRunsOnTheRecheckInputs) {
+  TimeRequest request = unary_time(256);
+  request.recheck_call = 3;
+  request.recheck_seed = 555;
+  request.recheck_distribution = "heavy_tailed";
+  request.recheck_path = output_file("recheck_honest");
+  TimeResult result = run_time(*backend_, reference(), request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_TRUE(result.rechecked);
+  const std::vector<float> x = input_floats(256, 555, InputDistribution::heavy_tailed);
+  const std::vector<float> y = floats(request.recheck_path);
+  ASSERT_EQ(y.size(), 256u);
+  for (size_t i = 0; i < 256; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;
+}
+
+TEST_F(KernelRunner, ReplayedResultsShowInTheRecheck) {
+  // Computes once per input pointer, then replays: the rechecked call (new values at a pointer
+  // seen before) returns stale outputs.
+  KernelEntry replay = kernel("replay",
+                              "static std::map<const void*, std::vector<float>> cache;\n"
+                              "  auto& hit = cache[x];\n"
+                              "  if (hit.empty()) { hit.resize(n);\n"
+                              "    for (int64_t i = 0; i < n; ++i) hit[i] = 2 * x[i]; }\n"
+                              "  for (int64_t i = 0; i < n; ++i) y[i] = hit[i];",
+                              "#include <map>\n#include <vector>");
+  TimeRequest request = unary_time(256);
+  request.recheck_call = 4;
+  request.recheck_seed = 556;
+  request.recheck_path = output_file("recheck_replay");
+  TimeResult result = run_time(*backend_, replay, request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  const std::vector<float> x = input_floats(256, 556, InputDistribution::uniform);
+  const std::vector<float> y = floats(request.recheck_path);
+  int stale = 0;
+  for (size_t i = 0; i < 256; ++i) stale += y[i] != 2 * x[i];
+  EXPECT_GT(stale, 200);
 }
 
 TEST_F(KernelRunner, InvalidRequestsAreHarnessErrors) {
-  CheckRequest no_seeds = unary_check();
-  no_seeds.seeds.clear();
-  EXPECT_THROW(run_check(*backend_, reference(), reference(), no_seeds), Error);
-  CheckRequest unbound = unary_check();
-  unbound.workloads[0].dims.clear();
-  EXPECT_THROW(run_check(*backend_, reference(), reference(), unbound), Error);
-  KernelEntry failing = kernel("returns7", "return 7;");
-  EXPECT_THROW(run_check(*backend_, reference(), failing, unary_check()), Error);
+  RunRequest three_calls = unary_run(8);
+  three_calls.calls = 3;
+  EXPECT_THROW(run_outputs(*backend_, reference(), three_calls), Error);
+  RunRequest unbound = unary_run(8);
+  unbound.workload.dims.clear();
+  EXPECT_THROW(run_outputs(*backend_, reference(), unbound), Error);
+  RunRequest no_file = unary_run(8);
+  no_file.output_path = testing::scratch_dir() + "/missing/never.bin";
+  EXPECT_THROW(run_outputs(*backend_, reference(), no_file), Error);
+  RunRequest bad_distribution = unary_run(8);
+  bad_distribution.distribution = "cauchy";
+  EXPECT_THROW(run_outputs(*backend_, reference(), bad_distribution), Error);
+  TimeRequest late_recheck = unary_time(8);
+  late_recheck.recheck_call = 7;  // never runs when min_repetitions = 7
+  EXPECT_THROW(run_time(*backend_, reference(), late_recheck), Error);
   EXPECT_EQ(backend_->live_bytes(), 0);
+}
+
+TEST(MedianHalfWidth, ShrinksWithTightSamplesAndNeedsFive) {
+  EXPECT_TRUE(std::isinf(median_relative_half_width({1, 2, 3, 4})));
+  std::vector<double> tight(20, 1.0);
+  EXPECT_EQ(median_relative_half_width(tight), 0.0);
+  std::vector<double> spread;
+  for (int i = 0; i < 21; ++i) spread.push_back(1.0 + 0.01 * i);
+  const double width = median_relative_half_width(spread);
+  EXPECT_GT(width, 0.01);
+  EXPECT_LT(width, 0.1);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ using nlohmann::json;
 constexpr std::array<std::pair<Command, const char*>, 5> kCommandNames = {{
     {Command::hello, "hello"},
     {Command::load, "load"},
-    {Command::check, "check"},
+    {Command::run, "run"},
     {Command::time, "time"},
     {Command::shutdown, "shutdown"},
 }};
@@ -59,7 +59,33 @@ Command parse_command(const std::string& name) {
     if (name == known) return value;
   }
   throw Error("unknown worker command '" + name +
-              "' (expected one of hello, load, check, time, shutdown)");
+              "' (expected one of hello, load, run, time, shutdown)");
+}
+
+namespace {
+
+/// A vector of doubles as JSON, non-finite values as strings.
+json numbers_to_json(const std::vector<double>& values) {
+  json array = json::array();
+  for (double value : values) array.push_back(number_to_json(value));
+  return array;
+}
+
+std::vector<double> numbers_from_json(const json& j, const char* key) {
+  std::vector<double> values;
+  if (auto found = j.find(key); found != j.end()) {
+    for (const json& value : *found) values.push_back(number_from_json(value));
+  }
+  return values;
+}
+
+}  // namespace
+
+void to_json(json& j, const HelloRequest& v) { j = {{"token", v.token}, {"measure", v.measure}}; }
+
+void from_json(const json& j, HelloRequest& v) {
+  v.token = j.value("token", "");
+  v.measure = j.value("measure", false);
 }
 
 void to_json(json& j, const DeviceInfo& v) {
@@ -72,7 +98,10 @@ void to_json(json& j, const DeviceInfo& v) {
        {"l2_bytes", v.l2_bytes},
        {"memory_bytes", v.memory_bytes},
        {"driver_version", v.driver_version},
-       {"runtime_version", v.runtime_version}};
+       {"runtime_version", v.runtime_version},
+       {"copy_bytes_per_s", number_to_json(v.copy_bytes_per_s)},
+       {"peak_flops_per_s", v.peak_flops_per_s},
+       {"sm_clock_mhz", v.sm_clock_mhz}};
 }
 
 void from_json(const json& j, DeviceInfo& v) {
@@ -86,6 +115,9 @@ void from_json(const json& j, DeviceInfo& v) {
   v.memory_bytes = j.value("memory_bytes", int64_t{0});
   v.driver_version = j.value("driver_version", "");
   v.runtime_version = j.value("runtime_version", "");
+  v.copy_bytes_per_s = number_or(j, "copy_bytes_per_s", 0.0);
+  v.peak_flops_per_s = j.value("peak_flops_per_s", std::map<std::string, double>{});
+  v.sm_clock_mhz = j.value("sm_clock_mhz", 0);
 }
 
 void to_json(json& j, const LoadRequest& v) { j = {{"path", v.path}}; }
@@ -102,45 +134,84 @@ void from_json(const json& j, LoadResult& v) {
   v.handle = j.value("handle", -1);
 }
 
-void to_json(json& j, const CheckRequest& v) {
-  j = {{"candidate_handle", v.candidate_handle},
-       {"reference_handle", v.reference_handle},
+void to_json(json& j, const RunRequest& v) {
+  j = {{"handle", v.handle},
        {"signature", v.signature},
-       {"workloads", v.workloads},
-       {"seeds", v.seeds},
-       {"tolerance", v.tolerance}};
+       {"workload", v.workload},
+       {"seed", v.seed},
+       {"distribution", v.distribution},
+       {"calls", v.calls},
+       {"output_path", v.output_path},
+       {"late_write_wait_ms", number_to_json(v.late_write_wait_ms)}};
 }
 
-void from_json(const json& j, CheckRequest& v) {
-  v.candidate_handle = j.at("candidate_handle").get<int>();
-  v.reference_handle = j.at("reference_handle").get<int>();
+void from_json(const json& j, RunRequest& v) {
+  const RunRequest defaults;
+  v.handle = j.at("handle").get<int>();
   v.signature = j.at("signature").get<Signature>();
-  v.workloads = j.at("workloads").get<std::vector<Workload>>();
-  v.seeds = j.at("seeds").get<std::vector<uint64_t>>();
-  v.tolerance = j.at("tolerance").get<Tolerance>();
+  v.workload = j.at("workload").get<Workload>();
+  v.seed = j.value("seed", defaults.seed);
+  v.distribution = j.value("distribution", defaults.distribution);
+  v.calls = j.value("calls", defaults.calls);
+  v.output_path = j.at("output_path").get<std::string>();
+  v.late_write_wait_ms = number_or(j, "late_write_wait_ms", defaults.late_write_wait_ms);
 }
 
-void to_json(json& j, const CheckResult& v) {
+void to_json(json& j, const RunResult& v) {
   j = {{"verdict", to_string(v.verdict)},
        {"message", v.message},
-       {"max_abs_error", number_to_json(v.max_abs_error)},
-       {"max_rel_error", number_to_json(v.max_rel_error)},
-       {"cases_checked", v.cases_checked}};
+       {"calls_completed", v.calls_completed},
+       {"output_bytes", v.output_bytes},
+       {"input_modified", v.input_modified},
+       {"late_write", v.late_write},
+       {"call_ms", numbers_to_json(v.call_ms)},
+       {"input_ms", number_to_json(v.input_ms)},
+       {"output_ms", number_to_json(v.output_ms)}};
 }
 
-void from_json(const json& j, CheckResult& v) {
+void from_json(const json& j, RunResult& v) {
   v.verdict = verdict_of(j);
   v.message = j.value("message", "");
-  v.max_abs_error = number_or(j, "max_abs_error", 0.0);
-  v.max_rel_error = number_or(j, "max_rel_error", 0.0);
-  v.cases_checked = j.value("cases_checked", 0);
+  v.calls_completed = j.value("calls_completed", 0);
+  v.output_bytes = j.value("output_bytes", int64_t{0});
+  v.input_modified = j.value("input_modified", "");
+  v.late_write = j.value("late_write", "");
+  v.call_ms = numbers_from_json(j, "call_ms");
+  v.input_ms = number_or(j, "input_ms", 0.0);
+  v.output_ms = number_or(j, "output_ms", 0.0);
+}
+
+void to_json(json& j, const MeasurementPolicy& v) {
+  j = {{"warmup", v.warmup},
+       {"min_repetitions", v.min_repetitions},
+       {"max_repetitions", v.max_repetitions},
+       {"target_relative_noise", number_to_json(v.target_relative_noise)},
+       {"max_seconds", number_to_json(v.max_seconds)}};
+}
+
+void from_json(const json& j, MeasurementPolicy& v) {
+  const MeasurementPolicy defaults;
+  v.warmup = j.value("warmup", defaults.warmup);
+  v.min_repetitions = j.value("min_repetitions", defaults.min_repetitions);
+  v.max_repetitions = j.value("max_repetitions", defaults.max_repetitions);
+  v.target_relative_noise =
+      number_or(j, "target_relative_noise", defaults.target_relative_noise);
+  v.max_seconds = number_or(j, "max_seconds", defaults.max_seconds);
 }
 
 void to_json(json& j, const TimeRequest& v) {
-  j = {{"handle", v.handle},     {"signature", v.signature},
-       {"workload", v.workload}, {"seed", v.seed},
-       {"warmup", v.warmup},     {"repetitions", v.repetitions},
-       {"flush_l2", v.flush_l2}, {"max_seconds", number_to_json(v.max_seconds)}};
+  j = {{"handle", v.handle},
+       {"signature", v.signature},
+       {"workload", v.workload},
+       {"seed", v.seed},
+       {"distribution", v.distribution},
+       {"input_sets", v.input_sets},
+       {"policy", v.policy},
+       {"flush_l2", v.flush_l2},
+       {"recheck_call", v.recheck_call},
+       {"recheck_seed", v.recheck_seed},
+       {"recheck_distribution", v.recheck_distribution},
+       {"recheck_path", v.recheck_path}};
 }
 
 void from_json(const json& j, TimeRequest& v) {
@@ -149,28 +220,41 @@ void from_json(const json& j, TimeRequest& v) {
   v.signature = j.at("signature").get<Signature>();
   v.workload = j.at("workload").get<Workload>();
   v.seed = j.value("seed", defaults.seed);
-  v.warmup = j.value("warmup", defaults.warmup);
-  v.repetitions = j.value("repetitions", defaults.repetitions);
+  v.distribution = j.value("distribution", defaults.distribution);
+  v.input_sets = j.value("input_sets", defaults.input_sets);
+  v.policy = j.value("policy", defaults.policy);
   v.flush_l2 = j.value("flush_l2", defaults.flush_l2);
-  v.max_seconds = number_or(j, "max_seconds", defaults.max_seconds);
+  v.recheck_call = j.value("recheck_call", defaults.recheck_call);
+  v.recheck_seed = j.value("recheck_seed", defaults.recheck_seed);
+  v.recheck_distribution = j.value("recheck_distribution", defaults.recheck_distribution);
+  v.recheck_path = j.value("recheck_path", defaults.recheck_path);
 }
 
 void to_json(json& j, const TimeResult& v) {
-  json samples = json::array();
-  for (double sample : v.samples_ms) samples.push_back(number_to_json(sample));
   j = {{"verdict", to_string(v.verdict)},
        {"message", v.message},
-       {"samples_ms", std::move(samples)},
+       {"samples_ms", numbers_to_json(v.samples_ms)},
+       {"host_ms", numbers_to_json(v.host_ms)},
+       {"sm_clock_mhz", v.sm_clock_mhz},
+       {"throttled", v.throttled},
+       {"overhead_ms", number_to_json(v.overhead_ms)},
+       {"input_sets_used", v.input_sets_used},
+       {"rechecked", v.rechecked},
+       {"stop_reason", v.stop_reason},
        {"host_wall_ms", number_to_json(v.host_wall_ms)}};
 }
 
 void from_json(const json& j, TimeResult& v) {
   v.verdict = verdict_of(j);
   v.message = j.value("message", "");
-  v.samples_ms.clear();
-  if (auto found = j.find("samples_ms"); found != j.end()) {
-    for (const json& sample : *found) v.samples_ms.push_back(number_from_json(sample));
-  }
+  v.samples_ms = numbers_from_json(j, "samples_ms");
+  v.host_ms = numbers_from_json(j, "host_ms");
+  v.sm_clock_mhz = j.value("sm_clock_mhz", std::vector<int>{});
+  v.throttled = j.value("throttled", std::vector<bool>{});
+  v.overhead_ms = number_or(j, "overhead_ms", 0.0);
+  v.input_sets_used = j.value("input_sets_used", 0);
+  v.rechecked = j.value("rechecked", false);
+  v.stop_reason = j.value("stop_reason", "");
   v.host_wall_ms = number_or(j, "host_wall_ms", 0.0);
 }
 

@@ -1,19 +1,26 @@
-// The worker protocol, version 1: one JSON object per line over the worker's stdin/stdout.
+// The worker protocol, version 2: one JSON object per line over the worker's private channels.
 //
 // The orchestrator writes a request {"cmd": <command>, "id": n, ...}; the worker answers with
-// exactly one line {"id": n, "ok": true, ...} or {"id": n, "ok": false, "error": "..."} (a
-// harness error such as a malformed request; candidate failures are verdicts, not errors).
-// The first exchange is always `hello`; a client refuses a worker whose protocol_version differs.
-// Commands: hello, load, check, time, shutdown.
+// exactly one line {"id": n, "token": t, "ok": true, ...} or {"id": n, "token": t, "ok": false,
+// "error": "..."} (a harness error such as a malformed request; candidate failures are verdicts,
+// not errors). The first exchange is always `hello`, which hands the worker a random session
+// token; every later reply must carry it, so a line a candidate forges on the result channel is
+// recognised as forged. A client refuses a worker whose protocol_version differs.
+// Commands: hello, load, run, time, shutdown.
 //
-// Extension (compatible, still version 1): a reply may carry "exiting": true, meaning the worker
-// exits right after this reply (its device hit a sticky error, e.g. an illegal address); it then
-// exits with kWorkerExitDeviceLost and the client respawns it before the next request.
-// Doubles that are not finite (an infinite error, a NaN) travel as the strings "inf", "-inf" and
-// "nan", since JSON has no such numbers.
+// The worker never judges correctness (version 1 did): `run` writes a kernel's outputs to a file
+// and kforge's orchestrator compares them with expected outputs computed by a different worker
+// process that never loads a candidate. So the expected answer is never in a candidate's address
+// space, and the verdict is made by code no candidate runs next to.
+//
+// A reply may carry "exiting": true, meaning the worker exits right after this reply (its device
+// hit a sticky error, e.g. an illegal address); it then exits with kWorkerExitDeviceLost and the
+// client respawns it before the next request.
+// Doubles that are not finite travel as the strings "inf", "-inf" and "nan".
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,16 +31,24 @@
 
 namespace kforge::worker {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 
 /// Exit codes of kforge-worker: 0 after shutdown or EOF on its input.
 inline constexpr int kWorkerExitHarnessError = 1;  // could not start (no device, bad fds)
 inline constexpr int kWorkerExitUsage = 2;         // bad command line
 inline constexpr int kWorkerExitDeviceLost = 3;    // sticky device error: respawn before reuse
 
-enum class Command { hello, load, check, time, shutdown };
+enum class Command { hello, load, run, time, shutdown };
 std::string to_string(Command command);
 Command parse_command(const std::string& name);  // throws Error on unknown names
+
+/// What `hello` sends: the session token every later reply must echo (32 hex digits, random),
+/// and whether to measure the device's copy bandwidth (a few hundred ms; the first hello that
+/// asks measures, later ones reuse the number).
+struct HelloRequest {
+  std::string token;
+  bool measure = false;
+};
 
 /// What a worker reports about itself in `hello`.
 struct DeviceInfo {
@@ -47,6 +62,14 @@ struct DeviceInfo {
   int64_t memory_bytes = 0;        // device memory (cuda) or physical RAM (cpu), bytes
   std::string driver_version;      // e.g. "13.0"; empty on cpu
   std::string runtime_version;     // CUDA runtime the worker was built with; empty on cpu
+  /// Device-to-device copy bandwidth measured once at start: bytes read + bytes written per
+  /// second of a large copy (cudaMemcpyAsync, or memcpy on cpu). 0 if not measured.
+  double copy_bytes_per_s = 0.0;
+  /// Peak arithmetic rate in FLOP/s of the fastest unit per dtype name ("f32", "f16", ...),
+  /// derived from the device's attributes (SMs x clock x FLOP per clock per SM of its
+  /// architecture); empty when unknown (cpu). Only an upper bound, for the plausibility floor.
+  std::map<std::string, double> peak_flops_per_s;
+  int sm_clock_mhz = 0;            // maximum SM clock; 0 on cpu
 };
 
 /// Load a shared object and check its ABI. `handle` identifies it in later requests.
@@ -60,56 +83,102 @@ struct LoadResult {
   int handle = -1;
 };
 
-/// Correctness gate: for each workload x seed, make inputs from the seed, run the reference on
-/// its own copies, poison the candidate's outputs (NaN), run the candidate, verify its inputs are
-/// unchanged and compare outputs element-wise against the tolerance.
-struct CheckRequest {
-  int candidate_handle = -1;
-  int reference_handle = -1;
+/// Produce a kernel's outputs for one workload and seed: inputs are made from (seed,
+/// distribution) by make_input (host_data.h), outputs are poisoned with NaN (0xFF bytes) before
+/// each of `calls` calls, and after each call (and a device-wide synchronize) the outputs are
+/// appended to `output_path` as raw bytes: call 0's outputs in signature order, then call 1's.
+/// After the last call the worker checks that the inputs are bitwise unchanged and that the
+/// outputs did not change once the call had returned and the device was idle (work left running
+/// in a thread). The file must exist (the orchestrator creates it, private to the user).
+struct RunRequest {
+  int handle = -1;
   Signature signature;
-  std::vector<Workload> workloads;
-  std::vector<uint64_t> seeds;
-  Tolerance tolerance;
+  Workload workload;
+  uint64_t seed = 0;
+  std::string distribution = "uniform";  // InputDistribution name
+  int calls = 1;                         // 1 or 2: two calls must agree (a race moves results)
+  std::string output_path;
+  /// Wait this long after the last call before re-reading the outputs for the late-write check.
+  double late_write_wait_ms = 2.0;
 };
-struct CheckResult {
-  Verdict verdict = Verdict::ok;   // ok, wrong_answer or runtime_error
-  std::string message;             // first failure: workload, seed, tensor, index, got, expected
-  double max_abs_error = 0.0;      // over all outputs/workloads/seeds checked
-  double max_rel_error = 0.0;
-  int cases_checked = 0;           // workloads x seeds that ran
+struct RunResult {
+  Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device
+                                   // error); a wrong answer is for the orchestrator to find
+  std::string message;
+  int calls_completed = 0;
+  int64_t output_bytes = 0;        // bytes per call in output_path (all outputs of one call)
+  std::string input_modified;      // "" or where an input was written ("'x' at [3, 7]")
+  std::string late_write;          // "" or where an output changed after the call returned
+  std::vector<double> call_ms;     // host wall time of each call incl. device synchronize
+  double input_ms = 0.0;           // making and uploading inputs
+  double output_ms = 0.0;          // downloading and writing outputs
 };
 
-/// Timing: `warmup` untimed calls, then `repetitions` timed calls, each on the same inputs.
-/// On cuda each sample is CUDA events around one call on the worker's stream, with the L2
-/// flushed (a write of 2x the L2 size) before each call outside the timed region when
-/// `flush_l2`; on cpu a steady clock around one call. Stops early after `max_seconds`.
+/// Measurement policy of one timing request (nvbench-style): `warmup` untimed calls, then at
+/// least `min_repetitions` and at most `max_repetitions` timed calls; after the minimum, stop
+/// once the 95% confidence interval of the median (order-statistic ranks) is within
+/// +-`target_relative_noise` of the median, or once `max_seconds` have passed.
+struct MeasurementPolicy {
+  int warmup = 3;
+  int min_repetitions = 10;
+  int max_repetitions = 100;
+  double target_relative_noise = 0.005;
+  double max_seconds = 10.0;
+};
+
+/// Timing on one workload. Inputs come in `input_sets` rotated sets (seeds seed, seed+1, ...,
+/// distinct addresses and values); timed call i uses set i % input_sets. Each timed call is
+/// preceded, outside the timed region, by an L2 flush (a write of 2x the L2 size) when
+/// `flush_l2` and by a reset of persisting-L2 lines (cuda). Each sample is device events on the
+/// worker's stream around one call; the host wall clock around the call plus a device-wide
+/// synchronize is taken too, so work hidden on another stream shows as a gap between the two.
+/// Recheck: before timed call number `recheck_call` (if >= 0), set 0's inputs are overwritten
+/// with the inputs of (recheck_seed, recheck_distribution) and its outputs poisoned; that call's
+/// outputs are written to `recheck_path` (raw bytes, signature order) right after it returns,
+/// for the orchestrator to compare: a kernel replaying cached results, or one whose work is not
+/// finished when it returns, fails there.
 struct TimeRequest {
   int handle = -1;
   Signature signature;
   Workload workload;
   uint64_t seed = 0;
-  int warmup = 3;
-  int repetitions = 20;
+  std::string distribution = "uniform";
+  int input_sets = 2;
+  MeasurementPolicy policy;
   bool flush_l2 = true;
-  double max_seconds = 30.0;
+  int recheck_call = -1;
+  uint64_t recheck_seed = 0;
+  std::string recheck_distribution = "uniform";
+  std::string recheck_path;
 };
 struct TimeResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error
   std::string message;
-  std::vector<double> samples_ms;  // one per timed call, milliseconds
-  double host_wall_ms = 0.0;       // host wall clock over all timed calls incl. flushes, ms
+  std::vector<double> samples_ms;  // device time of each timed call, milliseconds
+  std::vector<double> host_ms;     // host wall time of each call incl. device-wide sync, ms
+  std::vector<int> sm_clock_mhz;   // SM clock read after each call; empty when not readable
+  std::vector<bool> throttled;     // a thermal/power/hardware slowdown was active at that call
+  double overhead_ms = 0.0;        // host-minus-device time of an empty timed bracket (median)
+  int input_sets_used = 0;         // fewer than asked when memory would not hold them
+  bool rechecked = false;          // the recheck call ran and its outputs are in recheck_path
+  std::string stop_reason;         // "noise", "max_repetitions" or "max_seconds"
+  double host_wall_ms = 0.0;       // host wall clock over the timed loop incl. flushes, ms
 };
 
+void to_json(nlohmann::json& j, const HelloRequest& v);
+void from_json(const nlohmann::json& j, HelloRequest& v);
 void to_json(nlohmann::json& j, const DeviceInfo& v);
 void from_json(const nlohmann::json& j, DeviceInfo& v);
 void to_json(nlohmann::json& j, const LoadRequest& v);
 void from_json(const nlohmann::json& j, LoadRequest& v);
 void to_json(nlohmann::json& j, const LoadResult& v);
 void from_json(const nlohmann::json& j, LoadResult& v);
-void to_json(nlohmann::json& j, const CheckRequest& v);
-void from_json(const nlohmann::json& j, CheckRequest& v);
-void to_json(nlohmann::json& j, const CheckResult& v);
-void from_json(const nlohmann::json& j, CheckResult& v);
+void to_json(nlohmann::json& j, const RunRequest& v);
+void from_json(const nlohmann::json& j, RunRequest& v);
+void to_json(nlohmann::json& j, const RunResult& v);
+void from_json(const nlohmann::json& j, RunResult& v);
+void to_json(nlohmann::json& j, const MeasurementPolicy& v);
+void from_json(const nlohmann::json& j, MeasurementPolicy& v);
 void to_json(nlohmann::json& j, const TimeRequest& v);
 void from_json(const nlohmann::json& j, TimeRequest& v);
 void to_json(nlohmann::json& j, const TimeResult& v);

@@ -27,7 +27,7 @@ Signature sample_signature() {
 
 TEST(Protocol, CommandNamesRoundTrip) {
   for (Command command :
-       {Command::hello, Command::load, Command::check, Command::time, Command::shutdown}) {
+       {Command::hello, Command::load, Command::run, Command::time, Command::shutdown}) {
     EXPECT_EQ(parse_command(to_string(command)), command);
   }
   EXPECT_EQ(to_string(Command::time), "time");
@@ -65,47 +65,43 @@ TEST(Protocol, LoadMessagesRoundTrip) {
   EXPECT_EQ(json(LoadResult{}).at("verdict"), "ok");
 }
 
-TEST(Protocol, CheckMessagesRoundTrip) {
-  CheckRequest request;
-  request.candidate_handle = 2;
-  request.reference_handle = 1;
+TEST(Protocol, RunMessagesRoundTrip) {
+  RunRequest request;
+  request.handle = 2;
   request.signature = sample_signature();
-  Workload workload;
-  workload.name = "tail";
-  workload.dims = {{"rows", 37}};
-  request.workloads = {workload};
-  request.seeds = {1, 0xFFFFFFFFFFFFFFFFull};
-  request.tolerance = Tolerance{1e-2, 1e-3};
-  const CheckRequest back = round_trip(request);
-  EXPECT_EQ(back.candidate_handle, 2);
-  EXPECT_EQ(back.reference_handle, 1);
+  request.workload.name = "tail";
+  request.workload.dims = {{"rows", 37}};
+  request.seed = 0xFFFFFFFFFFFFFFFFull;
+  request.distribution = "heavy_tailed";
+  request.calls = 2;
+  request.output_path = "/dev/shm/x.bin";
+  const RunRequest back = round_trip(request);
+  EXPECT_EQ(back.handle, 2);
   ASSERT_EQ(back.signature.tensors.size(), 2u);
   EXPECT_EQ(back.signature.tensors[0].dtype, DType::bf16);
   EXPECT_EQ(back.signature.tensors[0].shape, (std::vector<std::string>{"rows", "4"}));
   EXPECT_EQ(back.signature.tensors[1].role, TensorRole::output);
-  EXPECT_EQ(back.workloads.at(0).dims.at("rows"), 37);
-  EXPECT_EQ(back.seeds, request.seeds);
-  EXPECT_EQ(back.tolerance.rtol, 1e-2);
+  EXPECT_EQ(back.workload.dims.at("rows"), 37);
+  EXPECT_EQ(back.seed, request.seed);
+  EXPECT_EQ(back.distribution, "heavy_tailed");
+  EXPECT_EQ(back.calls, 2);
+  EXPECT_EQ(back.output_path, "/dev/shm/x.bin");
 
-  CheckResult result{Verdict::wrong_answer, "output 'y' at [3]", 0.5, 0.25, 2};
-  CheckResult result_back = round_trip(result);
-  EXPECT_EQ(result_back.verdict, Verdict::wrong_answer);
+  RunResult result;
+  result.verdict = Verdict::runtime_error;
+  result.message = "kforge_run returned 3";
+  result.calls_completed = 1;
+  result.output_bytes = 148;
+  result.input_modified = "'x' at [3]";
+  result.call_ms = {0.5, std::numeric_limits<double>::infinity()};
+  const RunResult result_back = round_trip(result);
+  EXPECT_EQ(result_back.verdict, Verdict::runtime_error);
   EXPECT_EQ(result_back.message, result.message);
-  EXPECT_EQ(result_back.max_abs_error, 0.5);
-  EXPECT_EQ(result_back.max_rel_error, 0.25);
-  EXPECT_EQ(result_back.cases_checked, 2);
-}
-
-TEST(Protocol, NonFiniteErrorsTravelAsStrings) {
-  CheckResult result;
-  result.max_abs_error = std::numeric_limits<double>::infinity();
-  result.max_rel_error = std::numeric_limits<double>::quiet_NaN();
-  const json j = result;
-  EXPECT_EQ(j.at("max_abs_error"), "inf");
-  EXPECT_EQ(j.at("max_rel_error"), "nan");
-  const CheckResult back = j.get<CheckResult>();
-  EXPECT_TRUE(std::isinf(back.max_abs_error));
-  EXPECT_TRUE(std::isnan(back.max_rel_error));
+  EXPECT_EQ(result_back.output_bytes, 148);
+  EXPECT_EQ(result_back.input_modified, "'x' at [3]");
+  ASSERT_EQ(result_back.call_ms.size(), 2u);
+  EXPECT_TRUE(std::isinf(result_back.call_ms[1]));  // non-finite values travel as strings
+  EXPECT_EQ(json(result).at("call_ms")[1], "inf");
 }
 
 TEST(Protocol, TimeMessagesRoundTripAndDefault) {
@@ -116,37 +112,67 @@ TEST(Protocol, TimeMessagesRoundTripAndDefault) {
   request.workload.dims = {{"rows", 8192}};
   request.workload.timed = true;
   request.seed = 42;
-  request.warmup = 1;
-  request.repetitions = 9;
+  request.policy = MeasurementPolicy{1, 9, 50, 0.002, 2.5};
   request.flush_l2 = false;
-  request.max_seconds = 2.5;
+  request.recheck_call = 3;
+  request.recheck_seed = 77;
+  request.recheck_path = "/dev/shm/r.bin";
   const TimeRequest back = round_trip(request);
   EXPECT_EQ(back.handle, 4);
   EXPECT_TRUE(back.workload.timed);
   EXPECT_EQ(back.seed, 42u);
-  EXPECT_EQ(back.warmup, 1);
-  EXPECT_EQ(back.repetitions, 9);
+  EXPECT_EQ(back.policy.warmup, 1);
+  EXPECT_EQ(back.policy.min_repetitions, 9);
+  EXPECT_EQ(back.policy.max_repetitions, 50);
+  EXPECT_EQ(back.policy.target_relative_noise, 0.002);
+  EXPECT_EQ(back.policy.max_seconds, 2.5);
   EXPECT_FALSE(back.flush_l2);
-  EXPECT_EQ(back.max_seconds, 2.5);
+  EXPECT_EQ(back.recheck_call, 3);
+  EXPECT_EQ(back.recheck_seed, 77u);
+  EXPECT_EQ(back.recheck_path, "/dev/shm/r.bin");
 
   json minimal = json(request);
-  for (const char* key : {"seed", "warmup", "repetitions", "flush_l2", "max_seconds"}) {
+  for (const char* key : {"seed", "policy", "flush_l2", "recheck_call", "input_sets"}) {
     minimal.erase(key);
   }
   const TimeRequest defaults = minimal.get<TimeRequest>();
-  EXPECT_EQ(defaults.warmup, TimeRequest{}.warmup);
-  EXPECT_EQ(defaults.repetitions, TimeRequest{}.repetitions);
+  EXPECT_EQ(defaults.policy.warmup, MeasurementPolicy{}.warmup);
+  EXPECT_EQ(defaults.input_sets, TimeRequest{}.input_sets);
+  EXPECT_EQ(defaults.recheck_call, -1);
   EXPECT_TRUE(defaults.flush_l2);
 
-  TimeResult result{Verdict::ok, "", {0.5, 0.25, 0.125}, 1.5};
+  TimeResult result;
+  result.samples_ms = {0.5, 0.25, 0.125};
+  result.host_ms = {0.6, 0.3, 0.2};
+  result.throttled = {false, true, false};
+  result.sm_clock_mhz = {1980, 1500, 1980};
+  result.stop_reason = "noise";
+  result.host_wall_ms = 1.5;
   const TimeResult result_back = round_trip(result);
   EXPECT_EQ(result_back.samples_ms, result.samples_ms);
+  EXPECT_EQ(result_back.host_ms, result.host_ms);
+  EXPECT_EQ(result_back.throttled, result.throttled);
+  EXPECT_EQ(result_back.sm_clock_mhz, result.sm_clock_mhz);
+  EXPECT_EQ(result_back.stop_reason, "noise");
   EXPECT_EQ(result_back.host_wall_ms, 1.5);
+}
+
+TEST(Protocol, HelloCarriesTheTokenAndTheMeasuredDevice) {
+  EXPECT_EQ(round_trip(HelloRequest{"abc123"}).token, "abc123");
+  DeviceInfo info;
+  info.backend = "cuda";
+  info.copy_bytes_per_s = 4.25e12;
+  info.peak_flops_per_s = {{"bf16", 1e15}};
+  info.sm_clock_mhz = 1980;
+  const DeviceInfo back = round_trip(info);
+  EXPECT_EQ(back.copy_bytes_per_s, 4.25e12);
+  EXPECT_EQ(back.peak_flops_per_s.at("bf16"), 1e15);
+  EXPECT_EQ(back.sm_clock_mhz, 1980);
 }
 
 TEST(Protocol, MissingRequiredFieldsThrow) {
   EXPECT_ANY_THROW(json::object().get<LoadRequest>());
-  EXPECT_ANY_THROW((json{{"candidate_handle", 1}}).get<CheckRequest>());
+  EXPECT_ANY_THROW((json{{"handle", 1}}).get<RunRequest>());
   EXPECT_ANY_THROW((json{{"verdict", "great"}}).get<LoadResult>());
 }
 

@@ -92,14 +92,20 @@ KernelEntry Server::kernel(int handle) const {
 
 json Server::dispatch(Command command, const json& request) {
   switch (command) {
-    case Command::hello:
-      return backend_->info();
+    case Command::hello: {
+      const auto hello = request.get<HelloRequest>();
+      token_ = hello.token;
+      if (!info_) info_ = backend_->info();
+      if (hello.measure && info_->copy_bytes_per_s == 0) {
+        info_->copy_bytes_per_s = backend_->measure_copy_bytes_per_s();
+      }
+      return *info_;
+    }
     case Command::load:
       return load(request.get<LoadRequest>());
-    case Command::check: {
-      const auto check = request.get<CheckRequest>();
-      return run_check(*backend_, kernel(check.candidate_handle), kernel(check.reference_handle),
-                       check);
+    case Command::run: {
+      const auto run = request.get<RunRequest>();
+      return run_outputs(*backend_, kernel(run.handle), run);
     }
     case Command::time: {
       const auto time = request.get<TimeRequest>();
@@ -126,6 +132,7 @@ std::string Server::handle_line(const std::string& line) {
     reply = json{{"ok", false}, {"error", e.what()}};
   }
   reply["id"] = id;
+  reply["token"] = token_;
   if (backend_->device_lost()) reply["exiting"] = true;
   // Messages may quote bytes from a candidate (paths, dlerror text): never fail on bad UTF-8.
   return reply.dump(-1, ' ', false, json::error_handler_t::replace);

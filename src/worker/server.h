@@ -4,13 +4,14 @@
 // The result channel is private: take_private_channels() moves the protocol off fds 0 and 1
 // before any candidate is loaded, so whatever a candidate prints goes to stderr and whatever it
 // reads is /dev/null; it cannot corrupt or forge a reply by accident or by a plain printf.
-// (A hostile candidate runs in this process and could still find the descriptors; isolating it
-// further is the sandbox's job, not the protocol's.)
+// A candidate that finds the descriptors anyway and writes a fake reply there cannot know the
+// session token that hello set, so the client recognises the line as forged.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "worker/device_backend.h"
@@ -58,6 +59,8 @@ class Server {
 
   std::unique_ptr<DeviceBackend> backend_;
   std::map<int, KernelEntry> kernels_;
+  std::optional<DeviceInfo> info_;  // from the first hello; bandwidth measured once, on demand
+  std::string token_;               // from hello; echoed in every reply
   int next_handle_ = 1;
   bool shutdown_ = false;
 };

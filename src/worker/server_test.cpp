@@ -20,10 +20,13 @@ class ServerTest : public ::testing::Test {
   Server server_{make_cpu_backend(0)};
 };
 
-TEST_F(ServerTest, HelloDescribesTheDevice) {
-  const json reply = ask({{"cmd", "hello"}, {"id", 1}});
+TEST_F(ServerTest, HelloDescribesTheDeviceAndEveryReplyCarriesTheToken) {
+  const json reply = ask({{"cmd", "hello"}, {"id", 1}, {"token", "0123abcd"}, {"measure", true}});
   EXPECT_EQ(reply.at("ok"), true);
   EXPECT_EQ(reply.at("id"), 1);
+  EXPECT_EQ(reply.at("token"), "0123abcd");
+  EXPECT_GT(reply.at("copy_bytes_per_s").get<double>(), 1e8);  // measured: > 100 MB/s anywhere
+  EXPECT_EQ(ask({{"cmd", "explode"}, {"id", 2}}).at("token"), "0123abcd");
   EXPECT_EQ(reply.at("protocol_version"), kProtocolVersion);
   EXPECT_EQ(reply.at("backend"), "cpu");
   EXPECT_GT(reply.at("multiprocessor_count").get<int>(), 0);
@@ -37,7 +40,7 @@ TEST_F(ServerTest, MalformedRequestsAreErrorsNotCrashes) {
   reply = ask({{"cmd", "explode"}, {"id", 2}});
   EXPECT_EQ(reply.at("ok"), false);
   EXPECT_NE(reply.at("error").get<std::string>().find("explode"), std::string::npos);
-  reply = ask({{"cmd", "check"}, {"id", 3}});  // fields missing
+  reply = ask({{"cmd", "run"}, {"id", 3}});  // fields missing
   EXPECT_EQ(reply.at("ok"), false);
   EXPECT_EQ(reply.at("id"), 3);
   reply = json::parse(server_.handle_line("[1, 2]"));
@@ -45,11 +48,11 @@ TEST_F(ServerTest, MalformedRequestsAreErrorsNotCrashes) {
 }
 
 TEST_F(ServerTest, UnknownHandleIsAnError) {
-  CheckRequest request;
-  request.candidate_handle = 41;
-  request.reference_handle = 42;
+  RunRequest request;
+  request.handle = 41;
+  request.output_path = "/dev/null";
   json body = request;
-  body["cmd"] = "check";
+  body["cmd"] = "run";
   body["id"] = 9;
   const json reply = ask(body);
   EXPECT_EQ(reply.at("ok"), false);
@@ -124,6 +127,8 @@ class StickyFailureBackend final : public DeviceBackend {
     }
   }
   void flush_l2() override {}
+  double measure_copy_bytes_per_s() override { return 1e9; }
+  int64_t free_memory_bytes() const override { return cpu_->free_memory_bytes(); }
   void start_timer() override {}
   double stop_timer_ms() override { return 1.0; }
   bool device_lost() const override { return lost_; }
@@ -137,20 +142,22 @@ class StickyFailureBackend final : public DeviceBackend {
 };
 
 TEST(ServerDeviceLoss, StickyErrorAfterTheCandidateIsARuntimeErrorThenExit) {
-  // Syncs of one check case: after the uploads (1), the reference (2), the candidate (3).
+  // Syncs of one run: after the uploads (1), after poisoning (2), after the call (3).
   auto backend = std::make_unique<StickyFailureBackend>(3);
   DeviceBackend* device = backend.get();
   Server server(std::move(backend));
   const std::string path = build_cpu_kernel("server_good", cpu_unary_kernel(""));
   const json loaded =
       json::parse(server.handle_line(json{{"cmd", "load"}, {"id", 1}, {"path", path}}.dump()));
-  CheckRequest request;
-  request.candidate_handle = request.reference_handle = loaded.at("handle").get<int>();
+  RunRequest request;
+  request.handle = loaded.at("handle").get<int>();
   request.signature = testing::unary_signature();
-  request.workloads = {testing::workload_n("small", 8)};
-  request.seeds = {1};
+  request.workload = testing::workload_n("small", 8);
+  request.seed = 1;
+  request.output_path = testing::scratch_dir() + "/sticky.bin";
+  std::ofstream(request.output_path).flush();
   json body = request;
-  body["cmd"] = "check";
+  body["cmd"] = "run";
   body["id"] = 2;
   const json reply = json::parse(server.handle_line(body.dump()));
   EXPECT_EQ(reply.at("ok"), true);

@@ -18,7 +18,8 @@ class Worker {
   /// Throws Error if the worker cannot be started at all (missing binary, no device).
   virtual DeviceInfo device_info() = 0;
   virtual LoadResult load(const LoadRequest& request, double timeout_s) = 0;
-  virtual CheckResult check(const CheckRequest& request, double timeout_s) = 0;
+  /// Runs a kernel and leaves its outputs in request.output_path (protocol.h, RunRequest).
+  virtual RunResult run(const RunRequest& request, double timeout_s) = 0;
   virtual TimeResult time(const TimeRequest& request, double timeout_s) = 0;
   /// Asks the worker to exit and reaps it; idempotent.
   virtual void shutdown() = 0;

@@ -1,7 +1,12 @@
 #include "worker/worker_client.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <random>
 #include <utility>
 
 #include "common/error.h"
@@ -24,6 +29,32 @@ std::string tail_for_message(const std::string& tail) {
   return "; stderr: " + cut;
 }
 
+/// 32 random hex digits from the system's entropy source.
+std::string random_token() {
+  std::random_device device;
+  std::string token;
+  for (int i = 0; i < 4; ++i) {
+    char chunk[9];
+    std::snprintf(chunk, sizeof chunk, "%08x", static_cast<unsigned>(device()));
+    token += chunk;
+  }
+  return token;
+}
+
+/// Resident set size of process `pid` in bytes (from /proc/PID/statm), 0 if unreadable.
+int64_t resident_bytes(int pid) {
+  std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
+  int64_t size_pages = 0, resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return 0;
+  return resident_pages * sysconf(_SC_PAGESIZE);
+}
+
+std::string format_gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
 std::string format_seconds(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", seconds);
@@ -31,6 +62,24 @@ std::string format_seconds(double seconds) {
 }
 
 }  // namespace
+
+std::vector<std::string> scrubbed_environment() {
+  static const char* const kExact[] = {"PATH", "HOME", "LANG", "TMPDIR", "LD_LIBRARY_PATH",
+                                       "OMP_NUM_THREADS", "TZ"};
+  static const char* const kPrefixes[] = {"LC_", "CUDA_", "NVIDIA_"};
+  std::vector<std::string> kept;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    const std::string text = *entry;
+    const std::string name = text.substr(0, text.find('='));
+    bool keep = std::any_of(std::begin(kExact), std::end(kExact),
+                            [&](const char* exact) { return name == exact; });
+    keep = keep || std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](const char* p) {
+             return name.rfind(p, 0) == 0;
+           });
+    if (keep) kept.push_back(text);
+  }
+  return kept;
+}
 
 ProcessWorker::ProcessWorker(std::string worker_path, std::string backend, int device_index) {
   config_.worker_path = std::move(worker_path);
@@ -69,14 +118,21 @@ void ProcessWorker::ensure_started() {
 
 void ProcessWorker::start() {
   process::SpawnOptions options;
-  options.argv = {config_.worker_path, "--backend", config_.backend, "--device",
-                  std::to_string(config_.device_index)};
-  options.environment = config_.environment;
+  options.argv = config_.sandbox.available ? config_.sandbox.argv_prefix
+                                            : std::vector<std::string>{};
+  for (const std::string& arg : {config_.worker_path, std::string("--backend"), config_.backend,
+                                 std::string("--device"), std::to_string(config_.device_index)}) {
+    options.argv.push_back(arg);
+  }
+  options.environment = config_.environment ? config_.environment : scrubbed_environment();
   options.stderr_tail_bytes = config_.stderr_tail_bytes;
   const std::string context = "cannot start " + describe() + " (" + config_.worker_path + ")";
   process_ = with_context(context, [&] { return std::make_unique<process::Subprocess>(options); });
   ++spawn_count_;
-  const Outcome hello = exchange(Command::hello, json::object(), config_.startup_timeout_s);
+  token_ = random_token();
+  const Outcome hello =
+      exchange(Command::hello, HelloRequest{token_, config_.measure_device},
+               config_.startup_timeout_s);
   if (!hello.reply) throw Error(context + ": " + hello.message);
   DeviceInfo info = with_context(context, [&] { return hello.reply->get<DeviceInfo>(); });
   if (info.protocol_version != kProtocolVersion) {
@@ -112,29 +168,63 @@ ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, doubl
   if (!process_->write_line(body.dump(-1, ' ', false, json::error_handler_t::replace), timeout_s)) {
     return fail(Verdict::worker_crashed, describe() + " did not take the " + name + " request");
   }
-  // One budget for the whole exchange: what the write took is not given again to the read.
-  const double left_s =
-      timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string line;
-  switch (process_->read_line(&line, left_s)) {
-    case process::ReadStatus::line:
-      break;
-    case process::ReadStatus::timeout:
+  int64_t limit = config_.memory_limit_bytes;
+  if (limit <= 0) limit = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / 5 * 4;
+  int forged_lines = 0;
+  std::string forged_example;
+  json reply;
+  while (true) {
+    // One budget for the whole exchange: what the write took is not given again to the read.
+    // It is read in slices so that the worker's memory can be watched meanwhile.
+    const double left_s =
+        timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string line;
+    const process::ReadStatus status = process_->read_line(&line, std::min(left_s, 0.1));
+    if (status == process::ReadStatus::timeout) {
+      if (const int64_t resident = resident_bytes(process_->pid()); resident > limit) {
+        discard_process(true);
+        Outcome outcome;
+        outcome.verdict = Verdict::worker_crashed;
+        outcome.message = describe() + " used " + format_gib(resident) + " of memory during " +
+                          name + ", over its limit of " + format_gib(limit) +
+                          "; its process group was killed" + tail_for_message(last_stderr_tail_);
+        return outcome;
+      }
+      if (left_s > 0.1) continue;
       return fail(Verdict::timeout, describe() + " gave no answer to " + name + " within " +
                                         format_seconds(timeout_s) + " s");
-    case process::ReadStatus::eof:
+    }
+    if (status == process::ReadStatus::eof) {
       return fail(Verdict::worker_crashed, describe() + " died during " + name);
-    case process::ReadStatus::overflow:
+    }
+    if (status == process::ReadStatus::overflow) {
       return fail(Verdict::worker_crashed, describe() + " sent an overlong line during " + name);
+    }
+    reply = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool genuine = reply.is_object() && reply.value("token", json()) == json(token_) &&
+                         !token_.empty();
+    if (genuine || command == Command::hello) {
+      if (!reply.is_object() || reply.value("id", json()) != json(id) || !reply.contains("ok") ||
+          !reply.at("ok").is_boolean()) {
+        discard_process(true);
+        Outcome outcome;
+        outcome.verdict = Verdict::worker_crashed;
+        outcome.message = describe() + " answered " + name + " with garbage: " +
+                          line.substr(0, 200) + tail_for_message(last_stderr_tail_);
+        return outcome;
+      }
+      break;
+    }
+    // Not signed with this session's token: something in the worker (the candidate) wrote it.
+    if (forged_lines++ == 0) forged_example = line.substr(0, 120);
   }
-  json reply = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!reply.is_object() || reply.value("id", json()) != json(id) || !reply.contains("ok") ||
-      !reply.at("ok").is_boolean()) {
+  if (forged_lines > 0) {
     discard_process(true);
     Outcome outcome;
-    outcome.verdict = Verdict::worker_crashed;
-    outcome.message = describe() + " answered " + name + " with garbage: " + line.substr(0, 200) +
-                      tail_for_message(last_stderr_tail_);
+    outcome.verdict = Verdict::rejected_by_policy;
+    outcome.message = "the candidate wrote " + std::to_string(forged_lines) +
+                      " forged line(s) to kforge's private result channel during " + name +
+                      " (first: " + forged_example + "); the worker was killed";
     return outcome;
   }
   if (reply.value("exiting", false)) {
@@ -211,24 +301,12 @@ std::optional<ProcessWorker::Outcome> ProcessWorker::resolve(int client_handle, 
   return std::nullopt;
 }
 
-CheckResult ProcessWorker::check(const CheckRequest& request, double timeout_s) {
-  CheckRequest sent = request;
-  const auto all_resolved = [&] {
-    return worker_handles_.contains(request.candidate_handle) &&
-           worker_handles_.contains(request.reference_handle);
-  };
-  // Resolving the second handle may find the worker gone and respawn it, losing the first
-  // mapping: a second pass reloads it.
-  for (int pass = 0; pass < 2 && (pass == 0 || !all_resolved()); ++pass) {
-    for (const auto& [client, mapped] :
-         {std::pair{request.candidate_handle, &sent.candidate_handle},
-          std::pair{request.reference_handle, &sent.reference_handle}}) {
-      if (auto failure = resolve(client, timeout_s, mapped)) {
-        return decode<CheckResult>(std::move(*failure), Command::load);
-      }
-    }
+RunResult ProcessWorker::run(const RunRequest& request, double timeout_s) {
+  RunRequest sent = request;
+  if (auto failure = resolve(request.handle, timeout_s, &sent.handle)) {
+    return decode<RunResult>(std::move(*failure), Command::load);
   }
-  return decode<CheckResult>(exchange(Command::check, sent, timeout_s), Command::check);
+  return decode<RunResult>(exchange(Command::run, sent, timeout_s), Command::run);
 }
 
 TimeResult ProcessWorker::time(const TimeRequest& request, double timeout_s) {

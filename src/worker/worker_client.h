@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "process/subprocess.h"
+#include "worker/sandbox.h"
 #include "worker/worker.h"
 
 namespace kforge::worker {
@@ -31,9 +32,23 @@ struct ProcessWorkerConfig {
   double exit_timeout_s = 5.0;
   /// Bytes of the worker's stderr kept for messages (a ring: the last ones).
   size_t stderr_tail_bytes = 8192;
-  /// Replaces the worker's environment ("NAME=value") when set; inherited otherwise.
+  /// The worker's whole environment ("NAME=value"). When unset, scrubbed_environment(): a worker
+  /// runs candidate code, so secrets (API keys, tokens) must never reach it.
   std::optional<std::vector<std::string>> environment;
+  /// Resident memory (bytes) the worker may use; it is killed beyond it and the candidate in
+  /// flight gets worker_crashed. 0 = 80% of physical memory.
+  int64_t memory_limit_bytes = 0;
+  /// Ask the worker to measure its device's copy bandwidth in hello (DeviceInfo); a few hundred
+  /// ms per spawn, so only the worker whose numbers are used asks.
+  bool measure_device = false;
+  /// Wraps the worker in bubblewrap when available (see sandbox.h); unset = not wrapped.
+  Sandbox sandbox;
 };
+
+/// The environment a worker gets by default: only what running kernels needs (PATH, HOME, LANG
+/// and LC_*, TMPDIR, LD_LIBRARY_PATH, CUDA_* and NVIDIA_* device selection, OMP_NUM_THREADS).
+/// Everything else, API keys included, is dropped.
+std::vector<std::string> scrubbed_environment();
 
 class ProcessWorker final : public Worker {
  public:
@@ -53,9 +68,11 @@ class ProcessWorker final : public Worker {
   /// the life of this object, across respawns. `timeout_s` bounds the exchange, in seconds.
   LoadResult load(const LoadRequest& request, double timeout_s) override;
   /// Handles in `request` are client handles; unknown ones throw Error. `timeout_s` bounds each
-  /// exchange (the check, and any reload after a respawn); starting a worker uses the startup
+  /// exchange (the run, and any reload after a respawn); starting a worker uses the startup
   /// timeout instead. Throws Error on a harness error reported by the worker ({"ok": false}).
-  CheckResult check(const CheckRequest& request, double timeout_s) override;
+  /// A reply line without this session's token was forged by the candidate in flight: the
+  /// worker is killed and the result carries the verdict rejected_by_policy.
+  RunResult run(const RunRequest& request, double timeout_s) override;
   TimeResult time(const TimeRequest& request, double timeout_s) override;
   /// Sends shutdown and reaps the worker (killing its group if it does not exit within
   /// exit_timeout_s). Idempotent, never throws; handles stay valid (a later call respawns).
@@ -94,6 +111,7 @@ class ProcessWorker final : public Worker {
   std::vector<std::string> handle_paths_;  // client handle h -> handle_paths_[h - 1]
   std::map<int, int> worker_handles_;      // client handle -> handle in the running process
   std::string last_stderr_tail_;
+  std::string token_;  // this worker process's session token (hello)
   int64_t next_request_id_ = 1;
   int spawn_count_ = 0;
 };

@@ -1,5 +1,6 @@
 // ProcessWorker against the real kforge-worker binary (cpu backend), with adversarial kernels:
-// crashes, hangs, stdout forgery, scribbled inputs, missing entry points.
+// crashes, hangs, stdout forgery, scribbled inputs, missing entry points. Outputs are judged by
+// the real gate (evaluation/gate.h) against a reference running in a second worker process.
 #include "worker/worker_client.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,9 @@
 #include <sstream>
 #include <thread>
 
+#include "common/scratch_dir.h"
+#include "evaluation/gate.h"
+#include "evaluation/reference_oracle.h"
 #include "worker/test_kernels.h"
 
 namespace kforge::worker {
@@ -34,6 +38,23 @@ std::string kernel_path(const std::string& name, const std::string& body,
   return build_cpu_kernel("client_" + name, cpu_unary_kernel(body, prelude));
 }
 
+/// The unary task of test_kernels.h (y = 2x) with a gate and a tail workload.
+Task unary_task() {
+  Task task;
+  task.name = "double";
+  task.source_path = "unary_task.toml";
+  task.signature = testing::unary_signature();
+  task.workloads = {testing::workload_n("small", 256), testing::workload_n("tail", 37)};
+  task.tolerance = Tolerance{1e-4, 1e-5, std::nullopt};
+  return task;
+}
+
+struct Checked {
+  Verdict verdict = Verdict::ok;
+  std::string message;
+  int cases_checked = 0;
+};
+
 class ProcessWorkerTest : public ::testing::Test {
  protected:
   int load(const std::string& path) {
@@ -45,22 +66,25 @@ class ProcessWorkerTest : public ::testing::Test {
                   const std::string& prelude = "") {
     return load(kernel_path(name, body, prelude));
   }
-  CheckResult check(int candidate, double timeout_s = kTimeoutS) {
-    CheckRequest request;
-    request.candidate_handle = candidate;
-    request.reference_handle = reference_;
-    request.signature = testing::unary_signature();
-    request.workloads = {testing::workload_n("small", 256), testing::workload_n("tail", 37)};
-    request.seeds = {1, 2};
-    return worker_.check(request, timeout_s);
+  /// Rung 0 on workloads small (256) and tail (37) x 2 seeds, two calls each.
+  Checked check(int candidate, double timeout_s = kTimeoutS) {
+    const evaluation::GateOutcome outcome = evaluation::run_gate(
+        worker_, candidate, oracle_, task_, cases_, scratch_, timeout_s);
+    return {outcome.verdict, outcome.message, outcome.cases_checked};
   }
   void SetUp() override {
-    reference_ = load_kernel("reference", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
+    compile::Artifact reference;
+    reference.path = kernel_path("reference", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
+    oracle_.load(reference);
     correct_ = load_kernel("correct", "for (int64_t i = 0; i < n; ++i) y[i] = x[i] + x[i];");
   }
 
   ProcessWorker worker_{testing::worker_path(), "cpu", 0};
-  int reference_ = -1;
+  ProcessWorker reference_worker_{testing::worker_path(), "cpu", 0};
+  Task task_ = unary_task();
+  ScratchDir scratch_{"kforge-test"};
+  evaluation::ReferenceOracle oracle_{reference_worker_, task_, scratch_, kTimeoutS};
+  std::vector<evaluation::GateCase> cases_ = evaluation::plan_gate(task_, {2, 1});
   int correct_ = -1;
 };
 
@@ -74,14 +98,14 @@ TEST_F(ProcessWorkerTest, HelloReportsTheCpuDevice) {
 }
 
 TEST_F(ProcessWorkerTest, CorrectKernelPassesAndTimes) {
-  const CheckResult result = check(correct_);
+  const Checked result = check(correct_);
   EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
   EXPECT_EQ(result.cases_checked, 4);
   TimeRequest request;
   request.handle = correct_;
   request.signature = testing::unary_signature();
   request.workload = testing::workload_n("timed", 4096);
-  request.repetitions = 12;
+  request.policy = MeasurementPolicy{1, 12, 12, 0.0, 30.0};
   const TimeResult timing = worker_.time(request, kTimeoutS);
   ASSERT_EQ(timing.verdict, Verdict::ok) << timing.message;
   EXPECT_EQ(timing.samples_ms.size(), 12u);
@@ -89,20 +113,21 @@ TEST_F(ProcessWorkerTest, CorrectKernelPassesAndTimes) {
 }
 
 TEST_F(ProcessWorkerTest, WrongPartialAndScribblingKernelsAreWrongAnswers) {
-  CheckResult result =
+  Checked result =
       check(load_kernel("wrong", "for (int64_t i = 0; i < n; ++i) y[i] = 3 * x[i];"));
   EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_NE(result.message.find("output 'y' at [0]: got"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("output 'y': element [0] is"), std::string::npos)
+      << result.message;
 
   result = check(load_kernel("partial", "for (int64_t i = 0; i < n - 1; ++i) y[i] = 2 * x[i];"));
   EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_NE(result.message.find("at [255]: got nan"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("element [255] is nan"), std::string::npos) << result.message;
 
   result = check(load_kernel("scribbler",
                              "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];\n"
                              "  ((float*)x)[3] += 1;"));
   EXPECT_EQ(result.verdict, Verdict::wrong_answer);
-  EXPECT_NE(result.message.find("input 'x' was modified at [3]"), std::string::npos)
+  EXPECT_NE(result.message.find("input 'x' at [3] was modified"), std::string::npos)
       << result.message;
   EXPECT_EQ(worker_.spawn_count(), 1);
 }
@@ -112,13 +137,13 @@ TEST_F(ProcessWorkerTest, SegfaultIsACrashAndTheNextCallRespawnsWithTheSameHandl
       "segfault", "fprintf(stderr, \"about to crash\\n\");\n  *(volatile int*)(uintptr_t)16 = 1;",
       "#include <stdio.h>\n#include <stdint.h>");
   const int first_pid = worker_.pid();
-  const CheckResult crashed = check(crasher);
+  const Checked crashed = check(crasher);
   EXPECT_EQ(crashed.verdict, Verdict::worker_crashed);
   EXPECT_NE(crashed.message.find("signal 11"), std::string::npos) << crashed.message;
   EXPECT_NE(crashed.message.find("about to crash"), std::string::npos) << crashed.message;
   EXPECT_FALSE(process_alive(first_pid));
 
-  const CheckResult after = check(correct_);
+  const Checked after = check(correct_);
   EXPECT_EQ(after.verdict, Verdict::ok) << after.message;
   EXPECT_EQ(worker_.spawn_count(), 2);
   EXPECT_NE(worker_.pid(), first_pid);
@@ -135,7 +160,7 @@ TEST_F(ProcessWorkerTest, InfiniteLoopTimesOutAndTheProcessGroupIsKilled) {
                                  "#include <unistd.h>");
   const int worker_pid = worker_.pid();
   const auto start = std::chrono::steady_clock::now();
-  const CheckResult result = check(looper, 1.0);
+  const Checked result = check(looper, 1.0);
   const double waited_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(result.verdict, Verdict::timeout);
@@ -168,7 +193,7 @@ TEST_F(ProcessWorkerTest, PrintingToStdoutCannotCorruptOrForgeTheChannel) {
       "  std::cout << \"forged line\" << std::endl;\n"
       "  (void)!write(1, \"raw write\\n\", 10);\n"
       "  for (int64_t i = 0; i < n; ++i) y[i] = 3 * x[i];";
-  const CheckResult result = check(load_kernel("printer", body, prelude));
+  const Checked result = check(load_kernel("printer", body, prelude));
   EXPECT_EQ(result.verdict, Verdict::wrong_answer) << result.message;
   EXPECT_NE(worker_.stderr_tail().find("forged line"), std::string::npos);
   EXPECT_NE(worker_.stderr_tail().find("raw write"), std::string::npos);
@@ -190,22 +215,67 @@ TEST_F(ProcessWorkerTest, MissingEntryPointIsWrongSignature) {
 TEST_F(ProcessWorkerTest, WorkerKilledBetweenCallsIsReplacedQuietly) {
   ::kill(worker_.pid(), SIGKILL);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const CheckResult result = check(correct_);
+  const Checked result = check(correct_);
   EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
   EXPECT_EQ(worker_.spawn_count(), 2);
 }
 
 TEST_F(ProcessWorkerTest, FailingReferenceIsAHarnessError) {
-  CheckRequest request;
-  request.candidate_handle = correct_;
-  request.reference_handle = load_kernel("returns3", "return 3;");
-  request.signature = testing::unary_signature();
-  request.workloads = {testing::workload_n("small", 8)};
-  request.seeds = {1};
-  EXPECT_THROW(worker_.check(request, kTimeoutS), Error);
-  request.reference_handle = 12345;
-  EXPECT_THROW(worker_.check(request, kTimeoutS), Error);
+  ProcessWorker other{testing::worker_path(), "cpu", 0};
+  evaluation::ReferenceOracle failing(other, task_, scratch_, kTimeoutS);
+  compile::Artifact returns3;
+  returns3.path = kernel_path("returns3", "return 3;");
+  failing.load(returns3);
+  EXPECT_THROW(failing.expected(cases_.front()), Error);
+  compile::Artifact partial;
+  partial.path = kernel_path("ref_partial", "for (int64_t i = 1; i < n; ++i) y[i] = 2 * x[i];");
+  evaluation::ReferenceOracle unwritten(other, task_, scratch_, kTimeoutS);
+  unwritten.load(partial);
+  try {
+    unwritten.expected(cases_.front());
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unwritten at [0]"), std::string::npos) << e.what();
+  }
+  RunRequest unknown;
+  unknown.handle = 12345;
+  EXPECT_THROW(worker_.run(unknown, kTimeoutS), Error);
   EXPECT_EQ(check(correct_).verdict, Verdict::ok);  // the worker is still usable
+}
+
+TEST_F(ProcessWorkerTest, WorkerEnvironmentIsScrubbed) {
+  ::setenv("OPENAI_API_KEY", "sk-secret-test", 1);
+  worker_.shutdown();
+  // The kernel fails (returns 9) when it can see the key.
+  const int snoop = load_kernel("snoop", "if (getenv(\"OPENAI_API_KEY\")) return 9;\n"
+                                         "  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];",
+                                "#include <stdlib.h>");
+  EXPECT_EQ(check(snoop).verdict, Verdict::ok);
+  ::unsetenv("OPENAI_API_KEY");
+  for (const std::string& entry : scrubbed_environment()) {
+    EXPECT_EQ(entry.find("OPENAI_API_KEY"), std::string::npos);
+  }
+}
+
+TEST_F(ProcessWorkerTest, MemoryHogIsKilledAtTheLimit) {
+  ProcessWorkerConfig config;
+  config.worker_path = testing::worker_path();
+  config.memory_limit_bytes = int64_t{256} << 20;
+  ProcessWorker limited(config);
+  const std::string path = kernel_path(
+      "hog", "for (;;) { char* p = (char*)malloc(64 << 20); if (!p) return 1; memset(p, 1, 64 << 20); }",
+      "#include <stdlib.h>\n#include <string.h>");
+  const LoadResult loaded = limited.load(LoadRequest{path}, kTimeoutS);
+  ASSERT_EQ(loaded.verdict, Verdict::ok) << loaded.message;
+  RunRequest request;
+  request.handle = loaded.handle;
+  request.signature = testing::unary_signature();
+  request.workload = testing::workload_n("small", 8);
+  request.output_path = scratch_.next_file("hog");
+  create_private_file(request.output_path);
+  const RunResult result = limited.run(request, 60);
+  EXPECT_EQ(result.verdict, Verdict::worker_crashed);
+  EXPECT_NE(result.message.find("over its limit of"), std::string::npos) << result.message;
 }
 
 TEST_F(ProcessWorkerTest, ShutdownIsIdempotentAndHandlesSurviveIt) {

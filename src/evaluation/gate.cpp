@@ -1,0 +1,152 @@
+#include "evaluation/gate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+#include "common/mapped_file.h"
+#include "evaluation/comparison.h"
+#include "evaluation/tolerance.h"
+
+namespace kforge::evaluation {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Removes the file when it goes out of scope (the mapping, if any, stays valid).
+struct Unlink {
+  std::string path;
+  ~Unlink() { ::unlink(path.c_str()); }
+};
+
+}  // namespace
+
+std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
+  if (task.distributions.empty()) throw Error(task.source_path + ": no input distributions");
+  std::vector<GateCase> cases;
+  size_t turn = 0;
+  for (const Workload& workload : task.workloads) {
+    if (workload.timed) continue;
+    for (int k = 0; k < plan.seeds; ++k) {
+      GateCase gate_case;
+      gate_case.workload = workload;
+      gate_case.seed = plan.base_seed + static_cast<uint64_t>(k);
+      gate_case.distribution = task.distributions[static_cast<size_t>(k) % task.distributions.size()];
+      gate_case.calls = 2;
+      gate_case.late_write_check = true;
+      cases.push_back(std::move(gate_case));
+    }
+  }
+  for (const Workload& workload : task.workloads) {
+    if (!workload.timed) continue;
+    GateCase gate_case;
+    gate_case.workload = workload;
+    gate_case.seed = plan.base_seed + 1000 + turn;
+    gate_case.distribution = task.distributions[turn++ % task.distributions.size()];
+    // Two calls where the outputs are small enough to read back twice cheaply: races often
+    // show only at full size, where many threads contend.
+    int64_t output_bytes = 0;
+    for (const OutputLayout& output : output_layout(task.signature, workload)) {
+      output_bytes += output.bytes;
+    }
+    gate_case.calls = output_bytes <= plan.two_call_limit_bytes ? 2 : 1;
+    cases.push_back(std::move(gate_case));
+  }
+  return cases;
+}
+
+GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle,
+                     const Task& task, const std::vector<GateCase>& cases, ScratchDir& scratch,
+                     double timeout_s) {
+  GateOutcome outcome;
+  const auto fail = [&outcome](Verdict verdict, const std::string& message) {
+    outcome.verdict = verdict;
+    outcome.message = message;
+    return outcome;
+  };
+  for (const GateCase& gate_case : cases) {
+    auto start = Clock::now();
+    const ExpectedOutputs& expected = oracle.expected(gate_case);
+    outcome.reference_seconds += seconds_since(start);
+
+    start = Clock::now();
+    worker::RunRequest request;
+    request.handle = handle;
+    request.signature = task.signature;
+    request.workload = gate_case.workload;
+    request.seed = gate_case.seed;
+    request.distribution = gate_case.distribution;
+    request.calls = gate_case.calls;
+    request.late_write_wait_ms = gate_case.late_write_check ? 2.0 : 0.0;
+    request.output_path = scratch.next_file("candidate");
+    create_private_file(request.output_path);
+    Unlink remove_later{request.output_path};
+    worker::RunResult run = worker.run(request, timeout_s);
+    outcome.worker_seconds += seconds_since(start);
+    const std::string where = gate_case.label();
+    if (run.verdict != Verdict::ok) return fail(run.verdict, where + ": " + run.message);
+    if (!run.input_modified.empty()) {
+      return fail(Verdict::wrong_answer, where + ": input " + run.input_modified +
+                                             " was modified (kernels must not write their inputs)");
+    }
+    if (!run.late_write.empty()) {
+      return fail(Verdict::wrong_answer,
+                  where + ": output " + run.late_write +
+                      " changed after kforge_run returned and the device was idle: work must be "
+                      "finished (or queued on args->stream) when kforge_run returns");
+    }
+    if (run.output_bytes != expected.output_bytes || run.calls_completed != gate_case.calls) {
+      throw Error("gate: the candidate worker returned " + std::to_string(run.output_bytes) +
+                  " output bytes x " + std::to_string(run.calls_completed) + " calls, expected " +
+                  std::to_string(expected.output_bytes) + " x " + std::to_string(gate_case.calls));
+    }
+
+    start = Clock::now();
+    const MappedFile got(request.output_path, MappedFile::Mode::read);
+    GateOutcome case_errors;
+    for (int call = 0; call < run.calls_completed; ++call) {
+      for (const OutputLayout& output : output_layout(task.signature, gate_case.workload)) {
+        const TensorSpec& spec = task.signature.tensors[output.tensor];
+        const OutputComparison comparison = compare_output(
+            spec.dtype, got.bytes(call * run.output_bytes + output.offset, output.bytes),
+            expected.file.bytes(output.offset, output.bytes), output.shape,
+            tolerance_for(task.tolerance, spec.dtype));
+        case_errors.max_abs_error = std::max(case_errors.max_abs_error, comparison.max_abs_error);
+        case_errors.max_rel_error = std::max(case_errors.max_rel_error, comparison.max_rel_error);
+        case_errors.max_normalized_error =
+            std::max(case_errors.max_normalized_error, comparison.normalized_error);
+        if (comparison.passed) continue;
+        outcome.compare_seconds += seconds_since(start);
+        std::string message = where + (run.calls_completed > 1 ? ", call " +
+                                                                     std::to_string(call + 1)
+                                                               : "") +
+                              ": output '" + spec.name + "': " + comparison.failure;
+        if (call > 0) {
+          message += " (the first call on the same inputs passed: a race, or state kept "
+                     "between calls)";
+        }
+        return fail(Verdict::wrong_answer, message);
+      }
+    }
+    if (run.calls_completed == 2) {
+      outcome.calls_bitwise_equal =
+          outcome.calls_bitwise_equal &&
+          bitwise_equal(got.bytes(0, run.output_bytes), got.bytes(run.output_bytes, run.output_bytes));
+    }
+    outcome.compare_seconds += seconds_since(start);
+    outcome.max_abs_error = std::max(outcome.max_abs_error, case_errors.max_abs_error);
+    outcome.max_rel_error = std::max(outcome.max_rel_error, case_errors.max_rel_error);
+    outcome.max_normalized_error =
+        std::max(outcome.max_normalized_error, case_errors.max_normalized_error);
+    ++outcome.cases_checked;
+  }
+  return outcome;
+}
+
+}  // namespace kforge::evaluation

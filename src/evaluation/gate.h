@@ -1,0 +1,56 @@
+// Rung 0, the correctness gate, judged in the orchestrator (DESIGN.md "Evaluation plane", 4).
+//
+// For each case the candidate worker runs the candidate on inputs made from the case's seed and
+// distribution, with outputs poisoned (NaN) before each call, and leaves the outputs in a file;
+// the orchestrator compares them with the reference oracle's (comparison.h: per-element
+// tolerance, norm-wise bound, NaN/Inf positions). A case fails on the first of: a runtime
+// failure, a modified input, an output that changed after the call returned, a wrong output in
+// either call (two calls on gate workloads: a race that passes once is caught the other time).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/scratch_dir.h"
+#include "evaluation/reference_oracle.h"
+#include "task/task.h"
+#include "worker/worker.h"
+
+namespace kforge::evaluation {
+
+/// How the gate is planned.
+struct GatePlan {
+  int seeds = 3;                 // seeds per gate workload (distributions cycle over them)
+  uint64_t base_seed = 20261129;
+  /// Timed workloads whose outputs are at most this big are called twice in the gate too.
+  int64_t two_call_limit_bytes = int64_t{256} << 20;
+};
+
+/// Rung 0's cases for `task`: every gate (untimed) workload x `plan.seeds` seeds, the k-th seed
+/// drawing from task.distributions[k % size], two calls each and a late-write check; then every
+/// timed workload once (the next distribution in turn; two calls up to two_call_limit_bytes of
+/// outputs), as a kernel wrong only at full size must not pass either.
+std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan);
+
+/// What the gate found.
+struct GateOutcome {
+  Verdict verdict = Verdict::ok;
+  std::string message;         // first failure, naming the case, call, tensor and index
+  int cases_checked = 0;       // cases that passed
+  double max_abs_error = 0.0;  // over every output of every passed case
+  double max_rel_error = 0.0;
+  double max_normalized_error = 0.0;
+  bool calls_bitwise_equal = true;  // every two-call case gave identical bytes twice
+  double worker_seconds = 0.0;      // wall time in the candidate worker (runs, read-backs)
+  double compare_seconds = 0.0;     // wall time comparing in the orchestrator
+  double reference_seconds = 0.0;   // wall time getting expected outputs (first use only)
+};
+
+/// Runs every case of `cases` on candidate `handle` in `worker`, stopping at the first failure.
+/// Throws Error only for harness failures (a broken reference, an unwritable scratch dir).
+GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle,
+                     const Task& task, const std::vector<GateCase>& cases, ScratchDir& scratch,
+                     double timeout_s);
+
+}  // namespace kforge::evaluation

@@ -1,0 +1,169 @@
+#include "evaluation/reference_oracle.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "evaluation/comparison.h"
+#include "evaluation/tolerance.h"
+#include "worker/host_data.h"
+
+namespace kforge::evaluation {
+namespace {
+
+std::string cache_key(const GateCase& gate_case) {
+  return gate_case.workload.name + "/" + std::to_string(gate_case.seed) + "/" +
+         gate_case.distribution;
+}
+
+/// Flat index of the first element whose bytes are all 0xFF (the poison pattern: no computation
+/// produces it, while a computed NaN has another payload), or -1. Scans gigabytes: chunks run on
+/// every hardware thread, each with a branch-free inner loop over whole words.
+template <typename Word>
+int64_t first_poisoned_words(const std::byte* data, int64_t elements) {
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const int64_t chunks = (elements + kChunk - 1) / kChunk;
+  std::vector<int64_t> found(static_cast<size_t>(chunks), -1);
+  std::atomic<int64_t> next{0};
+  const auto scan = [&] {
+    for (int64_t c = next++; c < chunks; c = next++) {
+      const int64_t begin = c * kChunk, end = std::min(elements, begin + kChunk);
+      bool any = false;
+      for (int64_t e = begin; e < end; ++e) {
+        Word word;
+        std::memcpy(&word, data + e * sizeof(Word), sizeof(Word));
+        any |= word == static_cast<Word>(~Word{0});
+      }
+      if (!any) continue;
+      for (int64_t e = begin; e < end; ++e) {
+        Word word;
+        std::memcpy(&word, data + e * sizeof(Word), sizeof(Word));
+        if (word == static_cast<Word>(~Word{0})) {
+          found[static_cast<size_t>(c)] = e;
+          break;
+        }
+      }
+    }
+  };
+  const unsigned threads = elements < kChunk ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(scan);
+  scan();
+  for (std::thread& thread : pool) thread.join();
+  for (int64_t index : found) {
+    if (index >= 0) return index;
+  }
+  return -1;
+}
+
+int64_t first_poisoned(std::span<const std::byte> bytes, int element_bytes) {
+  const auto elements = static_cast<int64_t>(bytes.size()) / element_bytes;
+  switch (element_bytes) {
+    case 1: return first_poisoned_words<uint8_t>(bytes.data(), elements);
+    case 2: return first_poisoned_words<uint16_t>(bytes.data(), elements);
+    case 4: return first_poisoned_words<uint32_t>(bytes.data(), elements);
+    case 8: return first_poisoned_words<uint64_t>(bytes.data(), elements);
+    default: throw Error("unsupported element size " + std::to_string(element_bytes));
+  }
+}
+
+}  // namespace
+
+std::string GateCase::label() const {
+  return "workload '" + workload.name + "', seed " + std::to_string(seed) + " (" + distribution +
+         " inputs)";
+}
+
+std::vector<OutputLayout> output_layout(const Signature& signature, const Workload& workload) {
+  std::vector<OutputLayout> layout;
+  int64_t offset = 0;
+  for (size_t i = 0; i < signature.tensors.size(); ++i) {
+    const TensorSpec& spec = signature.tensors[i];
+    if (spec.role != TensorRole::output) continue;
+    OutputLayout entry;
+    entry.tensor = i;
+    entry.shape = bind_shape(spec, workload);
+    entry.offset = offset;
+    entry.bytes = worker::element_count(entry.shape) * dtype_size(spec.dtype);
+    offset += entry.bytes;
+    layout.push_back(std::move(entry));
+  }
+  return layout;
+}
+
+ReferenceOracle::ReferenceOracle(worker::Worker& worker, const Task& task, ScratchDir& scratch,
+                                 double timeout_s)
+    : worker_(worker), task_(task), scratch_(scratch), timeout_s_(timeout_s) {}
+
+void ReferenceOracle::load(const compile::Artifact& reference) {
+  if (reference.verdict != Verdict::ok) {
+    throw Error("the task's reference does not compile (" + task_.source_path + "):\n" +
+                reference.log);
+  }
+  worker::LoadResult loaded = worker_.load({reference.path}, timeout_s_);
+  if (loaded.verdict != Verdict::ok) {
+    throw Error("the task's reference does not load: " + to_string(loaded.verdict) + ": " +
+                loaded.message);
+  }
+  handle_ = loaded.handle;
+}
+
+const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
+  const std::string key = cache_key(gate_case);
+  if (auto found = cache_.find(key); found != cache_.end()) return *found->second;
+  if (handle_ < 0) throw Error("reference oracle: no reference loaded");
+  const std::string where = "the task's reference (" + gate_case.label() + ")";
+  worker::RunRequest request;
+  request.handle = handle_;
+  request.signature = task_.signature;
+  request.workload = gate_case.workload;
+  request.seed = gate_case.seed;
+  request.distribution = gate_case.distribution;
+  request.calls = gate_case.calls;
+  request.late_write_wait_ms = 0.0;
+  request.output_path = scratch_.next_file("expected");
+  create_private_file(request.output_path);
+  worker::RunResult run = worker_.run(request, timeout_s_);
+  auto outputs = std::make_unique<ExpectedOutputs>(ExpectedOutputs{
+      MappedFile(request.output_path, MappedFile::Mode::read), run.output_bytes,
+      run.call_ms.empty() ? 0.0 : run.call_ms.front(), run.input_ms, run.output_ms});
+  ::unlink(request.output_path.c_str());  // mapped: the pages live until the mapping goes
+  if (run.verdict != Verdict::ok) {
+    throw Error(where + " failed: " + to_string(run.verdict) + ": " + run.message);
+  }
+  if (!run.input_modified.empty()) {
+    throw Error(where + " modified its input " + run.input_modified);
+  }
+  const std::vector<OutputLayout> layout = output_layout(task_.signature, gate_case.workload);
+  for (const OutputLayout& output : layout) {
+    const TensorSpec& spec = task_.signature.tensors[output.tensor];
+    const auto first = outputs->file.bytes(output.offset, output.bytes);
+    if (int64_t e = first_poisoned(first, dtype_size(spec.dtype)); e >= 0) {
+      throw Error(where + " left output '" + spec.name + "' unwritten at " +
+                  format_index(e, output.shape) + ": it must write every output element");
+    }
+    for (int call = 1; call < run.calls_completed; ++call) {
+      const auto again = outputs->file.bytes(output.offset + call * run.output_bytes, output.bytes);
+      OutputComparison agree = compare_output(spec.dtype, again, first, output.shape,
+                                              tolerance_for(task_.tolerance, spec.dtype));
+      if (!agree.passed) {
+        throw Error(where + " disagrees with itself between two calls on output '" + spec.name +
+                    "': " + agree.failure + " - is it deterministic?");
+      }
+    }
+  }
+  return *cache_.emplace(key, std::move(outputs)).first->second;
+}
+
+void ReferenceOracle::forget(const std::string& workload_name) {
+  std::erase_if(cache_, [&](const auto& entry) {
+    return entry.first.rfind(workload_name + "/", 0) == 0;
+  });
+}
+
+}  // namespace kforge::evaluation

@@ -1,0 +1,16 @@
+// The tolerance a task's output is judged with: the task's rtol/atol, and its norm-wise bound,
+// or the dtype's default bound scaled by the task's rtol (comparison.h, tolerance_with).
+#pragma once
+
+#include "evaluation/comparison.h"
+#include "task/task.h"
+
+namespace kforge::evaluation {
+
+inline ToleranceSpec tolerance_for(const Tolerance& task_tolerance, DType output_dtype) {
+  ToleranceSpec spec = tolerance_with(output_dtype, task_tolerance.rtol, task_tolerance.atol);
+  if (task_tolerance.normalized) spec.max_normalized_error = *task_tolerance.normalized;
+  return spec;
+}
+
+}  // namespace kforge::evaluation
