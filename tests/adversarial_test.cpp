@@ -1,0 +1,295 @@
+// The adversarial corpus (tests/adversarial/manifest.toml) through the real evaluation plane:
+// static policy, ToolchainCompiler, and the Evaluator's gate and quick timing with a real
+// kforge-worker for candidates and another for the reference. Each manifest entry must get its
+// labelled verdict. cpu entries run in CI (suite Adversarial/...); cuda entries are labelled gpu
+// (suite Gpu/...) and skip themselves when no CUDA device answers.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "common/error.h"
+#include "common/paths.h"
+#include "compile/toolchain_compiler.h"
+#include "evaluation/evaluator.h"
+#include "task/task_loader.h"
+#include "worker/test_kernels.h"
+#include "worker/worker_client.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+struct Entry {
+  std::string task, backend, file, expect, reason, kind;
+};
+// gtest prints a failing parameter with this instead of its bytes.
+void PrintTo(const Entry& entry, std::ostream* out) { *out << entry.file; }
+
+std::string corpus_dir() { return worker::testing::source_root() + "/tests/adversarial"; }
+
+struct Manifest {
+  std::vector<Entry> entries;
+  std::string error;  // why the manifest could not be read, else empty
+};
+
+// Read at static-init time (the parameter generators need it), so a parse error is kept and
+// reported by a test instead of thrown.
+const Manifest& manifest() {
+  static const Manifest loaded = [] {
+    Manifest result;
+    try {
+      const toml::table root = toml::parse_file(corpus_dir() + "/manifest.toml");
+      const toml::array* candidates = root["candidate"].as_array();
+      if (candidates == nullptr) throw Error("no [[candidate]] entries");
+      for (const toml::node& node : *candidates) {
+        const toml::table& table = *node.as_table();
+        auto text = [&table](const char* key) { return table[key].value_or(std::string()); };
+        result.entries.push_back({text("task"), text("backend"), text("file"), text("expect"),
+                                  text("reason"), text("kind")});
+      }
+    } catch (const std::exception& e) {
+      result.error = std::string("tests/adversarial/manifest.toml: ") + e.what();
+    }
+    return result;
+  }();
+  return loaded;
+}
+
+std::vector<Entry> entries_for(const std::string& backend) {
+  std::vector<Entry> selected;
+  for (const Entry& entry : manifest().entries) {
+    if (entry.backend == backend) selected.push_back(entry);
+  }
+  return selected;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string lowercase(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// Short deadlines: `hangs` must time out in seconds, not the production minutes.
+evaluation::EvaluationPolicy test_policy() {
+  evaluation::EvaluationPolicy policy;
+  policy.load_timeout_s = 30.0;
+  policy.run_timeout_s = 10.0;
+  policy.time_timeout_s = 30.0;
+  policy.quick = {1, 5, 10, 0.05, 2.0};
+  return policy;
+}
+
+compile::ToolchainCompiler& compiler() {
+  static compile::ToolchainCompiler instance([] {
+    compile::ToolchainOptions options;
+    options.cache_dir = worker::testing::scratch_dir() + "/adversarial-cache";
+    options.include_dirs = kernel_include_dirs();
+    options.cuda_arch = "sm_90";
+    return options;
+  }());
+  return instance;
+}
+
+// One Evaluator per (task, backend), prepared once and shared by all that task's candidates.
+struct Harness {
+  Task task;
+  std::unique_ptr<worker::ProcessWorker> candidates;
+  std::unique_ptr<worker::ProcessWorker> reference;
+  std::unique_ptr<evaluation::Evaluator> evaluator;
+  evaluation::TaskReport report;
+  std::string skip;   // no device for this backend: every entry skips with this
+  std::string error;  // preparing failed: every entry fails with this
+};
+
+std::map<std::string, std::unique_ptr<Harness>>& harnesses() {
+  static std::map<std::string, std::unique_ptr<Harness>> all;
+  return all;
+}
+
+void prepare(Harness& harness, const std::string& task_name, const std::string& backend) {
+  harness.task = load_task(corpus_dir() + "/" + task_name + "/task.toml");
+  harness.reference = std::make_unique<worker::ProcessWorker>(
+      worker::testing::worker_path(), backend, 0);
+  try {
+    harness.reference->device_info();
+  } catch (const Error& e) {
+    if (backend != "cuda") throw;
+    harness.skip = std::string("no CUDA device: ") + e.what();
+    return;
+  }
+  worker::ProcessWorkerConfig config;
+  config.worker_path = worker::testing::worker_path();
+  config.backend = backend;
+  // Small enough that unbounded_allocation is killed long before the host runs short.
+  config.memory_limit_bytes = int64_t{2} << 30;
+  harness.candidates = std::make_unique<worker::ProcessWorker>(config);
+  harness.evaluator = std::make_unique<evaluation::Evaluator>(
+      *harness.candidates, *harness.reference, harness.task, test_policy());
+  const std::string& reference_path = harness.task.reference_paths.at(backend);
+  compile::Artifact reference = compiler().compile(
+      {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
+  if (reference.verdict != Verdict::ok) throw Error(reference_path + ": " + reference.log);
+  harness.report = harness.evaluator->prepare(reference);
+}
+
+Harness& harness_for(const std::string& task_name, const std::string& backend) {
+  std::unique_ptr<Harness>& slot = harnesses()[task_name + "/" + backend];
+  if (!slot) {
+    slot = std::make_unique<Harness>();
+    try {
+      prepare(*slot, task_name, backend);
+    } catch (const std::exception& e) {
+      slot->error = "preparing " + task_name + " (" + backend + "): " + e.what();
+    }
+  }
+  return *slot;
+}
+
+struct Outcome {
+  Verdict verdict = Verdict::ok;
+  std::string message;
+};
+
+// The plane's ladder for one candidate: screen, compile, then gate and quick timing.
+Outcome judge(Harness& harness, const Entry& entry) {
+  const std::string name = fs::path(entry.file).filename().string();
+  const std::string source = read_text(corpus_dir() + "/" + entry.file);
+  if (std::string violations = harness.evaluator->screen(source, name, entry.backend);
+      !violations.empty()) {
+    return {Verdict::rejected_by_policy, violations};
+  }
+  const compile::Artifact artifact = compiler().compile({entry.backend, source, name, {}});
+  if (artifact.verdict != Verdict::ok) return {artifact.verdict, artifact.log};
+  const evaluation::CandidateEvaluation evaluation = harness.evaluator->evaluate(artifact);
+  return {evaluation.verdict, evaluation.message};
+}
+
+// Every judged entry's row, printed together at the end so the log shows the whole table.
+std::vector<std::string>& table_rows() {
+  static std::vector<std::string> rows;
+  return rows;
+}
+
+std::string table_row(const Entry& entry, const std::string& got, std::string message) {
+  for (char& c : message) c = (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  char row[512];
+  std::snprintf(row, sizeof row, "%-22s %-5s %-8s expected %-19s got %-19s %.160s",
+                entry.kind.c_str(), entry.backend.c_str(), entry.task.c_str(),
+                entry.expect.c_str(), got.c_str(), message.c_str());
+  return row;
+}
+
+// Shuts the workers down before exit and prints the table.
+class CorpusEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    harnesses().clear();
+    if (table_rows().empty()) return;
+    std::printf("\nadversarial corpus, %zu entries judged:\n", table_rows().size());
+    for (const std::string& row : table_rows()) std::printf("  %s\n", row.c_str());
+  }
+};
+[[maybe_unused]] ::testing::Environment* const corpus_environment =
+    ::testing::AddGlobalTestEnvironment(new CorpusEnvironment);
+
+void check_entry(const Entry& entry) {
+  Harness& harness = harness_for(entry.task, entry.backend);
+  if (!harness.skip.empty()) GTEST_SKIP() << harness.skip;
+  ASSERT_TRUE(harness.error.empty()) << harness.error;
+  const Outcome outcome = judge(harness, entry);
+  const std::string got = to_string(outcome.verdict);
+  const std::string row = table_row(entry, got, outcome.message);
+  table_rows().push_back(row);
+  std::printf("%s\n", row.c_str());
+  if (entry.backend == "cpu" && entry.kind == "racy" && std::thread::hardware_concurrency() < 2) {
+    GTEST_SKIP() << "racy (cpu) only misbehaves with >= 2 hardware threads; this machine has "
+                 << std::thread::hardware_concurrency() << ", so its verdict (" << got
+                 << ") is not asserted";
+  }
+  EXPECT_EQ(got, entry.expect) << entry.file << ": " << outcome.message;
+  if (!entry.reason.empty()) {
+    EXPECT_NE(lowercase(outcome.message).find(entry.reason), std::string::npos)
+        << entry.file << ": message lacks '" << entry.reason << "': " << outcome.message;
+  }
+}
+
+std::string entry_name(const ::testing::TestParamInfo<Entry>& info) {
+  std::string name = info.param.task + "_" + info.param.kind;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+
+class CpuCorpus : public ::testing::TestWithParam<Entry> {};
+class AdversarialCorpus : public ::testing::TestWithParam<Entry> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CpuCorpus);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AdversarialCorpus);
+
+// Full names: Adversarial/CpuCorpus.GetsItsLabelledVerdict/softmax_zeros (CI) and
+// Gpu/AdversarialCorpus.GetsItsLabelledVerdict/softmax_zeros (label gpu).
+TEST_P(CpuCorpus, GetsItsLabelledVerdict) { check_entry(GetParam()); }
+TEST_P(AdversarialCorpus, GetsItsLabelledVerdict) { check_entry(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Adversarial, CpuCorpus, ::testing::ValuesIn(entries_for("cpu")),
+                         entry_name);
+INSTANTIATE_TEST_SUITE_P(Gpu, AdversarialCorpus, ::testing::ValuesIn(entries_for("cuda")),
+                         entry_name);
+
+// The parameterized tests only check what the manifest says; this checks that the manifest says
+// the right things: it parses, every file exists, every verdict is a kforge verdict, every
+// honest candidate is labelled ok (so it must pass), and the huge-output scale kernel is there.
+TEST(AdversarialManifest, IsCompleteAndLabelsEveryHonestCandidateOk) {
+  ASSERT_TRUE(manifest().error.empty()) << manifest().error;
+  ASSERT_GE(manifest().entries.size(), 40u);
+  int honest = 0;
+  bool scale_large[2] = {false, false};
+  for (const Entry& entry : manifest().entries) {
+    EXPECT_TRUE(fs::exists(corpus_dir() + "/" + entry.file)) << entry.file;
+    EXPECT_TRUE(entry.backend == "cpu" || entry.backend == "cuda") << entry.file;
+    EXPECT_NO_THROW(parse_verdict(entry.expect)) << entry.file;
+    EXPECT_EQ(entry.reason, lowercase(entry.reason)) << entry.file << ": reason must be lowercase";
+    if (entry.kind.starts_with("honest")) {
+      ++honest;
+      EXPECT_EQ(entry.expect, "ok") << entry.file << ": an honest candidate must pass";
+    }
+    if (entry.task == "scale" && entry.kind == "honest_large") {
+      scale_large[entry.backend == "cuda"] = true;
+    }
+  }
+  EXPECT_GE(honest, 6);
+  EXPECT_TRUE(scale_large[0] && scale_large[1]) << "scale honest_large (cpu and cuda) missing";
+}
+
+// The softmax task's gate sizes must tell zeros, a constant and a copy of x from softmax.
+void expect_self_test_clean(const std::string& backend) {
+  Harness& harness = harness_for("softmax", backend);
+  if (!harness.skip.empty()) GTEST_SKIP() << harness.skip;
+  ASSERT_TRUE(harness.error.empty()) << harness.error;
+  const evaluation::SelfTestReport& self_test = harness.report.self_test;
+  EXPECT_TRUE(self_test.reference_passes);
+  EXPECT_FALSE(self_test.cases.empty());
+  for (const std::string& weakness : self_test.weaknesses) ADD_FAILURE() << weakness;
+}
+
+TEST(AdversarialTaskSelfTest, SoftmaxHasNoWeaknesses) { expect_self_test_clean("cpu"); }
+TEST(GpuAdversarialTaskSelfTest, SoftmaxHasNoWeaknesses) { expect_self_test_clean("cuda"); }
+
+}  // namespace
+}  // namespace kforge
