@@ -89,7 +89,7 @@ json timing_quality(compile::Compiler& compiler, const std::string& backend, int
   const int a = evaluator.evaluate(build(compiler, backend, kernel)).handle;
   const int a2 = candidates.load({build(compiler, backend, kernel).path}, 60).handle;
   const evaluation::CandidateEvaluation slower_eval =
-      evaluator.evaluate(build(compiler, backend, kernel, {{"KF_EXTRA_READ_PERCENT", "10"}}));
+      evaluator.evaluate(build(compiler, backend, kernel, {{"KF_EXTRA_READ_PERCENT", "7"}}));
   if (a < 0 || slower_eval.verdict != Verdict::ok) throw Error("copy kernels failed the gate");
   const int slower = slower_eval.handle;
 

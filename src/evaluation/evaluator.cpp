@@ -28,6 +28,7 @@ std::string format_gib(double bytes) {
 
 nlohmann::json timing_json(const TimingVerdict& timing) {
   return {{"summary", timing.summary},
+          {"setup_s", timing.setup_ms / 1e3},
           {"samples_ms", timing.samples_ms},
           {"throttled_dropped", timing.throttled_dropped},
           {"host_gap_ms", timing.host_gap_ms},
@@ -182,7 +183,14 @@ worker::TimeRequest Evaluator::time_request(int handle, const Workload& workload
   request.workload = workload;
   request.seed = seed;
   request.distribution = task_.distributions.front();
-  request.input_sets = policy_.input_sets;
+  // Rotation defeats pointer-keyed caching at small sizes; at gigabytes the re-check (new values
+  // at a used address) does that job, and a second set would double the upload.
+  double set_bytes = 0;
+  for (const TensorSpec& spec : task_.signature.tensors) {
+    set_bytes += static_cast<double>(worker::element_count(bind_shape(spec, workload))) *
+                 dtype_size(spec.dtype);
+  }
+  request.input_sets = set_bytes <= policy_.rotation_limit_bytes ? policy_.input_sets : 1;
   request.policy = measurement;
   request.flush_l2 = policy_.flush_l2;
   return request;
@@ -259,6 +267,8 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
                    {"max_normalized_error", result.gate.max_normalized_error},
                    {"calls_bitwise_equal", result.gate.calls_bitwise_equal},
                    {"worker_s", result.gate.worker_seconds},
+                   {"worker_inputs_s", result.gate.worker_input_seconds},
+                   {"worker_outputs_s", result.gate.worker_output_seconds},
                    {"compare_s", result.gate.compare_seconds},
                    {"reference_s", result.gate.reference_seconds}}};
   result.rungs.push_back(gate);

@@ -47,6 +47,7 @@ struct EvaluationPolicy {
   int final_rounds = 5;            // rung 3 rounds
   int compare_rounds = 5;          // rounds of an acceptance comparison
   int input_sets = 2;              // rotated input sets while timing
+  double rotation_limit_bytes = double(int64_t{1} << 30);  // above: one set (see time_request)
   bool flush_l2 = true;
   bool recheck_timed_outputs = true;
   TimingChecks checks;

@@ -43,6 +43,8 @@ struct GateOutcome {
   double max_normalized_error = 0.0;
   bool calls_bitwise_equal = true;  // every two-call case gave identical bytes twice
   double worker_seconds = 0.0;      // wall time in the candidate worker (runs, read-backs)
+  double worker_input_seconds = 0.0;   // of which making and uploading inputs
+  double worker_output_seconds = 0.0;  // of which reading outputs back into the files
   double compare_seconds = 0.0;     // wall time comparing in the orchestrator
   double reference_seconds = 0.0;   // wall time getting expected outputs (first use only)
 };

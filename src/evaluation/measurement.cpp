@@ -52,6 +52,7 @@ TimingVerdict judge_timing(const worker::TimeResult& result, const PhysicalFloor
   TimingVerdict verdict;
   verdict.floor = floor;
   verdict.stop_reason = result.stop_reason;
+  verdict.setup_ms = result.inputs_reused ? 0.0 : result.setup_ms;
   if (result.verdict != Verdict::ok) {
     verdict.verdict = result.verdict;
     verdict.message = result.message;

@@ -48,6 +48,7 @@ struct TimingVerdict {
   double host_gap_ms = 0.0;        // median(host - device) - overhead, ms
   PhysicalFloor floor;
   std::string stop_reason;
+  double setup_ms = 0.0;           // making and uploading the input sets (0 when reused)
   std::string warning;             // e.g. throttling seen
 };
 

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
+#include <algorithm>
 
 #include "worker/device_backend.h"
 #include "worker/nvml_clock.h"
@@ -78,6 +80,9 @@ class CudaBackend final : public DeviceBackend {
     setup(cudaStreamCreate(&stream_), "cudaStreamCreate");
     setup(cudaEventCreate(&start_), "cudaEventCreate");
     setup(cudaEventCreate(&stop_), "cudaEventCreate");
+    for (cudaEvent_t& event : staged_) {
+      setup(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+    }
     // Twice the L2 size: a write of that much evicts every line a previous call left behind.
     flush_bytes_ = 2 * static_cast<int64_t>(properties_.l2CacheSize);
     if (flush_bytes_ > 0) {
@@ -88,6 +93,12 @@ class CudaBackend final : public DeviceBackend {
   ~CudaBackend() override {
     if (lost_) return;  // every call would fail; the process is about to exit anyway
     if (flush_buffer_) cudaFree(flush_buffer_);
+    for (void* buffer : staging_) {
+      if (buffer) cudaFreeHost(buffer);
+    }
+    for (cudaEvent_t event : staged_) {
+      if (event) cudaEventDestroy(event);
+    }
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -151,6 +162,43 @@ class CudaBackend final : public DeviceBackend {
     check(cudaMemcpyAsync(host_dst, device_src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost,
                           stream_),
           "cudaMemcpyAsync (device to host)");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+  void read_back(const void* device_src, int64_t bytes, const ChunkConsumer& consume) override {
+    ensure_usable();
+    if (bytes < kStagingBytes) {  // small: one pageable copy is cheaper than staging
+      std::vector<std::byte> host(static_cast<size_t>(bytes));
+      copy_to_host(host.data(), device_src, bytes);
+      consume(host.data(), 0, bytes);
+      return;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (!staging_[i]) {
+        check(cudaMallocHost(&staging_[i], static_cast<size_t>(kStagingBytes)), "cudaMallocHost");
+      }
+    }
+    // Double-buffered: the copy of piece k+1 runs while piece k is consumed.
+    const auto* source = static_cast<const std::byte*>(device_src);
+    const int64_t pieces = (bytes + kStagingBytes - 1) / kStagingBytes;
+    const auto piece_size = [&](int64_t k) { return std::min(kStagingBytes, bytes - k * kStagingBytes); };
+    check(cudaMemcpyAsync(staging_[0], source, static_cast<size_t>(piece_size(0)),
+                          cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync (device to pinned host)");
+    check(cudaEventRecord(staged_[0], stream_), "cudaEventRecord");
+    for (int64_t k = 0; k < pieces; ++k) {
+      const int slot = static_cast<int>(k % 2);
+      if (k + 1 < pieces) {
+        const int next = 1 - slot;
+        check(cudaMemcpyAsync(staging_[next], source + (k + 1) * kStagingBytes,
+                              static_cast<size_t>(piece_size(k + 1)), cudaMemcpyDeviceToHost,
+                              stream_),
+              "cudaMemcpyAsync (device to pinned host)");
+        check(cudaEventRecord(staged_[next], stream_), "cudaEventRecord");
+      }
+      check(cudaEventSynchronize(staged_[slot]), "cudaEventSynchronize");
+      consume(static_cast<const std::byte*>(staging_[slot]), k * kStagingBytes, piece_size(k));
+    }
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 
@@ -285,6 +333,9 @@ class CudaBackend final : public DeviceBackend {
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
   void* flush_buffer_ = nullptr;
+  static constexpr int64_t kStagingBytes = int64_t{64} << 20;  // per pinned read-back buffer
+  void* staging_[2] = {nullptr, nullptr};
+  cudaEvent_t staged_[2] = {nullptr, nullptr};
   int64_t flush_bytes_ = 0;
   unsigned char flush_value_ = 0;
   bool lost_ = false;

@@ -10,7 +10,9 @@
 
 #include <dlpack/dlpack.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +50,14 @@ class DeviceBackend {
   /// Blocking copies of `bytes` bytes between host memory and device memory.
   virtual void copy_to_device(void* device_dst, const void* host_src, int64_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* device_src, int64_t bytes) = 0;
+  /// Reads `bytes` bytes of device memory back in order, handing each piece to `consume(data,
+  /// offset, size)` on this thread: on cuda through pinned staging buffers (pageable copies of
+  /// gigabytes run at a few GB/s), on cpu as one piece in place. For read-backs that go on to a
+  /// file or a comparison, so that no full-size host copy is made.
+  using ChunkConsumer = std::function<void(const std::byte* data, int64_t offset, int64_t size)>;
+  virtual void read_back(const void* device_src, int64_t bytes, const ChunkConsumer& consume) {
+    consume(static_cast<const std::byte*>(device_src), 0, bytes);
+  }
   /// Sets `bytes` bytes to `value` (0xFF poisons floating types as NaN), ordered on the stream.
   virtual void fill_bytes(void* device_dst, uint8_t value, int64_t bytes) = 0;
   /// Waits until the device is idle (all streams, so that work a kernel wrongly put on another

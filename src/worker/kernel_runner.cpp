@@ -12,129 +12,16 @@
 
 #include "common/mapped_file.h"
 #include "worker/host_data.h"
+#include "worker/tensor_set.h"
 
 namespace kforge::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-/// Host memory left uninitialized on allocation: inputs of gigabytes are filled once, by
-/// fill_input, in parallel (a zero-filled std::vector would first write them on one thread).
-struct HostBuffer {
-  std::unique_ptr<std::byte[]> data;
-  int64_t bytes = 0;
-  std::byte* begin() const { return data.get(); }
-};
-using HostTensors = std::vector<HostBuffer>;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
-
-/// Device buffers for every tensor of a signature under one workload, and the argument block a
-/// kernel receives. The DLTensor views are rebuilt before every call, so a kernel that scribbles
-/// on its argument block (shapes, pointers) cannot change what the harness reads back.
-class TensorSet {
- public:
-  TensorSet(DeviceBackend& backend, const Signature& signature, const Workload& workload)
-      : backend_(backend), signature_(signature) {
-    for (const TensorSpec& spec : signature.tensors) {
-      shapes_.push_back(bind_shape(spec, workload));
-      buffers_.emplace_back(backend, element_count(shapes_.back()) * dtype_size(spec.dtype));
-    }
-    for (const ScalarSpec& scalar : signature.scalars) scalars_.push_back(scalar.value);
-  }
-
-  /// Arguments for one call; valid until the next call of args().
-  const kforge_args& args() {
-    call_shapes_ = shapes_;
-    inputs_.clear();
-    outputs_.clear();
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      DLTensor tensor{};
-      tensor.data = buffers_[i].data();
-      tensor.device = backend_.dl_device();
-      tensor.ndim = static_cast<int32_t>(call_shapes_[i].size());
-      tensor.dtype = to_dl_dtype(signature_.tensors[i].dtype);
-      tensor.shape = call_shapes_[i].data();
-      tensor.strides = nullptr;  // compact row-major
-      tensor.byte_offset = 0;
-      (is_input(i) ? inputs_ : outputs_).push_back(tensor);
-    }
-    call_scalars_ = scalars_;
-    args_ = kforge_args{KFORGE_ABI_VERSION,   static_cast<int32_t>(inputs_.size()),
-                        inputs_.data(),       static_cast<int32_t>(outputs_.size()),
-                        outputs_.data(),      static_cast<int32_t>(call_scalars_.size()),
-                        call_scalars_.data(), backend_.stream()};
-    return args_;
-  }
-
-  bool is_input(size_t i) const { return signature_.tensors[i].role == TensorRole::input; }
-  size_t size() const { return buffers_.size(); }
-  const std::vector<int64_t>& shape(size_t i) const { return shapes_[i]; }
-  int64_t bytes(size_t i) const { return buffers_[i].bytes(); }
-
-  /// Total bytes of every output, in signature order.
-  int64_t output_bytes() const {
-    int64_t total = 0;
-    for (size_t i = 0; i < size(); ++i) total += is_input(i) ? 0 : bytes(i);
-    return total;
-  }
-
-  /// Inputs from (seed, distribution), indexed like signature.tensors (outputs left empty).
-  HostTensors make_inputs(uint64_t seed, InputDistribution distribution) const {
-    HostTensors host(size());
-    for (size_t i = 0; i < size(); ++i) {
-      if (!is_input(i)) continue;
-      host[i].bytes = bytes(i);
-      host[i].data = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i)));
-      fill_input({host[i].begin(), static_cast<size_t>(bytes(i))}, signature_.tensors[i].dtype,
-                 seed, static_cast<int>(i), distribution);
-    }
-    return host;
-  }
-
-  void upload_inputs(const HostTensors& host) {
-    for (size_t i = 0; i < size(); ++i) {
-      if (is_input(i)) backend_.copy_to_device(buffers_[i].data(), host[i].begin(), bytes(i));
-    }
-  }
-
-  /// 0xFF bytes: NaN for f16/bf16/f32/f64, so an unwritten element fails the comparison.
-  void poison_outputs() {
-    for (size_t i = 0; i < size(); ++i) {
-      if (!is_input(i)) backend_.fill_bytes(buffers_[i].data(), 0xFF, bytes(i));
-    }
-  }
-
-  /// Copies every output, in signature order, to `host` (output_bytes() bytes).
-  void download_outputs(std::byte* host) const {
-    for (size_t i = 0; i < size(); ++i) {
-      if (is_input(i)) continue;
-      backend_.copy_to_host(host, buffers_[i].data(), bytes(i));
-      host += bytes(i);
-    }
-  }
-
-  HostBuffer download(size_t i) const {
-    HostBuffer host{std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i))),
-                    bytes(i)};
-    backend_.copy_to_host(host.begin(), buffers_[i].data(), bytes(i));
-    return host;
-  }
-
- private:
-  DeviceBackend& backend_;
-  const Signature& signature_;
-  std::vector<std::vector<int64_t>> shapes_;
-  std::vector<DeviceBuffer> buffers_;
-  std::vector<double> scalars_;
-  std::vector<std::vector<int64_t>> call_shapes_;
-  std::vector<DLTensor> inputs_;
-  std::vector<DLTensor> outputs_;
-  std::vector<double> call_scalars_;
-  kforge_args args_{};
-};
-
 /// Calls the entry point; returns what went wrong ("" if it returned 0). Does not synchronize.
 std::string invoke(KernelEntry kernel, const kforge_args& args) {
   try {
@@ -244,7 +131,10 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
     for (size_t i = 0; i < set.size() && result.input_modified.empty(); ++i) {
       if (!set.is_input(i)) continue;
       result.input_modified =
-          first_difference(set, request.signature, i, inputs[i].begin(), set.download(i).begin());
+          set.equals(i, inputs[i].begin())
+              ? ""
+              : first_difference(set, request.signature, i, inputs[i].begin(),
+                                 set.download(i).begin());
     }
   } catch (const DeviceError& e) {  // an asynchronous fault surfacing on a read-back
     return fail(e.what());
@@ -264,7 +154,8 @@ double median_relative_half_width(const std::vector<double>& sorted) {
   return 0.5 * (sorted[high] - sorted[low]) / median;
 }
 
-TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request) {
+TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request,
+                    TimingCache* cache) {
   const MeasurementPolicy& policy = request.policy;
   if (policy.min_repetitions < 1 || policy.max_repetitions < policy.min_repetitions ||
       policy.warmup < 0 || !(policy.max_seconds > 0) || request.input_sets < 1) {
@@ -287,21 +178,40 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
     return result;
   };
 
-  // Input sets at distinct addresses with distinct values, as many as memory holds (>= 1).
+  // Input sets at distinct addresses with distinct values, as many as memory holds (>= 1);
+  // those of the previous request when it had the same key.
+  nlohmann::json key_json = {{"kernel", reinterpret_cast<uintptr_t>(kernel)},
+                             {"signature", request.signature},
+                             {"workload", request.workload},
+                             {"seed", request.seed},
+                             {"distribution", request.distribution},
+                             {"input_sets", request.input_sets}};
+  const std::string key = key_json.dump();
   std::vector<TensorSet> sets;
-  sets.emplace_back(backend, request.signature, request.workload);
-  int64_t set_bytes = 0;
-  for (size_t i = 0; i < sets[0].size(); ++i) set_bytes += sets[0].bytes(i);
-  while (static_cast<int>(sets.size()) < request.input_sets &&
-         set_bytes * 2 < backend.free_memory_bytes()) {
-    sets.emplace_back(backend, request.signature, request.workload);
+  if (cache != nullptr && cache->key == key && !cache->sets.empty()) {
+    sets = std::move(cache->sets);
+    result.inputs_reused = true;
   }
-  for (size_t s = 0; s < sets.size(); ++s) {
-    sets[s].upload_inputs(sets[s].make_inputs(request.seed + s, distribution));
-    sets[s].poison_outputs();
+  if (cache != nullptr) {
+    cache->key.clear();
+    cache->sets.clear();  // frees the device memory of another key before allocating
+  }
+  if (sets.empty()) {
+    sets.emplace_back(backend, request.signature, request.workload);
+    int64_t set_bytes = 0;
+    for (size_t i = 0; i < sets[0].size(); ++i) set_bytes += sets[0].bytes(i);
+    while (static_cast<int>(sets.size()) < request.input_sets &&
+           set_bytes * 2 < backend.free_memory_bytes()) {
+      sets.emplace_back(backend, request.signature, request.workload);
+    }
+    for (size_t s = 0; s < sets.size(); ++s) {
+      sets[s].upload_inputs(sets[s].make_inputs(request.seed + s, distribution));
+      sets[s].poison_outputs();
+    }
   }
   result.input_sets_used = static_cast<int>(sets.size());
   backend.synchronize();
+  result.setup_ms = ms_since(start);
 
   try {
     // The cost of the timing bracket itself: host minus device time with nothing inside.
@@ -369,6 +279,11 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
     }
     if (result.stop_reason.empty()) result.stop_reason = "max_repetitions";
     result.host_wall_ms = ms_since(timed_start);
+    // Set 0 holds the re-check's inputs after a re-check: not the key's any more.
+    if (cache != nullptr && !result.rechecked) {
+      cache->key = key;
+      cache->sets = std::move(sets);
+    }
   } catch (const DeviceError& e) {
     return fail(e.what());
   }

@@ -8,6 +8,7 @@
 
 #include "worker/device_backend.h"
 #include "worker/protocol.h"
+#include "worker/tensor_set.h"
 
 namespace kforge::worker {
 
@@ -21,8 +22,10 @@ using KernelEntry = int (*)(const kforge_args*);
 RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunRequest& request);
 
 /// TimeRequest semantics (protocol.h). Verdicts: ok or runtime_error. Throws Error for an
-/// invalid request or an unwritable recheck file.
-TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request);
+/// invalid request or an unwritable recheck file. With a `cache`, the input sets of the last
+/// request are reused when kernel, signature, workload, seeds and set count are the same.
+TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request,
+                    TimingCache* cache = nullptr);
 
 /// Half-width of the 95% confidence interval of the median of `sorted` (ascending), relative to
 /// the median, from order statistics: ranks n/2 -+ 1.96 sqrt(n)/2 (Conover, Practical

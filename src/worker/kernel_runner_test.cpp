@@ -251,6 +251,28 @@ TEST_F(KernelRunner, ReplayedResultsShowInTheRecheck) {
   EXPECT_GT(stale, 200);
 }
 
+TEST_F(KernelRunner, RepeatedTimingRequestsReuseTheirInputSets) {
+  TimingCache cache;
+  TimeRequest request = unary_time(1 << 12);
+  EXPECT_FALSE(run_time(*backend_, reference(), request, &cache).inputs_reused);
+  const int64_t held = backend_->live_bytes();
+  EXPECT_GT(held, 0);  // kept for the next request
+  TimeResult again = run_time(*backend_, reference(), request, &cache);
+  EXPECT_TRUE(again.inputs_reused);
+  EXPECT_EQ(backend_->live_bytes(), held);
+  request.seed += 1;  // another key: fresh sets, the old ones freed first
+  EXPECT_FALSE(run_time(*backend_, reference(), request, &cache).inputs_reused);
+  EXPECT_EQ(backend_->live_bytes(), held);
+  request.recheck_call = 2;  // a re-check overwrites set 0: nothing is kept
+  request.recheck_path = output_file("recheck_cache");
+  EXPECT_TRUE(run_time(*backend_, reference(), request, &cache).inputs_reused);
+  EXPECT_EQ(backend_->live_bytes(), 0);
+  request.recheck_call = -1;
+  EXPECT_FALSE(run_time(*backend_, reference(), request, &cache).inputs_reused);
+  cache.sets.clear();
+  EXPECT_EQ(backend_->live_bytes(), 0);
+}
+
 TEST_F(KernelRunner, InvalidRequestsAreHarnessErrors) {
   RunRequest three_calls = unary_run(8);
   three_calls.calls = 3;

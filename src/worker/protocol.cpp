@@ -239,6 +239,8 @@ void to_json(json& j, const TimeResult& v) {
        {"throttled", v.throttled},
        {"overhead_ms", number_to_json(v.overhead_ms)},
        {"input_sets_used", v.input_sets_used},
+       {"inputs_reused", v.inputs_reused},
+       {"setup_ms", number_to_json(v.setup_ms)},
        {"rechecked", v.rechecked},
        {"stop_reason", v.stop_reason},
        {"host_wall_ms", number_to_json(v.host_wall_ms)}};
@@ -253,6 +255,8 @@ void from_json(const json& j, TimeResult& v) {
   v.throttled = j.value("throttled", std::vector<bool>{});
   v.overhead_ms = number_or(j, "overhead_ms", 0.0);
   v.input_sets_used = j.value("input_sets_used", 0);
+  v.inputs_reused = j.value("inputs_reused", false);
+  v.setup_ms = number_or(j, "setup_ms", 0.0);
   v.rechecked = j.value("rechecked", false);
   v.stop_reason = j.value("stop_reason", "");
   v.host_wall_ms = number_or(j, "host_wall_ms", 0.0);

@@ -160,6 +160,8 @@ struct TimeResult {
   std::vector<bool> throttled;     // a thermal/power/hardware slowdown was active at that call
   double overhead_ms = 0.0;        // host-minus-device time of an empty timed bracket (median)
   int input_sets_used = 0;         // fewer than asked when memory would not hold them
+  bool inputs_reused = false;      // the sets of the previous request (same key) were reused
+  double setup_ms = 0.0;           // allocating, generating and uploading the input sets
   bool rechecked = false;          // the recheck call ran and its outputs are in recheck_path
   std::string stop_reason;         // "noise", "max_repetitions" or "max_seconds"
   double host_wall_ms = 0.0;       // host wall clock over the timed loop incl. flushes, ms

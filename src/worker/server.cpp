@@ -109,7 +109,7 @@ json Server::dispatch(Command command, const json& request) {
     }
     case Command::time: {
       const auto time = request.get<TimeRequest>();
-      return run_time(*backend_, kernel(time.handle), time);
+      return run_time(*backend_, kernel(time.handle), time, &timing_cache_);
     }
     case Command::shutdown:
       shutdown_ = true;

@@ -58,6 +58,7 @@ class Server {
   KernelEntry kernel(int handle) const;
 
   std::unique_ptr<DeviceBackend> backend_;
+  TimingCache timing_cache_;  // after backend_: destroyed first, while the device still exists
   std::map<int, KernelEntry> kernels_;
   std::optional<DeviceInfo> info_;  // from the first hello; bandwidth measured once, on demand
   std::string token_;               // from hello; echoed in every reply

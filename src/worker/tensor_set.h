@@ -1,0 +1,182 @@
+// Device buffers for every tensor of a signature under one workload, and the argument block a
+// kernel receives: what the run and timing loops of kernel_runner.cpp work on.
+#pragma once
+
+#include <kforge/kernel.h>
+
+#include <cstddef>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/device_backend.h"
+#include "worker/host_data.h"
+
+namespace kforge::worker {
+
+/// memcpy of `bytes` bytes, split over up to 8 threads from 8 MiB on (page faults on a fresh
+/// file mapping are the cost, and they run in parallel).
+inline void parallel_copy(std::byte* dst, const std::byte* src, int64_t bytes) {
+  constexpr int64_t kParallelFrom = int64_t{8} << 20;
+  const int threads = bytes < kParallelFrom
+                          ? 1
+                          : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+  if (threads == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    return;
+  }
+  std::vector<std::thread> pool;
+  const int64_t slice = (bytes + threads - 1) / threads;
+  for (int t = 0; t < threads; ++t) {
+    const int64_t begin = t * slice, end = std::min(bytes, begin + slice);
+    if (begin >= end) break;
+    pool.emplace_back([=] { std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin)); });
+  }
+  for (std::thread& thread : pool) thread.join();
+}
+
+/// Host memory left uninitialized on allocation: inputs of gigabytes are filled once, by
+/// fill_input, in parallel (a zero-filled std::vector would first write them on one thread).
+struct HostBuffer {
+  std::unique_ptr<std::byte[]> data;
+  int64_t bytes = 0;
+  std::byte* begin() const { return data.get(); }
+};
+using HostTensors = std::vector<HostBuffer>;
+
+
+/// Device buffers for every tensor of a signature under one workload, and the argument block a
+/// kernel receives. The DLTensor views are rebuilt before every call, so a kernel that scribbles
+/// on its argument block (shapes, pointers) cannot change what the harness reads back.
+class TensorSet {
+ public:
+  TensorSet(DeviceBackend& backend, const Signature& signature, const Workload& workload)
+      : backend_(backend), signature_(signature) {
+    for (const TensorSpec& spec : signature.tensors) {
+      shapes_.push_back(bind_shape(spec, workload));
+      buffers_.emplace_back(backend, element_count(shapes_.back()) * dtype_size(spec.dtype));
+    }
+    for (const ScalarSpec& scalar : signature.scalars) scalars_.push_back(scalar.value);
+  }
+
+  /// Arguments for one call; valid until the next call of args().
+  const kforge_args& args() {
+    call_shapes_ = shapes_;
+    inputs_.clear();
+    outputs_.clear();
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      DLTensor tensor{};
+      tensor.data = buffers_[i].data();
+      tensor.device = backend_.dl_device();
+      tensor.ndim = static_cast<int32_t>(call_shapes_[i].size());
+      tensor.dtype = to_dl_dtype(signature_.tensors[i].dtype);
+      tensor.shape = call_shapes_[i].data();
+      tensor.strides = nullptr;  // compact row-major
+      tensor.byte_offset = 0;
+      (is_input(i) ? inputs_ : outputs_).push_back(tensor);
+    }
+    call_scalars_ = scalars_;
+    args_ = kforge_args{KFORGE_ABI_VERSION,   static_cast<int32_t>(inputs_.size()),
+                        inputs_.data(),       static_cast<int32_t>(outputs_.size()),
+                        outputs_.data(),      static_cast<int32_t>(call_scalars_.size()),
+                        call_scalars_.data(), backend_.stream()};
+    return args_;
+  }
+
+  bool is_input(size_t i) const { return signature_.tensors[i].role == TensorRole::input; }
+  size_t size() const { return buffers_.size(); }
+  const std::vector<int64_t>& shape(size_t i) const { return shapes_[i]; }
+  int64_t bytes(size_t i) const { return buffers_[i].bytes(); }
+
+  /// Total bytes of every output, in signature order.
+  int64_t output_bytes() const {
+    int64_t total = 0;
+    for (size_t i = 0; i < size(); ++i) total += is_input(i) ? 0 : bytes(i);
+    return total;
+  }
+
+  /// Inputs from (seed, distribution), indexed like signature.tensors (outputs left empty).
+  HostTensors make_inputs(uint64_t seed, InputDistribution distribution) const {
+    HostTensors host(size());
+    for (size_t i = 0; i < size(); ++i) {
+      if (!is_input(i)) continue;
+      host[i].bytes = bytes(i);
+      host[i].data = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i)));
+      fill_input({host[i].begin(), static_cast<size_t>(bytes(i))}, signature_.tensors[i].dtype,
+                 seed, static_cast<int>(i), distribution);
+    }
+    return host;
+  }
+
+  void upload_inputs(const HostTensors& host) {
+    for (size_t i = 0; i < size(); ++i) {
+      if (is_input(i)) backend_.copy_to_device(buffers_[i].data(), host[i].begin(), bytes(i));
+    }
+  }
+
+  /// 0xFF bytes: NaN for f16/bf16/f32/f64, so an unwritten element fails the comparison.
+  void poison_outputs() {
+    for (size_t i = 0; i < size(); ++i) {
+      if (!is_input(i)) backend_.fill_bytes(buffers_[i].data(), 0xFF, bytes(i));
+    }
+  }
+
+  /// Copies every output, in signature order, to `host` (output_bytes() bytes), through the
+  /// backend's read-back (pinned staging on cuda), each piece copied on several threads.
+  void download_outputs(std::byte* host) const {
+    for (size_t i = 0; i < size(); ++i) {
+      if (is_input(i)) continue;
+      backend_.read_back(buffers_[i].data(), bytes(i),
+                         [host](const std::byte* data, int64_t offset, int64_t count) {
+                           parallel_copy(host + offset, data, count);
+                         });
+      host += bytes(i);
+    }
+  }
+
+  /// True when tensor `i`'s device bytes equal `host` (bytes(i) bytes), compared piece by piece
+  /// as they are read back, without a full-size host copy.
+  bool equals(size_t i, const std::byte* host) const {
+    bool same = true;
+    backend_.read_back(buffers_[i].data(), bytes(i),
+                       [&](const std::byte* data, int64_t offset, int64_t count) {
+                         same = same && std::memcmp(host + offset, data,
+                                                    static_cast<size_t>(count)) == 0;
+                       });
+    return same;
+  }
+
+  HostBuffer download(size_t i) const {
+    HostBuffer host{std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i))),
+                    bytes(i)};
+    backend_.copy_to_host(host.begin(), buffers_[i].data(), bytes(i));
+    return host;
+  }
+
+ private:
+  DeviceBackend& backend_;
+  Signature signature_;  // a copy: sets may outlive the request (TimingCache)
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<DeviceBuffer> buffers_;
+  std::vector<double> scalars_;
+  std::vector<std::vector<int64_t>> call_shapes_;
+  std::vector<DLTensor> inputs_;
+  std::vector<DLTensor> outputs_;
+  std::vector<double> call_scalars_;
+  kforge_args args_{};
+};
+
+/// The input sets of the last timing request, kept by the worker for the next request with the
+/// same key (kernel, signature, workload, seeds): the rounds of a paired comparison then do not
+/// regenerate and upload gigabytes each time. Dropped when the key changes, after a request
+/// that re-checked (it overwrote set 0's inputs), and on any failure.
+struct TimingCache {
+  std::string key;
+  std::vector<TensorSet> sets;
+};
+
+}  // namespace kforge::worker
