@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "common/mapped_file.h"
 #include "generation/templates_generator.h"
 #include "memory/sqlite_store.h"
@@ -42,6 +43,7 @@ class FakeWorker : public worker::Worker {
     worker::DeviceInfo info;
     info.backend = "cpu";
     info.name = "fake cpu";
+    info.memory_bytes = memory_bytes;
     return info;
   }
   worker::LoadResult load(const worker::LoadRequest& request, double) override {
@@ -83,6 +85,7 @@ class FakeWorker : public worker::Worker {
   }
   void shutdown() override {}
   int runs = 0;
+  int64_t memory_bytes = 0;  // 0: unknown (no fit check)
 
  private:
   std::vector<std::string> paths_;
@@ -202,6 +205,17 @@ TEST_F(OptimizerTest, SameSeedSameDecisions) {
   for (size_t i = 0; i < first.candidates.size(); ++i) {
     EXPECT_EQ(first.candidates[i].id, second.candidates[i].id);
   }
+}
+
+TEST_F(OptimizerTest, WorkloadThatDoesNotFitTheDeviceStopsTheRunBeforeItStarts) {
+  reference_worker_.memory_bytes = int64_t{4} << 20;  // 4 MiB; the timed workload needs 8 MiB
+  try {
+    run(OptimizeOptions{});
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("workload 'big' needs"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(worker_.runs, 0);
 }
 
 TEST_F(OptimizerTest, ResultJsonCarriesTheFinalNumbers) {

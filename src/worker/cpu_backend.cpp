@@ -104,11 +104,16 @@ class CpuBackend final : public DeviceBackend {
 
   void flush_l2() override {
     // Allocated on first use: workers that only check never pay for it.
+    const auto start = std::chrono::steady_clock::now();
     if (flush_buffer_.empty()) flush_buffer_.resize(static_cast<size_t>(2 * cache_bytes_));
     // A different value each time, so the writes cannot be elided or served from a clean line.
     std::memset(flush_buffer_.data(), ++flush_value_, flush_buffer_.size());
     sink_ = flush_buffer_[flush_buffer_.size() / 2];
+    last_flush_ms_ = std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - start).count();
   }
+
+  double last_flush_ms() const override { return last_flush_ms_; }
 
   void start_timer() override { timer_start_ = std::chrono::steady_clock::now(); }
   double stop_timer_ms() override {
@@ -158,6 +163,7 @@ class CpuBackend final : public DeviceBackend {
   std::vector<unsigned char> flush_buffer_;
   unsigned char flush_value_ = 0;
   volatile unsigned char sink_ = 0;
+  double last_flush_ms_ = 0.0;
   std::chrono::steady_clock::time_point timer_start_;
   int64_t live_bytes_ = 0;
   std::vector<std::pair<void*, int64_t>> sizes_;  // few live at once: a linear scan is enough

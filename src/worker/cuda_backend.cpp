@@ -80,6 +80,7 @@ class CudaBackend final : public DeviceBackend {
     setup(cudaStreamCreate(&stream_), "cudaStreamCreate");
     setup(cudaEventCreate(&start_), "cudaEventCreate");
     setup(cudaEventCreate(&stop_), "cudaEventCreate");
+    setup(cudaEventCreate(&flush_start_), "cudaEventCreate");
     for (cudaEvent_t& event : staged_) {
       setup(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
     }
@@ -101,6 +102,7 @@ class CudaBackend final : public DeviceBackend {
     }
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
+    if (flush_start_) cudaEventDestroy(flush_start_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -220,9 +222,11 @@ class CudaBackend final : public DeviceBackend {
   void flush_l2() override {
     ensure_usable();
     if (flush_bytes_ == 0) return;
+    check(cudaEventRecord(flush_start_, stream_), "cudaEventRecord");
     check(
         cudaMemsetAsync(flush_buffer_, ++flush_value_, static_cast<size_t>(flush_bytes_), stream_),
         "cudaMemsetAsync (L2 flush)");
+    flush_pending_ = true;
   }
 
   void start_timer() override {
@@ -236,8 +240,17 @@ class CudaBackend final : public DeviceBackend {
     check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
     float elapsed_ms = 0.0f;
     check(cudaEventElapsedTime(&elapsed_ms, start_, stop_), "cudaEventElapsedTime");
+    last_flush_ms_ = 0.0;
+    if (flush_pending_) {
+      float flush_ms = 0.0f;
+      check(cudaEventElapsedTime(&flush_ms, flush_start_, start_), "cudaEventElapsedTime");
+      last_flush_ms_ = flush_ms;
+      flush_pending_ = false;
+    }
     return elapsed_ms;
   }
+
+  double last_flush_ms() const override { return last_flush_ms_; }
 
   void reset_persisting_l2() override {
     ensure_usable();
@@ -332,6 +345,9 @@ class CudaBackend final : public DeviceBackend {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
+  cudaEvent_t flush_start_ = nullptr;  // recorded before each flush, to time it
+  bool flush_pending_ = false;
+  double last_flush_ms_ = 0.0;
   void* flush_buffer_ = nullptr;
   static constexpr int64_t kStagingBytes = int64_t{64} << 20;  // per pinned read-back buffer
   void* staging_[2] = {nullptr, nullptr};

@@ -67,6 +67,10 @@ class DeviceBackend {
   /// Evicts the last-level cache by writing a buffer of twice its size, on the stream, so that
   /// the next timed call starts cold.
   virtual void flush_l2() = 0;
+  /// How long the last flush_l2 took, in ms, once the stop_timer_ms that follows it returned:
+  /// device time between the flush's start and start_timer on cuda, the memset's duration on
+  /// cpu. Lets the host clock around a flushed call be compared with the device time alone.
+  virtual double last_flush_ms() const { return 0.0; }
   /// Times one call: start_timer, the call, stop_timer_ms -> elapsed milliseconds. On cuda these
   /// are events on the stream (device time); on cpu a steady clock.
   virtual void start_timer() = 0;

@@ -4,7 +4,11 @@
 #include "worker/worker_client.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -12,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/mapped_file.h"
 #include "common/scratch_dir.h"
 #include "evaluation/gate.h"
 #include "evaluation/reference_oracle.h"
@@ -286,6 +291,48 @@ TEST_F(ProcessWorkerTest, ShutdownIsIdempotentAndHandlesSurviveIt) {
   EXPECT_FALSE(process_alive(pid));
   EXPECT_EQ(check(correct_).verdict, Verdict::ok);
   EXPECT_EQ(worker_.spawn_count(), 2);
+}
+
+TEST(ProcessWorkerSandbox, NoWritesOutsideScratchAndNoNetwork) {
+  const Sandbox sandbox = detect_sandbox();
+  if (!sandbox.available) GTEST_SKIP() << sandbox.note;
+  // A listening socket on loopback: reachable from this process, not from the sandbox.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  socklen_t length = sizeof address;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string outside = std::filesystem::current_path().string() + "/sandbox_escape.txt";
+  std::filesystem::remove(outside);
+  const std::string body =
+      "FILE* f = fopen(\"" + outside + "\", \"w\"); if (f) { fclose(f); return 7; }\n"
+      "  int s = socket(AF_INET, SOCK_STREAM, 0); sockaddr_in a{}; a.sin_family = AF_INET;\n"
+      "  a.sin_port = htons(" + std::to_string(ntohs(address.sin_port)) + ");\n"
+      "  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);\n"
+      "  if (connect(s, (sockaddr*)&a, sizeof a) == 0) return 8;\n"
+      "  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];";
+  const std::string path = kernel_path(
+      "escape", body, "#include <stdio.h>\n#include <sys/socket.h>\n#include <netinet/in.h>");
+  ProcessWorkerConfig config;
+  config.worker_path = testing::worker_path();
+  config.sandbox = sandbox;
+  ProcessWorker sandboxed(config);
+  const LoadResult loaded = sandboxed.load(LoadRequest{path}, kTimeoutS);
+  ASSERT_EQ(loaded.verdict, Verdict::ok) << loaded.message;
+  ScratchDir scratch("kforge-sandbox-test");
+  RunRequest request;
+  request.handle = loaded.handle;
+  request.signature = testing::unary_signature();
+  request.workload = testing::workload_n("small", 8);
+  request.output_path = scratch.next_file("out");
+  create_private_file(request.output_path);
+  const RunResult result = sandboxed.run(request, kTimeoutS);
+  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;  // 7: wrote a file, 8: connected
+  EXPECT_FALSE(std::filesystem::exists(outside));
+  ::close(listener);
 }
 
 TEST(ProcessWorker, MissingBinaryIsAnErrorNamingIt) {
