@@ -14,6 +14,7 @@
 #include <vector>
 #include <algorithm>
 
+#include "common/parallel_copy.h"
 #include "worker/device_backend.h"
 #include "worker/nvml_clock.h"
 
@@ -153,10 +154,37 @@ class CudaBackend final : public DeviceBackend {
 
   void copy_to_device(void* device_dst, const void* host_src, int64_t bytes) override {
     ensure_usable();
-    check(cudaMemcpyAsync(device_dst, host_src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
-                          stream_),
-          "cudaMemcpyAsync (host to device)");
+    if (bytes < kStagingBytes) {
+      check(cudaMemcpyAsync(device_dst, host_src, static_cast<size_t>(bytes),
+                            cudaMemcpyHostToDevice, stream_),
+            "cudaMemcpyAsync (host to device)");
+      check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      return;
+    }
+    // Large: through the two pinned buffers (pageable uploads of gigabytes run at a few GB/s);
+    // piece k is copied into its buffer on several threads while piece k-1 uploads.
+    ensure_staging();
+    const auto* source = static_cast<const std::byte*>(host_src);
+    auto* target = static_cast<std::byte*>(device_dst);
+    for (int64_t offset = 0, k = 0; offset < bytes; offset += kStagingBytes, ++k) {
+      const int slot = static_cast<int>(k % 2);
+      const int64_t size = std::min(kStagingBytes, bytes - offset);
+      check(cudaEventSynchronize(staged_[slot]), "cudaEventSynchronize");  // buffer free again
+      parallel_copy(static_cast<std::byte*>(staging_[slot]), source + offset, size);
+      check(cudaMemcpyAsync(target + offset, staging_[slot], static_cast<size_t>(size),
+                            cudaMemcpyHostToDevice, stream_),
+            "cudaMemcpyAsync (pinned host to device)");
+      check(cudaEventRecord(staged_[slot], stream_), "cudaEventRecord");
+    }
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+  void ensure_staging() {
+    for (void*& buffer : staging_) {
+      if (!buffer) {
+        check(cudaMallocHost(&buffer, static_cast<size_t>(kStagingBytes)), "cudaMallocHost");
+      }
+    }
   }
 
   void copy_to_host(void* host_dst, const void* device_src, int64_t bytes) override {
@@ -175,11 +203,7 @@ class CudaBackend final : public DeviceBackend {
       consume(host.data(), 0, bytes);
       return;
     }
-    for (int i = 0; i < 2; ++i) {
-      if (!staging_[i]) {
-        check(cudaMallocHost(&staging_[i], static_cast<size_t>(kStagingBytes)), "cudaMallocHost");
-      }
-    }
+    ensure_staging();
     // Double-buffered: the copy of piece k+1 runs while piece k is consumed.
     const auto* source = static_cast<const std::byte*>(device_src);
     const int64_t pieces = (bytes + kStagingBytes - 1) / kStagingBytes;
