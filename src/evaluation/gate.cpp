@@ -43,6 +43,19 @@ std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
       cases.push_back(std::move(gate_case));
     }
   }
+  // Tasks whose kernels take strided inputs: each gate workload once more, non-contiguous.
+  const bool strided = std::any_of(task.signature.tensors.begin(), task.signature.tensors.end(),
+                                   [](const TensorSpec& spec) { return spec.strided; });
+  for (const Workload& workload : task.workloads) {
+    if (workload.timed || !strided) continue;
+    GateCase gate_case;
+    gate_case.workload = workload;
+    gate_case.seed = plan.base_seed + 500;
+    gate_case.distribution = task.distributions.back();
+    gate_case.calls = 2;
+    gate_case.padded = true;
+    cases.push_back(std::move(gate_case));
+  }
   for (const Workload& workload : task.workloads) {
     if (!workload.timed) continue;
     GateCase gate_case;
@@ -83,6 +96,7 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     request.seed = gate_case.seed;
     request.distribution = gate_case.distribution;
     request.calls = gate_case.calls;
+    request.padded = gate_case.padded;
     request.late_write_wait_ms = gate_case.late_write_check ? 2.0 : 0.0;
     request.output_path = scratch.next_file("candidate");
     create_private_file(request.output_path);

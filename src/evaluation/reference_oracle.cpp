@@ -18,7 +18,7 @@ namespace {
 
 std::string cache_key(const GateCase& gate_case) {
   return gate_case.workload.name + "/" + std::to_string(gate_case.seed) + "/" +
-         gate_case.distribution;
+         gate_case.distribution + (gate_case.padded ? "/padded" : "");
 }
 
 /// Flat index of the first element whose bytes are all 0xFF (the poison pattern: no computation
@@ -76,7 +76,7 @@ int64_t first_poisoned(std::span<const std::byte> bytes, int element_bytes) {
 
 std::string GateCase::label() const {
   return "workload '" + workload.name + "', seed " + std::to_string(seed) + " (" + distribution +
-         " inputs)";
+         (padded ? " inputs, non-contiguous)" : " inputs)");
 }
 
 std::vector<OutputLayout> output_layout(const Signature& signature, const Workload& workload) {
@@ -125,6 +125,7 @@ const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
   request.seed = gate_case.seed;
   request.distribution = gate_case.distribution;
   request.calls = gate_case.calls;
+  request.padded = gate_case.padded;
   request.late_write_wait_ms = 0.0;
   request.output_path = scratch_.next_file("expected");
   create_private_file(request.output_path);

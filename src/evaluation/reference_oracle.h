@@ -30,6 +30,8 @@ struct GateCase {
   /// Re-read the outputs a moment after the call to catch work still running; only on small
   /// workloads (it costs another full read-back).
   bool late_write_check = false;
+  /// Strided inputs passed non-contiguous (RunRequest::padded).
+  bool padded = false;
 
   /// "workload 'tail', seed 7 (normal inputs)", for messages.
   std::string label() const;

@@ -91,7 +91,8 @@ void to_json(nlohmann::json& j, const TensorSpec& t) {
   j = {{"name", t.name},
        {"role", t.role == TensorRole::input ? "input" : "output"},
        {"dtype", to_string(t.dtype)},
-       {"shape", t.shape}};
+       {"shape", t.shape},
+       {"strided", t.strided}};
 }
 
 void from_json(const nlohmann::json& j, TensorSpec& t) {
@@ -101,6 +102,7 @@ void from_json(const nlohmann::json& j, TensorSpec& t) {
   t.role = role == "input" ? TensorRole::input : TensorRole::output;
   t.dtype = parse_dtype(j.at("dtype").get<std::string>());
   t.shape = j.at("shape").get<std::vector<std::string>>();
+  t.strided = j.value("strided", false);
 }
 
 void to_json(nlohmann::json& j, const ScalarSpec& s) {

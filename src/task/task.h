@@ -35,6 +35,9 @@ struct TensorSpec {
   TensorRole role = TensorRole::input;
   DType dtype = DType::f32;
   std::vector<std::string> shape;
+  /// Input only: kernels must honour DLTensor strides for it. The gate then also passes it
+  /// non-contiguous (padded rows; every other element for a 1-D tensor).
+  bool strided = false;
 };
 
 /// A scalar argument with the value every call receives (e.g. eps = 1e-6).

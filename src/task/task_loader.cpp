@@ -95,6 +95,14 @@ std::vector<TensorSpec> read_tensors(const FieldReader& reader, const toml::tabl
         reader.fail(field + ".shape", "expected dimension names or positive integers");
       }
     }
+    if (const toml::node* strided = table.get("strided")) {
+      auto value = strided->value<bool>();
+      if (!value) reader.fail(field + ".strided", "expected true or false");
+      if (role != TensorRole::input) {
+        reader.fail(field + ".strided", "only inputs may be strided (outputs are always compact)");
+      }
+      spec.strided = *value;
+    }
     tensors.push_back(std::move(spec));
   }
   return tensors;

@@ -154,6 +154,45 @@ TEST_F(TaskLoaderTest, BadFlopsFormula) {
   EXPECT_NE(message.find("'depth'"), std::string::npos) << message;
 }
 
+TEST_F(TaskLoaderTest, EvaluationFieldsLoadAndAreValidated) {
+  Task task = load_task(write(kValidTask));
+  EXPECT_EQ(task.distributions, (std::vector<std::string>{"uniform", "normal", "heavy_tailed"}));
+  EXPECT_FALSE(task.tolerance.normalized);
+  EXPECT_FALSE(task.signature.tensors[0].strided);
+
+  std::string text = replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nnormalized = 1e-5");
+  text = replace(text, "flops = \"rows*cols\"",
+                 "flops = \"rows*cols\"\nbytes = \"4*rows*cols\"\n"
+                 "distributions = [\"uniform\", \"normal\"]");
+  text = replace(text, "shape = [\"rows\", \"cols\"]\n[[outputs]]",
+                 "shape = [\"rows\", \"cols\"]\nstrided = true\n[[outputs]]");
+  text += "[policy]\nallow = [\"library_compute\"]\n";
+  task = load_task(write(text));
+  EXPECT_EQ(*task.tolerance.normalized, 1e-5);
+  EXPECT_EQ(task.distributions, (std::vector<std::string>{"uniform", "normal"}));
+  EXPECT_EQ(bytes_per_call(task, task.workloads[1]), 4 * 1024 * 1024);
+  EXPECT_TRUE(task.signature.tensors[0].strided);
+  EXPECT_FALSE(task.source_policy.enabled.contains(evaluation::PolicyCategory::library_compute));
+
+  EXPECT_NE(error_of(replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nnormalized = -1"))
+                .find("tolerance.normalized"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nrelative = 1"))
+                .find("tolerance.relative: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kValidTask, "flops = \"rows*cols\"",
+                             "distributions = [\"cauchy\"]"))
+                .find("distributions"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kValidTask, "shape = [\"rows\", \"cols\"]\n[[scalars]]",
+                             "shape = [\"rows\", \"cols\"]\nstrided = true\n[[scalars]]"))
+                .find("only inputs may be strided"),
+            std::string::npos);
+  EXPECT_NE(error_of(kValidTask + std::string("[policy]\nallow = [\"threads\"]\n"))
+                .find("policy.allow"),
+            std::string::npos);
+}
+
 TEST(Expression, EvaluatesArithmeticOverDims) {
   std::map<std::string, int64_t> dims = {{"rows", 8}, {"cols", 4}};
   EXPECT_DOUBLE_EQ(evaluate_expression("2*rows*cols + rows", dims), 72.0);

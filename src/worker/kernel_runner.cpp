@@ -54,6 +54,10 @@ std::string first_difference(const TensorSet& set, const Signature& signature, s
   for (int64_t e = 0; e < elements; ++e) {
     if (!std::equal(before + e * element_bytes, before + (e + 1) * element_bytes,
                     after + e * element_bytes)) {
+      if (!set.compact(tensor)) {
+        return "'" + signature.tensors[tensor].name + "' at storage element " + std::to_string(e) +
+               " of its padded layout";
+      }
       std::string index = "[";
       int64_t rest = e;
       const std::vector<int64_t>& shape = set.shape(tensor);
@@ -84,7 +88,7 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
   const InputDistribution distribution = parse_input_distribution(request.distribution);
   RunResult result;
   auto start = Clock::now();
-  TensorSet set(backend, request.signature, request.workload);
+  TensorSet set(backend, request.signature, request.workload, request.padded);
   const HostTensors inputs = set.make_inputs(request.seed, distribution);
   set.upload_inputs(inputs);
   backend.synchronize();

@@ -137,6 +137,38 @@ TEST_F(KernelRunner, NonZeroReturnAndExceptionsAreRuntimeErrors) {
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
 
+TEST_F(KernelRunner, StridedInputsArePassedNonContiguousWhenPadded) {
+  const std::string strided_body =
+      "const int64_t s = args->inputs[0].strides ? args->inputs[0].strides[0] : 1;\n"
+      "  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i * s];";
+  RunRequest request = unary_run(33);
+  request.signature.tensors[0].strided = true;
+  request.padded = true;
+  RunResult result = run_outputs(*backend_, kernel("honours_strides", strided_body), request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_TRUE(result.input_modified.empty()) << result.input_modified;
+  const std::vector<float> x = input_floats(33, 7, InputDistribution::normal);
+  std::vector<float> y = floats(request.output_path);
+  for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;
+  // A kernel that assumes a compact input reads the NaN gaps.
+  ASSERT_EQ(run_outputs(*backend_, reference(), request).verdict, Verdict::ok);
+  y = floats(request.output_path);
+  EXPECT_TRUE(std::isnan(y[1]));
+  // Without `padded` the same tensor is compact (strides null).
+  request.padded = false;
+  ASSERT_EQ(run_outputs(*backend_, reference(), request).verdict, Verdict::ok);
+  y = floats(request.output_path);
+  for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;
+  EXPECT_EQ(backend_->live_bytes(), 0);
+}
+
+TEST_F(KernelRunner, PaddedRowsHaveAnOddPitch) {
+  EXPECT_EQ(TensorSet::padded_strides({4, 9}), (std::vector<int64_t>{16, 1}));
+  EXPECT_EQ(TensorSet::padded_strides({2, 3, 5}), (std::vector<int64_t>{36, 12, 1}));
+  EXPECT_EQ(TensorSet::padded_strides({10}), (std::vector<int64_t>{2}));
+  EXPECT_EQ(TensorSet::storage_elements({4, 9}, {16, 1}), 3 * 16 + 8 + 1 + 7);
+}
+
 TEST_F(KernelRunner, ShapesAndScalarsReachTheKernel) {
   RunRequest request = unary_run(0);
   request.signature.tensors[0].shape = {"rows", "cols"};

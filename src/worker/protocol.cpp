@@ -141,6 +141,7 @@ void to_json(json& j, const RunRequest& v) {
        {"seed", v.seed},
        {"distribution", v.distribution},
        {"calls", v.calls},
+       {"padded", v.padded},
        {"output_path", v.output_path},
        {"late_write_wait_ms", number_to_json(v.late_write_wait_ms)}};
 }
@@ -153,6 +154,7 @@ void from_json(const json& j, RunRequest& v) {
   v.seed = j.value("seed", defaults.seed);
   v.distribution = j.value("distribution", defaults.distribution);
   v.calls = j.value("calls", defaults.calls);
+  v.padded = j.value("padded", false);
   v.output_path = j.at("output_path").get<std::string>();
   v.late_write_wait_ms = number_or(j, "late_write_wait_ms", defaults.late_write_wait_ms);
 }

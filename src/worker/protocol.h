@@ -97,6 +97,9 @@ struct RunRequest {
   uint64_t seed = 0;
   std::string distribution = "uniform";  // InputDistribution name
   int calls = 1;                         // 1 or 2: two calls must agree (a race moves results)
+  /// Strided inputs (TensorSpec::strided) are passed non-contiguous: rows padded by 7 elements
+  /// filled with NaN (0xFF bytes), or every other element for a 1-D tensor.
+  bool padded = false;
   std::string output_path;
   /// Wait this long after the last call before re-reading the outputs for the late-write check.
   double late_write_wait_ms = 2.0;

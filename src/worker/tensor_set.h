@@ -34,18 +34,51 @@ using HostTensors = std::vector<HostBuffer>;
 /// on its argument block (shapes, pointers) cannot change what the harness reads back.
 class TensorSet {
  public:
-  TensorSet(DeviceBackend& backend, const Signature& signature, const Workload& workload)
+  /// `padded`: strided inputs get a non-compact layout (padded_strides); others are compact.
+  TensorSet(DeviceBackend& backend, const Signature& signature, const Workload& workload,
+            bool padded = false)
       : backend_(backend), signature_(signature) {
     for (const TensorSpec& spec : signature.tensors) {
       shapes_.push_back(bind_shape(spec, workload));
-      buffers_.emplace_back(backend, element_count(shapes_.back()) * dtype_size(spec.dtype));
+      strides_.push_back(padded && spec.strided ? padded_strides(shapes_.back())
+                                                : std::vector<int64_t>{});
+      buffers_.emplace_back(backend, storage_elements(shapes_.back(), strides_.back()) *
+                                         dtype_size(spec.dtype));
     }
     for (const ScalarSpec& scalar : signature.scalars) scalars_.push_back(scalar.value);
+  }
+
+  /// Strides (in elements) of a non-contiguous layout of `shape`: rows padded by 7 elements
+  /// (an odd pitch, so rows are also misaligned), every other element for a 1-D tensor.
+  static std::vector<int64_t> padded_strides(const std::vector<int64_t>& shape) {
+    if (shape.empty()) return {};
+    std::vector<int64_t> strides(shape.size());
+    if (shape.size() == 1) {
+      strides[0] = 2;
+      return strides;
+    }
+    strides.back() = 1;
+    int64_t extent = shape.back() + 7;
+    for (size_t d = shape.size() - 1; d-- > 0;) {
+      strides[d] = extent;
+      extent *= shape[d];
+    }
+    return strides;
+  }
+
+  /// Elements of storage a layout needs (compact when `strides` is empty).
+  static int64_t storage_elements(const std::vector<int64_t>& shape,
+                                  const std::vector<int64_t>& strides) {
+    if (strides.empty()) return element_count(shape);
+    int64_t last = 0;
+    for (size_t d = 0; d < shape.size(); ++d) last += (shape[d] - 1) * strides[d];
+    return element_count(shape) == 0 ? 0 : last + 1 + (shape.size() == 1 ? 1 : 7);
   }
 
   /// Arguments for one call; valid until the next call of args().
   const kforge_args& args() {
     call_shapes_ = shapes_;
+    call_strides_ = strides_;
     inputs_.clear();
     outputs_.clear();
     for (size_t i = 0; i < buffers_.size(); ++i) {
@@ -55,7 +88,7 @@ class TensorSet {
       tensor.ndim = static_cast<int32_t>(call_shapes_[i].size());
       tensor.dtype = to_dl_dtype(signature_.tensors[i].dtype);
       tensor.shape = call_shapes_[i].data();
-      tensor.strides = nullptr;  // compact row-major
+      tensor.strides = call_strides_[i].empty() ? nullptr : call_strides_[i].data();
       tensor.byte_offset = 0;
       (is_input(i) ? inputs_ : outputs_).push_back(tensor);
     }
@@ -67,6 +100,8 @@ class TensorSet {
     return args_;
   }
 
+  /// True when tensor `i` has the compact row-major layout.
+  bool compact(size_t i) const { return strides_[i].empty(); }
   bool is_input(size_t i) const { return signature_.tensors[i].role == TensorRole::input; }
   size_t size() const { return buffers_.size(); }
   const std::vector<int64_t>& shape(size_t i) const { return shapes_[i]; }
@@ -86,8 +121,29 @@ class TensorSet {
       if (!is_input(i)) continue;
       host[i].bytes = bytes(i);
       host[i].data = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i)));
-      fill_input({host[i].begin(), static_cast<size_t>(bytes(i))}, signature_.tensors[i].dtype,
-                 seed, static_cast<int>(i), distribution);
+      const DType dtype = signature_.tensors[i].dtype;
+      if (strides_[i].empty()) {
+        fill_input({host[i].begin(), static_cast<size_t>(bytes(i))}, dtype, seed,
+                   static_cast<int>(i), distribution);
+        continue;
+      }
+      // The same logical values as the compact layout, scattered; the gaps hold NaN bytes, so
+      // a kernel that ignores the strides reads NaN.
+      const int64_t element = dtype_size(dtype);
+      const int64_t count = element_count(shapes_[i]);
+      std::vector<std::byte> logical(static_cast<size_t>(count * element));
+      fill_input(logical, dtype, seed, static_cast<int>(i), distribution);
+      std::memset(host[i].begin(), 0xFF, static_cast<size_t>(bytes(i)));
+      const std::vector<int64_t>& shape = shapes_[i];
+      for (int64_t e = 0; e < count; ++e) {
+        int64_t rest = e, offset = 0;
+        for (size_t d = shape.size(); d-- > 0;) {
+          offset += (rest % shape[d]) * strides_[i][d];
+          rest /= shape[d];
+        }
+        std::memcpy(host[i].begin() + offset * element, logical.data() + e * element,
+                    static_cast<size_t>(element));
+      }
     }
     return host;
   }
@@ -141,9 +197,11 @@ class TensorSet {
   DeviceBackend& backend_;
   Signature signature_;  // a copy: sets may outlive the request (TimingCache)
   std::vector<std::vector<int64_t>> shapes_;
+  std::vector<std::vector<int64_t>> strides_;  // empty: compact
   std::vector<DeviceBuffer> buffers_;
   std::vector<double> scalars_;
   std::vector<std::vector<int64_t>> call_shapes_;
+  std::vector<std::vector<int64_t>> call_strides_;
   std::vector<DLTensor> inputs_;
   std::vector<DLTensor> outputs_;
   std::vector<double> call_scalars_;

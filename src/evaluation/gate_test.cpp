@@ -1,0 +1,64 @@
+// The gate's plan: which cases rung 0 runs for a task.
+#include "evaluation/gate.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace kforge::evaluation {
+namespace {
+
+Task matrix_task(bool strided, int64_t timed_rows) {
+  Task task;
+  task.signature.tensors = {{"x", TensorRole::input, DType::f32, {"rows", "cols"}, strided},
+                            {"y", TensorRole::output, DType::f32, {"rows", "cols"}}};
+  task.workloads = {{"one", {{"rows", 1}, {"cols", 1}}, false},
+                    {"tail", {{"rows", 3}, {"cols", 33}}, false},
+                    {"big", {{"rows", timed_rows}, {"cols", 1024}}, true}};
+  return task;
+}
+
+TEST(PlanGate, SeedsCycleDistributionsAndTheTimedWorkloadComesLast) {
+  const std::vector<GateCase> cases = plan_gate(matrix_task(false, 64), GatePlan{});
+  ASSERT_EQ(cases.size(), 7u);  // 2 gate workloads x 3 seeds + the timed one
+  EXPECT_EQ(cases[0].distribution, "uniform");
+  EXPECT_EQ(cases[1].distribution, "normal");
+  EXPECT_EQ(cases[2].distribution, "heavy_tailed");
+  EXPECT_NE(cases[0].seed, cases[1].seed);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(cases[i].calls, 2);
+    EXPECT_TRUE(cases[i].late_write_check);
+    EXPECT_FALSE(cases[i].padded);
+  }
+  EXPECT_EQ(cases[6].workload.name, "big");
+  EXPECT_EQ(cases[6].calls, 2);  // 256 KiB of outputs: read back twice
+  EXPECT_FALSE(cases[6].late_write_check);
+  EXPECT_NE(cases[6].label().find("workload 'big'"), std::string::npos);
+}
+
+TEST(PlanGate, LargeTimedOutputsAreCalledOnce) {
+  const std::vector<GateCase> cases = plan_gate(matrix_task(false, 1 << 17), GatePlan{});
+  EXPECT_EQ(cases.back().calls, 1);  // 512 MiB of outputs
+}
+
+TEST(PlanGate, StridedInputsAddANonContiguousCasePerGateWorkload) {
+  const std::vector<GateCase> cases = plan_gate(matrix_task(true, 64), GatePlan{});
+  ASSERT_EQ(cases.size(), 9u);
+  int padded = 0;
+  for (const GateCase& gate_case : cases) {
+    if (!gate_case.padded) continue;
+    ++padded;
+    EXPECT_FALSE(gate_case.workload.timed);
+    EXPECT_NE(gate_case.label().find("non-contiguous"), std::string::npos);
+  }
+  EXPECT_EQ(padded, 2);
+}
+
+TEST(PlanGate, ATaskWithoutDistributionsIsAnError) {
+  Task task = matrix_task(false, 64);
+  task.distributions.clear();
+  EXPECT_THROW(plan_gate(task, GatePlan{}), Error);
+}
+
+}  // namespace
+}  // namespace kforge::evaluation
