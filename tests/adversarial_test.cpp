@@ -140,7 +140,7 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
   config.worker_path = worker::testing::worker_path();
   config.backend = backend;
   // Small enough that unbounded_allocation is killed long before the host runs short.
-  config.memory_limit_bytes = int64_t{2} << 30;
+  config.memory_limit_bytes = int64_t{1} << 30;  // the worker itself needs ~0.3 GiB (cache flush)
   harness.candidates = std::make_unique<worker::ProcessWorker>(config);
   harness.evaluator = std::make_unique<evaluation::Evaluator>(
       *harness.candidates, *harness.reference, harness.task, test_policy());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <utility>
@@ -41,12 +42,21 @@ std::string random_token() {
   return token;
 }
 
-/// Resident set size of process `pid` in bytes (from /proc/PID/statm), 0 if unreadable.
-int64_t resident_bytes(int pid) {
+/// Resident set size in bytes of process `pid` and all its descendants (a sandboxed worker is
+/// a child of bwrap), from /proc/PID/statm and /proc/PID/task/*/children; 0 if unreadable.
+int64_t resident_bytes(int pid, int depth = 0) {
   std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
   int64_t size_pages = 0, resident_pages = 0;
   if (!(statm >> size_pages >> resident_pages)) return 0;
-  return resident_pages * sysconf(_SC_PAGESIZE);
+  int64_t total = resident_pages * sysconf(_SC_PAGESIZE);
+  if (depth > 8) return total;
+  std::error_code error;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", error)) {
+    std::ifstream children(task.path() / "children");
+    for (int child = 0; children >> child;) total += resident_bytes(child, depth + 1);
+  }
+  return total;
 }
 
 std::string format_gib(int64_t bytes) {

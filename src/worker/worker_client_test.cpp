@@ -305,8 +305,13 @@ TEST(ProcessWorkerSandbox, NoWritesOutsideScratchAndNoNetwork) {
   ASSERT_EQ(::listen(listener, 1), 0);
   socklen_t length = sizeof address;
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  const std::string outside = std::filesystem::current_path().string() + "/sandbox_escape.txt";
-  std::filesystem::remove(outside);
+  // A directory outside the sandbox's writable areas (/dev/shm and the temp directory; the
+  // build tree may itself be under /tmp).
+  const std::filesystem::path outside_dir = "/var/tmp/kforge-sandbox-test-" + std::to_string(::getpid());
+  std::error_code error;
+  std::filesystem::create_directories(outside_dir, error);
+  if (error) GTEST_SKIP() << "cannot create " << outside_dir << ": " << error.message();
+  const std::string outside = (outside_dir / "escape.txt").string();
   const std::string body =
       "FILE* f = fopen(\"" + outside + "\", \"w\"); if (f) { fclose(f); return 7; }\n"
       "  int s = socket(AF_INET, SOCK_STREAM, 0); sockaddr_in a{}; a.sin_family = AF_INET;\n"
@@ -332,7 +337,33 @@ TEST(ProcessWorkerSandbox, NoWritesOutsideScratchAndNoNetwork) {
   const RunResult result = sandboxed.run(request, kTimeoutS);
   EXPECT_EQ(result.verdict, Verdict::ok) << result.message;  // 7: wrote a file, 8: connected
   EXPECT_FALSE(std::filesystem::exists(outside));
+  std::filesystem::remove_all(outside_dir, error);
   ::close(listener);
+}
+
+TEST(ProcessWorkerSandbox, MemoryWatchdogSeesTheWorkerInsideTheSandbox) {
+  const Sandbox sandbox = detect_sandbox();
+  if (!sandbox.available) GTEST_SKIP() << sandbox.note;
+  ProcessWorkerConfig config;
+  config.worker_path = testing::worker_path();
+  config.sandbox = sandbox;
+  config.memory_limit_bytes = int64_t{256} << 20;
+  ProcessWorker limited(config);
+  const std::string path = kernel_path(
+      "hog", "for (;;) { char* p = (char*)malloc(64 << 20); if (!p) return 1; memset(p, 1, 64 << 20); }",
+      "#include <stdlib.h>\n#include <string.h>");
+  const LoadResult loaded = limited.load(LoadRequest{path}, kTimeoutS);
+  ASSERT_EQ(loaded.verdict, Verdict::ok) << loaded.message;
+  ScratchDir scratch("kforge-sandbox-test");
+  RunRequest request;
+  request.handle = loaded.handle;
+  request.signature = testing::unary_signature();
+  request.workload = testing::workload_n("small", 8);
+  request.output_path = scratch.next_file("hog");
+  create_private_file(request.output_path);
+  const RunResult result = limited.run(request, 60);
+  EXPECT_EQ(result.verdict, Verdict::worker_crashed) << result.message;
+  EXPECT_NE(result.message.find("over its limit of"), std::string::npos) << result.message;
 }
 
 TEST(ProcessWorker, MissingBinaryIsAnErrorNamingIt) {
