@@ -106,6 +106,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   device_ = reference_worker_.device_info();
   candidates_.device_info();  // start it now: a worker that cannot start stops the run here
   report.device = device_;
+  policy_.checks.floor_rejects = device_.backend == "cuda";
   // Every workload's tensors must fit the device, with room for the harness.
   for (const Workload& workload : task_.workloads) {
     double bytes = 0;

@@ -99,13 +99,17 @@ TimingVerdict judge_timing(const worker::TimeResult& result, const PhysicalFloor
     }
   }
   if (floor.floor_ms > 0 && device_median < floor.floor_ms) {
-    verdict.verdict = Verdict::implausible_timing;
-    verdict.message = "impossible result: median " + format_ms(device_median) +
-                      " is below the physical floor of " + format_ms(floor.floor_ms) + " (" +
-                      std::to_string(static_cast<int64_t>(floor.bytes)) +
-                      " bytes at the measured copy bandwidth" +
-                      (floor.flops_ms > 0 ? ", or the FLOPs at the device's peak" : "") +
-                      ", with slack)";
+    const std::string finding =
+        "median " + format_ms(device_median) + " is below the physical floor of " +
+        format_ms(floor.floor_ms) + " (" + std::to_string(static_cast<int64_t>(floor.bytes)) +
+        " bytes at the measured copy bandwidth" +
+        (floor.flops_ms > 0 ? ", or the FLOPs at the device's peak" : "") + ", with slack)";
+    if (checks.floor_rejects) {
+      verdict.verdict = Verdict::implausible_timing;
+      verdict.message = "impossible result: " + finding;
+    } else {
+      verdict.warning += (verdict.warning.empty() ? "" : "; ") + finding;
+    }
   }
   return verdict;
 }

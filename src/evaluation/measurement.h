@@ -32,6 +32,11 @@ PhysicalFloor physical_floor(const Task& task, const Workload& workload,
 /// Thresholds of the timing checks.
 struct TimingChecks {
   double floor_slack = 1.5;
+  /// A time below the floor rejects the candidate (implausible_timing) when true; else it is a
+  /// warning. The evaluator rejects only on cuda: there the L2 is flushed to a known size and
+  /// the copy is a device copy. On cpu, caches the flush cannot reach (virtual machines hide
+  /// their size) and write-allocate traffic in memcpy let honest kernels beat the copy.
+  bool floor_rejects = true;
   /// Work hidden from the device events: flagged when median(host - device) - overhead exceeds
   /// hidden_ms + hidden_fraction x median(device).
   double hidden_ms = 0.05;
