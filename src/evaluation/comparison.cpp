@@ -453,23 +453,6 @@ std::optional<int64_t> first_changed_element(std::span<const std::byte> before,
   return static_cast<int64_t>(differs.first - before.begin()) / element_bytes;
 }
 
-std::string format_index(int64_t flat, const std::vector<int64_t>& shape) {
-  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; })) {
-    return "[" + std::to_string(flat) + "]";
-  }
-  std::vector<int64_t> index(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::string text = "[";
-  for (size_t d = 0; d < index.size(); ++d) {
-    if (d) text += ", ";
-    text += std::to_string(index[d]);
-  }
-  return text + "]";
-}
-
 std::string format_value(double value, DType dtype) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";

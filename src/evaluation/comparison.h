@@ -90,9 +90,6 @@ bool bitwise_equal(std::span<const std::byte> a, std::span<const std::byte> b);
 std::optional<int64_t> first_changed_element(std::span<const std::byte> before,
                                              std::span<const std::byte> after, int element_bytes);
 
-/// Row-major multi-dimensional index of flat element `flat` in `shape`, as "[i, j, k]"
-/// ("[]" for a scalar; "[flat]" if a dimension is not positive).
-std::string format_index(int64_t flat, const std::vector<int64_t>& shape);
 
 /// A value for messages: "nan", "inf", "-inf", or the shortest text that reads back as the
 /// same value of `dtype` (so an f32 0.1 prints as "0.1", not "0.10000000149011612").

@@ -109,11 +109,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   policy_.checks.floor_rejects = device_.backend == "cuda";
   // Every workload's tensors must fit the device, with room for the harness.
   for (const Workload& workload : task_.workloads) {
-    double bytes = 0;
-    for (const TensorSpec& spec : task_.signature.tensors) {
-      bytes += static_cast<double>(worker::element_count(bind_shape(spec, workload))) *
-               dtype_size(spec.dtype);
-    }
+    const auto bytes = static_cast<double>(min_bytes_moved(task_.signature, workload));
     if (device_.memory_bytes > 0 && bytes > 0.9 * static_cast<double>(device_.memory_bytes)) {
       throw Error(task_.source_path + ": workload '" + workload.name + "' needs " +
                   format_gib(bytes) + " for its tensors; " + device_.backend + ":" +
@@ -186,11 +182,7 @@ worker::TimeRequest Evaluator::time_request(int handle, const Workload& workload
   request.distribution = task_.distributions.front();
   // Rotation defeats pointer-keyed caching at small sizes; at gigabytes the re-check (new values
   // at a used address) does that job, and a second set would double the upload.
-  double set_bytes = 0;
-  for (const TensorSpec& spec : task_.signature.tensors) {
-    set_bytes += static_cast<double>(worker::element_count(bind_shape(spec, workload))) *
-                 dtype_size(spec.dtype);
-  }
+  const auto set_bytes = static_cast<double>(min_bytes_moved(task_.signature, workload));
   request.input_sets = set_bytes <= policy_.rotation_limit_bytes ? policy_.input_sets : 1;
   request.policy = measurement;
   request.flush_l2 = policy_.flush_l2;

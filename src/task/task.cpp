@@ -1,5 +1,6 @@
 #include "task/task.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -75,6 +76,23 @@ int64_t min_bytes_moved(const Signature& signature, const Workload& workload) {
     bytes += elements * dtype_size(tensor.dtype);
   }
   return bytes;
+}
+
+std::string format_index(int64_t flat, const std::vector<int64_t>& shape) {
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; })) {
+    return "[" + std::to_string(flat) + "]";
+  }
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::string text = "[";
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (d) text += ", ";
+    text += std::to_string(index[d]);
+  }
+  return text + "]";
 }
 
 int64_t bytes_per_call(const Task& task, const Workload& workload) {

@@ -81,6 +81,10 @@ struct Problem {
 /// when a symbol is not bound or a dimension is not positive.
 std::vector<int64_t> bind_shape(const TensorSpec& spec, const Workload& workload);
 
+/// Row-major multi-dimensional index of flat element `flat` in `shape`, as "[i, j, k]"
+/// ("[]" for a scalar; "[flat]" if a dimension is not positive). For messages.
+std::string format_index(int64_t flat, const std::vector<int64_t>& shape);
+
 /// Sum over tensors of elements x dtype size: the fewest bytes one call must move (each input
 /// read once, each output written once). Used for achieved bandwidth.
 int64_t min_bytes_moved(const Signature& signature, const Workload& workload);

@@ -58,18 +58,7 @@ std::string first_difference(const TensorSet& set, const Signature& signature, s
         return "'" + signature.tensors[tensor].name + "' at storage element " + std::to_string(e) +
                " of its padded layout";
       }
-      std::string index = "[";
-      int64_t rest = e;
-      const std::vector<int64_t>& shape = set.shape(tensor);
-      std::vector<int64_t> digits(shape.size());
-      for (size_t d = shape.size(); d-- > 0;) {
-        digits[d] = rest % shape[d];
-        rest /= shape[d];
-      }
-      for (size_t d = 0; d < digits.size(); ++d) {
-        index += (d ? ", " : "") + std::to_string(digits[d]);
-      }
-      return "'" + signature.tensors[tensor].name + "' at " + index + "]";
+      return "'" + signature.tensors[tensor].name + "' at " + format_index(e, set.shape(tensor));
     }
   }
   return "";
