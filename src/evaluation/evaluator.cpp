@@ -262,6 +262,7 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
                    {"worker_s", result.gate.worker_seconds},
                    {"worker_inputs_s", result.gate.worker_input_seconds},
                    {"worker_outputs_s", result.gate.worker_output_seconds},
+                   {"worker_checks_s", result.gate.worker_check_seconds},
                    {"compare_s", result.gate.compare_seconds},
                    {"reference_s", result.gate.reference_seconds}}};
   result.rungs.push_back(gate);

@@ -105,6 +105,7 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     outcome.worker_seconds += seconds_since(start);
     outcome.worker_input_seconds += run.input_ms / 1e3;
     outcome.worker_output_seconds += run.output_ms / 1e3;
+    outcome.worker_check_seconds += run.check_ms / 1e3;
     const std::string where = gate_case.label();
     if (run.verdict != Verdict::ok) return fail(run.verdict, where + ": " + run.message);
     if (!run.input_modified.empty()) {

@@ -46,6 +46,7 @@ struct GateOutcome {
   double worker_seconds = 0.0;      // wall time in the candidate worker (runs, read-backs)
   double worker_input_seconds = 0.0;   // of which making and uploading inputs
   double worker_output_seconds = 0.0;  // of which reading outputs back into the files
+  double worker_check_seconds = 0.0;   // of which the late-write and unchanged-input checks
   double compare_seconds = 0.0;     // wall time comparing in the orchestrator
   double reference_seconds = 0.0;   // wall time getting expected outputs (first use only)
 };

@@ -1,4 +1,5 @@
-// The `cuda` backend: one GPU through the CUDA runtime API, called from plain C++ (no .cu file).
+// The `cuda` backend: one GPU through the CUDA runtime API, called from plain C++; the few
+// kernels of its own (in-place inputs, input checks, output hashes) are in cuda_inputs.cu.
 // All work goes on a stream owned by the worker, which is also what kernels receive as
 // `kforge_args::stream`. It is a blocking stream (cudaStreamCreate), so work a careless kernel
 // launches on the legacy default stream is ordered with it and counted by its timing events. The runtime is linked statically (libcudart_static), so the worker
@@ -15,6 +16,7 @@
 #include <algorithm>
 
 #include "common/parallel_copy.h"
+#include "worker/cuda_inputs.h"
 #include "worker/device_backend.h"
 #include "worker/nvml_clock.h"
 
@@ -95,6 +97,7 @@ class CudaBackend final : public DeviceBackend {
   ~CudaBackend() override {
     if (lost_) return;  // every call would fail; the process is about to exit anyway
     if (flush_buffer_) cudaFree(flush_buffer_);
+    if (scratch_) cudaFree(scratch_);
     for (void* buffer : staging_) {
       if (buffer) cudaFreeHost(buffer);
     }
@@ -319,6 +322,32 @@ class CudaBackend final : public DeviceBackend {
     return ClockReading{reading->sm_clock_mhz, reading->throttled};
   }
 
+  bool generate_input(void* device, const generator::GeneratedTensor& tensor) override {
+    ensure_usable();
+    check(static_cast<cudaError_t>(cuda_inputs::generate(device, tensor, stream_)),
+          "generating inputs on the device");
+    return true;
+  }
+
+  int64_t find_input_change(const void* device,
+                            const generator::GeneratedTensor& tensor) override {
+    ensure_usable();
+    int64_t first = -1;
+    check(static_cast<cudaError_t>(
+              cuda_inputs::first_difference(device, tensor, stream_, scratch(), &first)),
+          "checking inputs on the device");
+    return first;
+  }
+
+  std::optional<uint64_t> content_hash(const void* device, int64_t bytes) override {
+    ensure_usable();
+    uint64_t hash = 0;
+    check(static_cast<cudaError_t>(
+              cuda_inputs::content_hash(device, bytes, stream_, scratch(), &hash)),
+          "hashing outputs on the device");
+    return hash;
+  }
+
   int64_t free_memory_bytes() const override {
     size_t free_bytes = 0, total_bytes = 0;
     if (lost_ || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
@@ -341,6 +370,12 @@ class CudaBackend final : public DeviceBackend {
     char text[64] = {};
     if (cudaDeviceGetPCIBusId(text, sizeof text, device_index_) != cudaSuccess) return "";
     return text;
+  }
+
+  /// 8 bytes of device memory for the results of cuda_inputs' reductions.
+  void* scratch() {
+    if (scratch_ == nullptr) check(cudaMalloc(&scratch_, 8), "cudaMalloc");
+    return scratch_;
   }
 
   void ensure_usable() const {
@@ -373,6 +408,7 @@ class CudaBackend final : public DeviceBackend {
   bool flush_pending_ = false;
   double last_flush_ms_ = 0.0;
   void* flush_buffer_ = nullptr;
+  void* scratch_ = nullptr;
   static constexpr int64_t kStagingBytes = int64_t{64} << 20;  // per pinned read-back buffer
   void* staging_[2] = {nullptr, nullptr};
   cudaEvent_t staged_[2] = {nullptr, nullptr};

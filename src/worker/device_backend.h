@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "worker/input_generator.h"
 #include "worker/protocol.h"
 
 namespace kforge::worker {
@@ -89,6 +90,24 @@ class DeviceBackend {
     bool throttled = false;  // a thermal, power-brake or hardware slowdown is active
   };
   virtual std::optional<ClockReading> read_clock() { return std::nullopt; }
+  /// Writes the generated inputs `tensor` describes into `device` (its storage_elements elements)
+  /// in place, the same bytes fill_input makes on the host (input_generator.h), and returns true;
+  /// false when this backend cannot, and the caller generates on the host and uploads. A backend
+  /// that returns true here must also implement find_input_change.
+  virtual bool generate_input(void* /*device*/, const generator::GeneratedTensor& /*tensor*/) {
+    return false;
+  }
+  /// The first storage element of `device` that differs from what generate_input writes for
+  /// `tensor`, or -1 when none does (a kernel left its input alone).
+  virtual int64_t find_input_change(const void* /*device*/,
+                                    const generator::GeneratedTensor& /*tensor*/) {
+    throw Error("this backend does not generate inputs in place");
+  }
+  /// A 64-bit hash of `bytes` bytes of device memory computed on the device (cuda_inputs.h),
+  /// or nullopt when the backend has none (then the caller reads the bytes back).
+  virtual std::optional<uint64_t> content_hash(const void* /*device*/, int64_t /*bytes*/) {
+    return std::nullopt;
+  }
   /// Bytes that may still be allocated (free device memory, or available RAM on cpu).
   virtual int64_t free_memory_bytes() const = 0;
 

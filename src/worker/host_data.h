@@ -14,6 +14,7 @@
 
 namespace kforge::worker {
 
+
 /// IEEE 754 binary16 bits of `value`, rounded to nearest even; overflow gives +-inf, NaN stays
 /// NaN, tiny values become subnormals or zero.
 uint16_t float_to_half(float value);

@@ -45,6 +45,16 @@ std::string call_and_wait(DeviceBackend& backend, KernelEntry kernel, const kfor
   return failure;
 }
 
+/// Storage element `element` of tensor `tensor`, for a message: "'name' at [i, j]".
+std::string describe_element(const TensorSet& set, const Signature& signature, size_t tensor,
+                             int64_t element) {
+  const std::string name = "'" + signature.tensors[tensor].name + "'";
+  if (!set.compact(tensor)) {
+    return name + " at storage element " + std::to_string(element) + " of its padded layout";
+  }
+  return name + " at " + format_index(element, set.shape(tensor));
+}
+
 /// Where `before` and `after` first differ, as "'name' at [i, j]", or "" if identical.
 std::string first_difference(const TensorSet& set, const Signature& signature, size_t tensor,
                              const std::byte* before, const std::byte* after) {
@@ -54,14 +64,22 @@ std::string first_difference(const TensorSet& set, const Signature& signature, s
   for (int64_t e = 0; e < elements; ++e) {
     if (!std::equal(before + e * element_bytes, before + (e + 1) * element_bytes,
                     after + e * element_bytes)) {
-      if (!set.compact(tensor)) {
-        return "'" + signature.tensors[tensor].name + "' at storage element " + std::to_string(e) +
-               " of its padded layout";
-      }
-      return "'" + signature.tensors[tensor].name + "' at " + format_index(e, set.shape(tensor));
+      return describe_element(set, signature, tensor, e);
     }
   }
   return "";
+}
+
+/// Device-side hashes of every output, or nullopt when the backend cannot hash.
+std::optional<std::vector<uint64_t>> output_hashes(DeviceBackend& backend, const TensorSet& set) {
+  std::vector<uint64_t> hashes;
+  for (size_t i = 0; i < set.size(); ++i) {
+    if (set.is_input(i)) continue;
+    const auto hash = backend.content_hash(set.data(i), set.bytes(i));
+    if (!hash) return std::nullopt;
+    hashes.push_back(*hash);
+  }
+  return hashes;
 }
 
 void validate(const Signature& signature, const Workload& workload) {
@@ -78,8 +96,7 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
   RunResult result;
   auto start = Clock::now();
   TensorSet set(backend, request.signature, request.workload, request.padded);
-  const HostTensors inputs = set.make_inputs(request.seed, distribution);
-  set.upload_inputs(inputs);
+  const FilledInputs inputs = set.fill_inputs(request.seed, distribution);
   backend.synchronize();
   result.input_ms = ms_since(start);
   result.output_bytes = set.output_bytes();
@@ -90,7 +107,9 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
     result.message = message;
     return result;
   };
+  const bool check_late_writes = request.late_write_wait_ms > 0 && result.output_bytes > 0;
   try {
+    std::optional<std::vector<uint64_t>> hashes_after_call;
     for (int call = 0; call < request.calls; ++call) {
       set.poison_outputs();
       backend.synchronize();
@@ -100,35 +119,47 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
                                       : failure);
       }
       result.call_ms.push_back(ms_since(call_start));
+      if (check_late_writes && call + 1 == request.calls) {
+        // Taken before the read-back, so that a write during the read-back shows as well.
+        const auto check_start = Clock::now();
+        hashes_after_call = output_hashes(backend, set);
+        result.check_ms += ms_since(check_start);
+      }
       const auto output_start = Clock::now();
       set.download_outputs(file.data() + result.output_bytes * call);
       result.output_ms += ms_since(output_start);
       ++result.calls_completed;
     }
+    const auto check_start = Clock::now();
     const std::byte* last = file.data() + result.output_bytes * (request.calls - 1);
-    if (request.late_write_wait_ms > 0 && result.output_bytes > 0) {
+    if (check_late_writes) {
       // Work that goes on after kforge_run returned and the device went idle (a detached thread)
-      // changes the outputs after they were read.
+      // changes the outputs after they were read. On cuda the outputs are hashed on the device
+      // before the read-back and after the wait, and read back again only when the hashes differ.
       std::this_thread::sleep_for(
           std::chrono::duration<double, std::milli>(request.late_write_wait_ms));
-      std::vector<std::byte> again(static_cast<size_t>(result.output_bytes));
-      set.download_outputs(again.data());
-      int64_t offset = 0;
-      for (size_t i = 0; i < set.size() && result.late_write.empty(); ++i) {
-        if (set.is_input(i)) continue;
-        result.late_write =
-            first_difference(set, request.signature, i, last + offset, again.data() + offset);
-        offset += set.bytes(i);
+      if (!hashes_after_call || output_hashes(backend, set) != hashes_after_call) {
+        std::vector<std::byte> again(static_cast<size_t>(result.output_bytes));
+        set.download_outputs(again.data());
+        int64_t offset = 0;
+        for (size_t i = 0; i < set.size() && result.late_write.empty(); ++i) {
+          if (set.is_input(i)) continue;
+          result.late_write =
+              first_difference(set, request.signature, i, last + offset, again.data() + offset);
+          offset += set.bytes(i);
+        }
+        if (result.late_write.empty() && hashes_after_call) {
+          result.late_write = "an output (changed during the read-back)";
+        }
       }
     }
     for (size_t i = 0; i < set.size() && result.input_modified.empty(); ++i) {
       if (!set.is_input(i)) continue;
-      result.input_modified =
-          set.equals(i, inputs[i].begin())
-              ? ""
-              : first_difference(set, request.signature, i, inputs[i].begin(),
-                                 set.download(i).begin());
+      if (const int64_t changed = set.input_change(i, inputs); changed >= 0) {
+        result.input_modified = describe_element(set, request.signature, i, changed);
+      }
     }
+    result.check_ms += ms_since(check_start);
   } catch (const DeviceError& e) {  // an asynchronous fault surfacing on a read-back
     return fail(e.what());
   }
@@ -198,7 +229,7 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
       sets.emplace_back(backend, request.signature, request.workload);
     }
     for (size_t s = 0; s < sets.size(); ++s) {
-      sets[s].upload_inputs(sets[s].make_inputs(request.seed + s, distribution));
+      sets[s].fill_inputs(request.seed + s, distribution);
       sets[s].poison_outputs();
     }
   }
@@ -231,8 +262,8 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
       TensorSet& set = sets[static_cast<size_t>(i) % sets.size()];
       const bool recheck = i == request.recheck_call;
       if (recheck) {
-        set.upload_inputs(set.make_inputs(request.recheck_seed,
-                                          parse_input_distribution(request.recheck_distribution)));
+        set.fill_inputs(request.recheck_seed,
+                        parse_input_distribution(request.recheck_distribution));
         set.poison_outputs();
       }
       const kforge_args& args = set.args();

@@ -168,7 +168,8 @@ void to_json(json& j, const RunResult& v) {
        {"late_write", v.late_write},
        {"call_ms", numbers_to_json(v.call_ms)},
        {"input_ms", number_to_json(v.input_ms)},
-       {"output_ms", number_to_json(v.output_ms)}};
+       {"output_ms", number_to_json(v.output_ms)},
+       {"check_ms", number_to_json(v.check_ms)}};
 }
 
 void from_json(const json& j, RunResult& v) {
@@ -181,6 +182,7 @@ void from_json(const json& j, RunResult& v) {
   v.call_ms = numbers_from_json(j, "call_ms");
   v.input_ms = number_or(j, "input_ms", 0.0);
   v.output_ms = number_or(j, "output_ms", 0.0);
+  v.check_ms = number_or(j, "check_ms", 0.0);
 }
 
 void to_json(json& j, const MeasurementPolicy& v) {

@@ -115,6 +115,7 @@ struct RunResult {
   std::vector<double> call_ms;     // host wall time of each call incl. device synchronize
   double input_ms = 0.0;           // making and uploading inputs
   double output_ms = 0.0;          // downloading and writing outputs
+  double check_ms = 0.0;           // the late-write and unchanged-input checks
 };
 
 /// Measurement policy of one timing request (nvbench-style): `warmup` untimed calls, then at

@@ -10,12 +10,14 @@
 #include <cstring>
 #include <thread>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "worker/device_backend.h"
 #include "common/parallel_copy.h"
 #include "worker/host_data.h"
+#include "worker/input_generator.h"
 
 namespace kforge::worker {
 
@@ -27,6 +29,15 @@ struct HostBuffer {
   std::byte* begin() const { return data.get(); }
 };
 using HostTensors = std::vector<HostBuffer>;
+
+/// What fill_inputs wrote: the generator's parameters and, when the inputs were generated on the
+/// host and uploaded, the host copies (indexed like signature.tensors, outputs left empty) that
+/// the check after a call compares against. Empty `host` means generated in place on the device.
+struct FilledInputs {
+  uint64_t seed = 0;
+  InputDistribution distribution = InputDistribution::uniform;
+  HostTensors host;
+};
 
 
 /// Device buffers for every tensor of a signature under one workload, and the argument block a
@@ -106,6 +117,8 @@ class TensorSet {
   size_t size() const { return buffers_.size(); }
   const std::vector<int64_t>& shape(size_t i) const { return shapes_[i]; }
   int64_t bytes(size_t i) const { return buffers_[i].bytes(); }
+  /// Device address of tensor `i`'s storage.
+  const void* data(size_t i) const { return buffers_[i].data(); }
 
   /// Total bytes of every output, in signature order.
   int64_t output_bytes() const {
@@ -146,6 +159,66 @@ class TensorSet {
       }
     }
     return host;
+  }
+
+  /// How input `i` is generated under (seed, distribution) and laid out, for the backend's
+  /// in-place generation; nullopt when the layout has more dimensions than it describes.
+  std::optional<generator::GeneratedTensor> generated(size_t i, uint64_t seed,
+                                                       InputDistribution distribution) const {
+    const std::vector<int64_t>& shape = shapes_[i];
+    if (shape.size() > static_cast<size_t>(generator::kMaxDims)) return std::nullopt;
+    generator::GeneratedTensor tensor;
+    tensor.dtype = static_cast<int>(signature_.tensors[i].dtype);
+    tensor.element_bytes = dtype_size(signature_.tensors[i].dtype);
+    tensor.seed = seed;
+    tensor.tensor_index = static_cast<int>(i);
+    tensor.distribution = static_cast<int>(distribution);
+    tensor.ndim = static_cast<int>(shape.size());
+    tensor.compact = strides_[i].empty();
+    for (size_t d = 0; d < shape.size(); ++d) {
+      tensor.shape[d] = shape[d];
+      if (!tensor.compact) tensor.strides[d] = strides_[i][d];
+    }
+    tensor.storage_elements = storage_elements(shape, strides_[i]);
+    return tensor;
+  }
+
+  /// Fills every input with the values of (seed, distribution): in place on the device when the
+  /// backend can generate every input there (milliseconds for gigabytes), otherwise on the host
+  /// (all cores) and uploaded. Asynchronous on the device's stream.
+  FilledInputs fill_inputs(uint64_t seed, InputDistribution distribution) {
+    FilledInputs filled{seed, distribution, {}};
+    bool in_place = true;
+    for (size_t i = 0; i < size() && in_place; ++i) {
+      if (!is_input(i)) continue;
+      const auto tensor = generated(i, seed, distribution);
+      in_place = tensor && backend_.generate_input(buffers_[i].data(), *tensor);
+    }
+    if (!in_place) {
+      filled.host = make_inputs(seed, distribution);
+      upload_inputs(filled.host);
+    }
+    return filled;
+  }
+
+  /// The first storage element of input `i` that differs from what fill_inputs wrote, or -1:
+  /// compared on the device when the inputs were generated there, else against the host copy.
+  int64_t input_change(size_t i, const FilledInputs& filled) const {
+    if (filled.host.empty()) {
+      return backend_.find_input_change(buffers_[i].data(),
+                                        *generated(i, filled.seed, filled.distribution));
+    }
+    const std::byte* expected = filled.host[i].begin();
+    if (equals(i, expected)) return -1;
+    const HostBuffer now = download(i);
+    const int64_t element = dtype_size(signature_.tensors[i].dtype);
+    for (int64_t e = 0; e * element < bytes(i); ++e) {
+      if (std::memcmp(expected + e * element, now.begin() + e * element,
+                      static_cast<size_t>(element)) != 0) {
+        return e;
+      }
+    }
+    return -1;
   }
 
   void upload_inputs(const HostTensors& host) {
