@@ -39,10 +39,18 @@ PhysicalFloor physical_floor(const Task& task, const Workload& workload,
   if (device.copy_bytes_per_s > 0) {
     floor.bytes_ms = floor.bytes / (device.copy_bytes_per_s * slack) * 1e3;
   }
-  const auto peak = device.peak_flops_per_s.find(arithmetic_dtype(task.signature));
-  if (floor.flops > 0 && peak != device.peak_flops_per_s.end() && peak->second > 0) {
-    floor.flops_ms = floor.flops / (peak->second * slack) * 1e3;
+  // The larger of the attribute-derived bound (tensor cores included) and the measured rate:
+  // the floor must stay below what any honest kernel can reach.
+  const std::string dtype = arithmetic_dtype(task.signature);
+  double peak = 0.0;
+  if (const auto bound = device.peak_flops_per_s.find(dtype); bound != device.peak_flops_per_s.end()) {
+    peak = bound->second;
   }
+  if (const auto measured = device.measured_flops_per_s.find(dtype);
+      measured != device.measured_flops_per_s.end()) {
+    peak = std::max(peak, measured->second);
+  }
+  if (floor.flops > 0 && peak > 0) floor.flops_ms = floor.flops / (peak * slack) * 1e3;
   floor.floor_ms = std::max(floor.bytes_ms, floor.flops_ms);
   return floor;
 }

@@ -54,6 +54,19 @@ TEST(PhysicalFloor, BytesOverBandwidthWithSlack) {
   EXPECT_EQ(physical_floor(copy_task(), n_elements(8), worker::DeviceInfo{}, 1.5).floor_ms, 0.0);
 }
 
+TEST(PhysicalFloor, PeakIsTheLargerOfBoundAndMeasuredRate) {
+  worker::DeviceInfo device = h200_like();
+  device.measured_flops_per_s = {{"f32", 6e13}};  // CUDA cores only: below the 1e15 bound
+  EXPECT_NEAR(physical_floor(copy_task(), n_elements(1 << 28), device, 1.5).flops_ms,
+              (1 << 28) / 1.5e15 * 1e3, 1e-12);
+  device.measured_flops_per_s = {{"f32", 2e15}};  // a device faster than its table entry
+  EXPECT_NEAR(physical_floor(copy_task(), n_elements(1 << 28), device, 1.5).flops_ms,
+              (1 << 28) / 3e15 * 1e3, 1e-12);
+  device.peak_flops_per_s.clear();  // measured only
+  EXPECT_NEAR(physical_floor(copy_task(), n_elements(1 << 28), device, 1.5).flops_ms,
+              (1 << 28) / 3e15 * 1e3, 1e-12);
+}
+
 TEST(JudgeTiming, FasterThanTheFloorIsImpossible) {
   const PhysicalFloor floor = physical_floor(copy_task(), n_elements(1 << 28), h200_like(), 1.5);
   TimingVerdict honest = judge_timing(samples({0.6, 0.61, 0.62}), floor, TimingChecks{});

@@ -17,6 +17,7 @@
 
 #include "common/parallel_copy.h"
 #include "worker/cuda_inputs.h"
+#include "worker/cuda_probe.h"
 #include "worker/device_backend.h"
 #include "worker/nvml_clock.h"
 
@@ -284,6 +285,19 @@ class CudaBackend final : public DeviceBackend {
     // Not every device supports persisting L2 (then the call fails harmlessly): ignore errors.
     if (cudaCtxResetPersistingL2Cache() != cudaSuccess) cudaGetLastError();
     if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) != cudaSuccess) cudaGetLastError();
+  }
+
+  std::map<std::string, double> measure_flops_per_s() override {
+    ensure_usable();
+    std::map<std::string, double> rates;
+    for (const bool f64 : {false, true}) {
+      double rate = 0.0;
+      check(static_cast<cudaError_t>(cuda_probe::fma_flops_per_s(
+                stream_, properties_.multiProcessorCount, f64, &rate)),
+            "measuring the FMA rate");
+      if (rate > 0) rates[f64 ? "f64" : "f32"] = rate;
+    }
+    return rates;
   }
 
   double measure_copy_bytes_per_s() override {

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,9 @@ class DeviceBackend {
   /// Copy bandwidth in bytes per second (bytes read + bytes written) of a large copy within
   /// device memory, measured now (takes a few hundred ms); 0 if it cannot be measured.
   virtual double measure_copy_bytes_per_s() = 0;
+  /// Arithmetic rates in FLOP/s measured now (a few tens of ms), by dtype name; empty when the
+  /// backend has no probe. See DeviceInfo::measured_flops_per_s.
+  virtual std::map<std::string, double> measure_flops_per_s() { return {}; }
   /// SM clock and throttle state now, when the device can tell (cuda through NVML).
   struct ClockReading {
     int sm_clock_mhz = 0;

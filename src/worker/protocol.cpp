@@ -101,6 +101,7 @@ void to_json(json& j, const DeviceInfo& v) {
        {"runtime_version", v.runtime_version},
        {"copy_bytes_per_s", number_to_json(v.copy_bytes_per_s)},
        {"peak_flops_per_s", v.peak_flops_per_s},
+       {"measured_flops_per_s", v.measured_flops_per_s},
        {"sm_clock_mhz", v.sm_clock_mhz}};
 }
 
@@ -117,6 +118,7 @@ void from_json(const json& j, DeviceInfo& v) {
   v.runtime_version = j.value("runtime_version", "");
   v.copy_bytes_per_s = number_or(j, "copy_bytes_per_s", 0.0);
   v.peak_flops_per_s = j.value("peak_flops_per_s", std::map<std::string, double>{});
+  v.measured_flops_per_s = j.value("measured_flops_per_s", std::map<std::string, double>{});
   v.sm_clock_mhz = j.value("sm_clock_mhz", 0);
 }
 

@@ -69,6 +69,11 @@ struct DeviceInfo {
   /// derived from the device's attributes (SMs x clock x FLOP per clock per SM of its
   /// architecture); empty when unknown (cpu). Only an upper bound, for the plausibility floor.
   std::map<std::string, double> peak_flops_per_s;
+  /// Arithmetic rate in FLOP/s measured once at start with the copy bandwidth: dependent-FMA
+  /// chains on every SM ("f32": FFMA, "f64": DFMA; cuda_probe.h). CUDA cores only, so below
+  /// peak_flops_per_s where tensor cores count: a roofline for kernels that do not use them.
+  /// Empty if not measured (cpu, or hello without measure).
+  std::map<std::string, double> measured_flops_per_s;
   int sm_clock_mhz = 0;            // maximum SM clock; 0 on cpu
 };
 

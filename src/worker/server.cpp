@@ -98,6 +98,7 @@ json Server::dispatch(Command command, const json& request) {
       if (!info_) info_ = backend_->info();
       if (hello.measure && info_->copy_bytes_per_s == 0) {
         info_->copy_bytes_per_s = backend_->measure_copy_bytes_per_s();
+        info_->measured_flops_per_s = backend_->measure_flops_per_s();
       }
       return *info_;
     }
