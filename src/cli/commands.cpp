@@ -62,6 +62,12 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_FINAL_ROUNDS")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  optimize->add_option("--profile", options.profile,
+                       "Profile the best kernel with Nsight Compute at the end: auto (cuda, when "
+                       "ncu is found), on or off")
+      ->envname("KFORGE_PROFILE")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   optimize->add_flag("--explain", options.search.explain,
                      "Print why each direction and strategy was chosen");
   optimize->add_flag("--json", options.json, "Print result.json instead of the summary");

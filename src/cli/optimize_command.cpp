@@ -3,11 +3,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "common/scratch_dir.h"
+#include "evaluation/profiler.h"
 #include "compile/toolchain_compiler.h"
 #include "generation/templates_generator.h"
 #include "memory/sqlite_store.h"
@@ -112,6 +116,14 @@ int run_optimize(const OptimizeCommandOptions& options) {
   worker_config.measure_device = true;  // its DeviceInfo gives the plausibility floor
   worker::ProcessWorker reference_worker(worker_config);
   worker.device_info();  // a worker that cannot start is an error before the run dir exists
+  std::optional<std::string> ncu;
+  if (options.profile != "off" && backend == "cuda") ncu = evaluation::find_ncu();
+  if (options.profile == "on" && !ncu) {
+    throw Error(backend == "cuda"
+                    ? "--profile on: Nsight Compute (ncu) was not found in $PATH, $CUDA_HOME/bin "
+                      "or /usr/local/cuda/bin; install it or use --profile off"
+                    : "--profile on needs the cuda backend (Nsight Compute profiles GPU kernels)");
+  }
 
   fs::path run_path = options.run_dir.empty()
                           ? report::RunDirectory::default_path("runs", task.name)
@@ -135,6 +147,14 @@ int run_optimize(const OptimizeCommandOptions& options) {
   search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler, worker,
                               reference_worker, run_dir,
                               [](const std::string& line) { std::cerr << line << "\n"; });
+  std::unique_ptr<ScratchDir> profile_scratch;
+  std::unique_ptr<evaluation::NcuProfiler> profiler;
+  if (ncu && backend == "cuda") {
+    profile_scratch = std::make_unique<ScratchDir>("kforge-profile");
+    worker_config.measure_device = false;
+    profiler = std::make_unique<evaluation::NcuProfiler>(worker_config, *ncu, *profile_scratch);
+    optimizer.set_profiler(profiler.get());
+  }
   search::OptimizeResult result;
   try {
     result = optimizer.run();

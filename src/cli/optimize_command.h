@@ -16,6 +16,9 @@ struct OptimizeCommandOptions {
   std::string cuda_arch = "sm_90";
   int device = 0;
   bool json = false;              // print result.json instead of the summary
+  /// Final-rung hardware profile of the best candidate with Nsight Compute: "auto" (on cuda when
+  /// ncu is found), "on" (an error when it is not), "off".
+  std::string profile = "auto";
   search::OptimizeOptions search;
 };
 

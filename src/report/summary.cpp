@@ -45,6 +45,15 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
   text += fmt::format("  bandwidth:  {:.1f} GB/s achieved ({:.1f} GB/s reference), {:.1f} MB moved per call\n",
                       final.value("achieved_gbps", 0.0), final.value("reference_gbps", 0.0),
                       result.value("bytes_moved", 0) / 1e6);
+  if (const auto profile = result.find("profile"); profile != result.end() && profile->is_object()) {
+    if (profile->value("ok", false)) {
+      for (const auto& line : profile->at("diagnosis")) {
+        text += fmt::format("  profile:    {}\n", line.get<std::string>());
+      }
+    } else {
+      text += fmt::format("  profile:    none ({})\n", profile->value("message", ""));
+    }
+  }
   text += fmt::format("  kernel:     {}\n", result.at("best").value("source", "?"));
   text += fmt::format("  report:     {}/report.md\n  result:     {}/result.json\n",
                       result.value("run_dir", "?"), result.value("run_dir", "?"));
@@ -73,6 +82,17 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
                         "timed in interleaved rounds).\n",
                         speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
                         speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+    if (const auto profile = result.find("profile"); profile != result.end() && profile->is_object()) {
+      text += fmt::format("\n## Profile of the best (Nsight Compute, workload '{}')\n\n",
+                          profile->value("workload", ""));
+      if (profile->value("ok", false)) {
+        for (const auto& line : profile->at("diagnosis")) {
+          text += "- " + line.get<std::string>() + "\n";
+        }
+      } else {
+        text += "Not profiled: " + profile->value("message", "") + "\n";
+      }
+    }
   } else {
     text += "\nNo candidate passed the correctness gate.\n";
   }

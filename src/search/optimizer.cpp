@@ -105,6 +105,7 @@ CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
   if (outcome.verdict == Verdict::ok) {
     record.median_ms = outcome.timing.median_ms;
     handles_[proposal.id] = outcome.handle;
+    artifacts_[proposal.id] = artifact;
   }
   proposals_[proposal.id] = proposal;
 
@@ -342,6 +343,15 @@ OptimizeResult Optimizer::run() {
                            {"reference_median_ms", result.reference_final.median_ms},
                            {"best_median_ms", result.best_final.median_ms},
                            {"speedup", result.speedup.speedup}});
+    if (profiler_ != nullptr) {
+      progress_(fmt::format("final: profiling {} under Nsight Compute on '{}'", best->id,
+                            evaluator.timed_workload().name));
+      result.profile = profiler_->profile(artifacts_.at(best->id), task_,
+                                          evaluator.timed_workload());
+      run_dir_.append_event({{"event", "profile"}, {"best", best->id},
+                             {"profile", result.profile->to_json()}});
+      if (!result.profile->ok) progress_("final: no profile: " + result.profile->message);
+    }
     std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
     run_dir_.write_text("best" + extension, generator_.standalone_source(proposals_.at(best->id)));
     result.best_source_path = (run_dir_.path() / ("best" + extension)).string();
@@ -387,6 +397,7 @@ nlohmann::json OptimizeResult::to_json() const {
   } else {
     j["best"] = nullptr;
   }
+  j["profile"] = profile ? profile->to_json() : nlohmann::json();
   return j;
 }
 

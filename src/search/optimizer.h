@@ -28,6 +28,7 @@
 #include "compile/compiler.h"
 #include "compile/compile_pool.h"
 #include "evaluation/evaluator.h"
+#include "evaluation/profiler.h"
 #include "generation/generator.h"
 #include "memory/store.h"
 #include "report/run_directory.h"
@@ -83,6 +84,8 @@ struct OptimizeResult {
   std::optional<double> flops;
   double wall_s = 0.0;
   std::string best_source_path;
+  /// The final rung's hardware profile of the best candidate, when a profiler was set.
+  std::optional<evaluation::ProfileReport> profile;
   nlohmann::json to_json() const;
 };
 
@@ -99,6 +102,10 @@ class Optimizer {
   /// Runs the loop. Candidate failures are recorded, never thrown; throws Error only when the
   /// harness or the task is broken (reference does not compile or fails against itself).
   OptimizeResult run();
+
+  /// Profiles the best candidate at the final rung (Nsight Compute on cuda); null = no profiling.
+  /// Keeps a reference.
+  void set_profiler(evaluation::Profiler* profiler) { profiler_ = profiler; }
 
  private:
   struct Move;
@@ -134,6 +141,8 @@ class Optimizer {
   std::string task_hash_;
   std::vector<CandidateRecord> records_;
   std::map<std::string, int> handles_;   // candidate id -> worker handle
+  std::map<std::string, compile::Artifact> artifacts_;  // candidate id -> its build
+  evaluation::Profiler* profiler_ = nullptr;
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
 };
 

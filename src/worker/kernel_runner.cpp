@@ -96,7 +96,7 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
   RunResult result;
   auto start = Clock::now();
   TensorSet set(backend, request.signature, request.workload, request.padded);
-  const FilledInputs inputs = set.fill_inputs(request.seed, distribution);
+  const FilledInputs inputs = set.fill_inputs(request.seed, distribution, !request.host_inputs);
   backend.synchronize();
   result.input_ms = ms_since(start);
   result.output_bytes = set.output_bytes();

@@ -145,7 +145,8 @@ void to_json(json& j, const RunRequest& v) {
        {"calls", v.calls},
        {"padded", v.padded},
        {"output_path", v.output_path},
-       {"late_write_wait_ms", number_to_json(v.late_write_wait_ms)}};
+       {"late_write_wait_ms", number_to_json(v.late_write_wait_ms)},
+       {"host_inputs", v.host_inputs}};
 }
 
 void from_json(const json& j, RunRequest& v) {
@@ -159,6 +160,7 @@ void from_json(const json& j, RunRequest& v) {
   v.padded = j.value("padded", false);
   v.output_path = j.at("output_path").get<std::string>();
   v.late_write_wait_ms = number_or(j, "late_write_wait_ms", defaults.late_write_wait_ms);
+  v.host_inputs = j.value("host_inputs", false);
 }
 
 void to_json(json& j, const RunResult& v) {

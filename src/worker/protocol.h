@@ -108,6 +108,9 @@ struct RunRequest {
   std::string output_path;
   /// Wait this long after the last call before re-reading the outputs for the late-write check.
   double late_write_wait_ms = 2.0;
+  /// Generate inputs on the host and upload them even where the backend could generate them in
+  /// place, so that the only kernels launched are the candidate's (profiling: profiler.h).
+  bool host_inputs = false;
 };
 struct RunResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device

@@ -185,10 +185,12 @@ class TensorSet {
 
   /// Fills every input with the values of (seed, distribution): in place on the device when the
   /// backend can generate every input there (milliseconds for gigabytes), otherwise on the host
-  /// (all cores) and uploaded. Asynchronous on the device's stream.
-  FilledInputs fill_inputs(uint64_t seed, InputDistribution distribution) {
+  /// (all cores) and uploaded. Asynchronous on the device's stream. `allow_in_place` = false
+  /// always takes the host path.
+  FilledInputs fill_inputs(uint64_t seed, InputDistribution distribution,
+                           bool allow_in_place = true) {
     FilledInputs filled{seed, distribution, {}};
-    bool in_place = true;
+    bool in_place = allow_in_place;
     for (size_t i = 0; i < size() && in_place; ++i) {
       if (!is_input(i)) continue;
       const auto tensor = generated(i, seed, distribution);

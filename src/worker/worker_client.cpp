@@ -128,8 +128,11 @@ void ProcessWorker::ensure_started() {
 
 void ProcessWorker::start() {
   process::SpawnOptions options;
-  options.argv = config_.sandbox.available ? config_.sandbox.argv_prefix
-                                            : std::vector<std::string>{};
+  options.argv = config_.launcher;
+  if (config_.sandbox.available) {
+    options.argv.insert(options.argv.end(), config_.sandbox.argv_prefix.begin(),
+                        config_.sandbox.argv_prefix.end());
+  }
   for (const std::string& arg : {config_.worker_path, std::string("--backend"), config_.backend,
                                  std::string("--device"), std::to_string(config_.device_index)}) {
     options.argv.push_back(arg);

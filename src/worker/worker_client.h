@@ -43,6 +43,9 @@ struct ProcessWorkerConfig {
   bool measure_device = false;
   /// Wraps the worker in bubblewrap when available (see sandbox.h); unset = not wrapped.
   Sandbox sandbox;
+  /// A command the worker runs under, outermost (e.g. a profiler: {"ncu", ...}); the worker's
+  /// own command line follows it. Empty = none.
+  std::vector<std::string> launcher;
 };
 
 /// The environment a worker gets by default: only what running kernels needs (PATH, HOME, LANG
