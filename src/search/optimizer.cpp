@@ -322,6 +322,12 @@ OptimizeResult Optimizer::run() {
     for (const Move& move : moves) prefix.push_back(move.direction_id);
   }
 
+  if (best && options_.evaluation.full_rung_candidates > 0) {
+    const std::string chosen = run_full_rung(evaluator, best->id);
+    for (const CandidateRecord& r : records_) {
+      if (r.id == chosen) best = r;
+    }
+  }
   result.candidates = records_;
   result.best = best;
   if (best) {
@@ -360,6 +366,61 @@ OptimizeResult Optimizer::run() {
   return result;
 }
 
+std::string Optimizer::run_full_rung(evaluation::Evaluator& evaluator, const std::string& best_id) {
+  std::vector<CandidateRecord*> ranked;
+  for (CandidateRecord& r : records_) {
+    if (r.verdict == Verdict::ok && r.median_ms && handles_.count(r.id) && r.id != best_id) {
+      ranked.push_back(&r);
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const CandidateRecord* a,
+                                                    const CandidateRecord* b) {
+    return *a->median_ms < *b->median_ms;
+  });
+  for (CandidateRecord& r : records_) {
+    if (r.id == best_id) ranked.insert(ranked.begin(), &r);
+  }
+  ranked.resize(std::min<size_t>(ranked.size(),
+                                 static_cast<size_t>(options_.evaluation.full_rung_candidates)));
+  std::string chosen = best_id;
+  double chosen_geomean = 0.0;
+  for (CandidateRecord* record : ranked) {
+    progress_(fmt::format("rung 2: {} on every timed workload", record->id));
+    const evaluation::FullRung full = evaluator.full_rung(handles_.at(record->id));
+    nlohmann::json workloads = nlohmann::json::array();
+    for (const evaluation::FullRung::Entry& e : full.workloads) {
+      workloads.push_back({{"workload", e.workload},
+                           {"median_ms", e.candidate.summary.median_ms},
+                           {"reference_median_ms", e.reference_median_ms},
+                           {"speedup", e.speedup}});
+    }
+    run_dir_.append_event({{"event", "full_rung"},
+                           {"candidate", record->id},
+                           {"verdict", to_string(full.verdict)},
+                           {"message", full.message},
+                           {"geomean_speedup", full.geomean_speedup},
+                           {"workloads", workloads}});
+    if (full.verdict != Verdict::ok) {
+      progress_(fmt::format("  {}: {}", to_string(full.verdict), full.message));
+      continue;
+    }
+    record->full_geomean_speedup = full.geomean_speedup;
+    progress_(fmt::format("  geomean speedup {:.3f}x over {} workload(s)", full.geomean_speedup,
+                          full.workloads.size()));
+    // The best comes first; another replaces it only when clearly faster over all workloads,
+    // or when the best itself failed here.
+    if (chosen_geomean == 0.0 ||
+        full.geomean_speedup > chosen_geomean * (1.0 + options_.evaluation.min_gain)) {
+      if (record->id != chosen) {
+        progress_(fmt::format("  {} replaces {} for the final rung", record->id, chosen));
+      }
+      chosen = record->id;
+      chosen_geomean = full.geomean_speedup;
+    }
+  }
+  return chosen;
+}
+
 nlohmann::json OptimizeResult::to_json() const {
   auto record_json = [](const CandidateRecord& r) {
     nlohmann::json j = {{"index", r.index},         {"step", r.step},
@@ -371,6 +432,8 @@ nlohmann::json OptimizeResult::to_json() const {
     j["median_ms"] = r.median_ms ? nlohmann::json(*r.median_ms) : nlohmann::json();
     j["log_gain"] = r.log_gain ? nlohmann::json(*r.log_gain) : nlohmann::json();
     j["acceptance"] = r.acceptance;
+    j["full_geomean_speedup"] =
+        r.full_geomean_speedup ? nlohmann::json(*r.full_geomean_speedup) : nlohmann::json();
     return j;
   };
   nlohmann::json j;

@@ -66,6 +66,8 @@ struct CandidateRecord {
   std::string acceptance;          // vs the best when it looked faster: faster/slower/tie
   std::optional<double> log_gain;  // ln(parent median / this median)
   std::string source_file;         // path of the candidate's standalone source in the run dir
+  /// Rung 2: geomean speedup over the reference across every timed workload, when it ran.
+  std::optional<double> full_geomean_speedup;
 };
 
 /// What a run produced.
@@ -117,6 +119,10 @@ class Optimizer {
   CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
                            int step, evaluation::Evaluator& evaluator);
   memory::Provenance provenance() const;
+  /// Rung 2 on the fastest correct candidates (EvaluationPolicy::full_rung_candidates); returns
+  /// the id of the one the final rung takes: `best_id` unless another's geomean speedup over
+  /// all timed workloads is higher by more than min_gain.
+  std::string run_full_rung(evaluation::Evaluator& evaluator, const std::string& best_id);
   /// Waits for every build of a batch, in order (so no compile overlaps the batch's timings).
   std::vector<compile::Artifact> collect_builds(
       std::vector<std::future<compile::Artifact>>& builds) const;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -77,6 +78,7 @@ class FakeWorker : public worker::Worker {
     };
     ms /= value("KF_ACCUMULATORS");
     if (value("KF_PARALLEL") == 1.0 && path.find("KF_PARALLEL") != std::string::npos) ms /= 2;
+    if (slow_on && slow_on(path, request.workload.name)) ms *= 100;
     worker::TimeResult result;
     for (int i = 0; i < request.policy.min_repetitions; ++i) {
       result.samples_ms.push_back(ms * (1 + 0.001 * (i % 3)));
@@ -86,6 +88,8 @@ class FakeWorker : public worker::Worker {
   void shutdown() override {}
   int runs = 0;
   int64_t memory_bytes = 0;  // 0: unknown (no fit check)
+  /// Candidates (by artifact path) that run 100x slower on a workload.
+  std::function<bool(const std::string& path, const std::string& workload)> slow_on;
 
  private:
   std::vector<std::string> paths_;
@@ -144,6 +148,7 @@ decomposition = "row_tiled"
                           if (lines) lines->push_back(line);
                           if (std::getenv("KFORGE_TEST_VERBOSE")) std::fprintf(stderr, "%s\n", line.c_str());
                         });
+    if (profiler_) optimizer.set_profiler(profiler_);
     return optimizer.run();
   }
 
@@ -153,7 +158,33 @@ decomposition = "row_tiled"
   FakeWorker worker_;
   FakeWorker reference_worker_;
   std::unique_ptr<memory::SqliteStore> store_;
+  evaluation::Profiler* profiler_ = nullptr;
   int runs_ = 0;
+};
+
+/// Events of one kind from a run directory's events.jsonl.
+std::vector<nlohmann::json> events_of(const fs::path& run, const std::string& kind) {
+  std::vector<nlohmann::json> found;
+  std::ifstream in(run / "events.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json event = nlohmann::json::parse(line);
+    if (event.value("event", "") == kind) found.push_back(event);
+  }
+  return found;
+}
+
+class FakeProfiler : public evaluation::Profiler {
+ public:
+  evaluation::ProfileReport profile(const compile::Artifact& candidate, const Task&,
+                                    const Workload& workload) override {
+    profiled.push_back(candidate.path);
+    evaluation::ProfileReport report;
+    report.ok = true;
+    report.workload = workload.name;
+    report.diagnosis = {"1 kernel launch(es)", "memory-bound: DRAM throughput 90% of peak"};
+    return report;
+  }
+  std::vector<std::string> profiled;
 };
 
 TEST_F(OptimizerTest, ClimbsFromTheExpertHintsToAFasterCandidate) {
@@ -226,6 +257,62 @@ TEST_F(OptimizerTest, ResultJsonCarriesTheFinalNumbers) {
   EXPECT_GT(json["final"]["speedup"]["speedup"].get<double>(), 1.0);
   EXPECT_EQ(json["bytes_moved"].get<int64_t>(), 2 * (1 << 20) * 4);
   EXPECT_EQ(json["device"]["name"], "fake cpu");
+}
+
+TEST_F(OptimizerTest, FullRungTimesTheFastestCandidatesOnEveryWorkload) {
+  OptimizeOptions options;
+  options.steps = 3;
+  const OptimizeResult result = run(options);
+  ASSERT_TRUE(result.best);
+  const std::vector<nlohmann::json> full = events_of(root_ / "run0", "full_rung");
+  ASSERT_EQ(full.size(), 3u);  // full_rung_candidates, the best first
+  EXPECT_EQ(full[0]["candidate"], result.best->id);
+  ASSERT_TRUE(result.best->full_geomean_speedup);
+  // One timed workload ("big"): its geomean is its speedup, reference 20 ms over the best.
+  EXPECT_NEAR(*result.best->full_geomean_speedup, 20.0 / *result.best->median_ms, 0.05);
+}
+
+TEST_F(OptimizerTest, FullRungReplacesABestThatIsSlowOnAnotherTimedWorkload) {
+  task_.workloads.push_back({"other", {{"n", 1 << 16}}, true});
+  OptimizeOptions options;
+  options.steps = 3;
+  const OptimizeResult baseline = run(options);
+  ASSERT_TRUE(baseline.best);
+  const std::string fastest_on_big = baseline.best->id;
+  // The same search, but the quick rung's winner is 100x slower on the second timed workload.
+  store_ = memory::SqliteStore::open(":memory:",
+                                     fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "seed.toml");
+  std::string slow_path;
+  for (const CandidateRecord& c : baseline.candidates) {
+    if (c.id == fastest_on_big) slow_path = c.artifact_key;
+  }
+  ASSERT_FALSE(slow_path.empty());
+  worker_.slow_on = [&](const std::string& path, const std::string& workload) {
+    return workload == "other" && path == slow_path;
+  };
+  std::vector<std::string> lines;
+  const OptimizeResult result = run(options, &lines);
+  ASSERT_TRUE(result.best);
+  EXPECT_NE(result.best->id, fastest_on_big);
+  bool replaced = false;
+  for (const std::string& line : lines) replaced |= line.find("replaces") != std::string::npos;
+  EXPECT_TRUE(replaced);
+}
+
+TEST_F(OptimizerTest, FinalRungProfilesTheBestWhenAProfilerIsSet) {
+  FakeProfiler profiler;
+  profiler_ = &profiler;
+  OptimizeOptions options;
+  options.steps = 1;
+  const OptimizeResult result = run(options);
+  ASSERT_TRUE(result.best);
+  ASSERT_EQ(profiler.profiled.size(), 1u);
+  EXPECT_EQ(profiler.profiled[0], result.best->artifact_key);  // FakeCompiler: key == path
+  ASSERT_TRUE(result.profile);
+  EXPECT_EQ(result.profile->workload, "big");
+  EXPECT_EQ(result.to_json()["profile"]["diagnosis"][1],
+            "memory-bound: DRAM throughput 90% of peak");
+  EXPECT_EQ(events_of(root_ / "run0", "profile").size(), 1u);
 }
 
 }  // namespace
