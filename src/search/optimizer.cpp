@@ -394,12 +394,15 @@ std::string Optimizer::run_full_rung(evaluation::Evaluator& evaluator, const std
                            {"reference_median_ms", e.reference_median_ms},
                            {"speedup", e.speedup}});
     }
-    run_dir_.append_event({{"event", "full_rung"},
-                           {"candidate", record->id},
-                           {"verdict", to_string(full.verdict)},
-                           {"message", full.message},
-                           {"geomean_speedup", full.geomean_speedup},
-                           {"workloads", workloads}});
+    const nlohmann::json rung = {{"event", "full_rung"},
+                                 {"candidate", record->id},
+                                 {"verdict", to_string(full.verdict)},
+                                 {"message", full.message},
+                                 {"geomean_speedup", full.geomean_speedup},
+                                 {"workloads", workloads}};
+    run_dir_.append_event(rung);
+    // Next to the candidate's evaluation.json (rungs 0-1): its history of rungs.
+    run_dir_.write_json(fs::path(record->source_file).parent_path() / "full_rung.json", rung);
     if (full.verdict != Verdict::ok) {
       progress_(fmt::format("  {}: {}", to_string(full.verdict), full.message));
       continue;

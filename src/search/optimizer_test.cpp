@@ -270,6 +270,8 @@ TEST_F(OptimizerTest, FullRungTimesTheFastestCandidatesOnEveryWorkload) {
   ASSERT_TRUE(result.best->full_geomean_speedup);
   // One timed workload ("big"): its geomean is its speedup, reference 20 ms over the best.
   EXPECT_NEAR(*result.best->full_geomean_speedup, 20.0 / *result.best->median_ms, 0.05);
+  EXPECT_TRUE(fs::exists(root_ / "run0" / fs::path(result.best->source_file).parent_path() /
+                         "full_rung.json"));
 }
 
 TEST_F(OptimizerTest, FullRungReplacesABestThatIsSlowOnAnotherTimedWorkload) {
