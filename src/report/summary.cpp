@@ -44,7 +44,7 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
                       speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
   text += fmt::format("  bandwidth:  {:.1f} GB/s achieved ({:.1f} GB/s reference), {:.1f} MB moved per call\n",
                       final.value("achieved_gbps", 0.0), final.value("reference_gbps", 0.0),
-                      result.value("bytes_moved", 0) / 1e6);
+                      static_cast<double>(result.value("bytes_moved", int64_t{0})) / 1e6);
   if (const auto profile = result.find("profile"); profile != result.end() && profile->is_object()) {
     if (profile->value("ok", false)) {
       for (const auto& line : profile->at("diagnosis")) {
@@ -64,7 +64,7 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
   std::string text = fmt::format("# kforge run: {}\n\n", task_name);
   text += fmt::format("- backend and device: {}\n", device_line(result));
   text += fmt::format("- wall time: {:.1f} s\n", result.value("wall_s", 0.0));
-  text += fmt::format("- bytes moved per call (timed workload): {}\n", result.value("bytes_moved", 0));
+  text += fmt::format("- bytes moved per call (timed workload): {}\n", result.value("bytes_moved", int64_t{0}));
   if (!result.at("best").is_null()) {
     const nlohmann::json& final = result.at("final");
     const nlohmann::json& speedup = final.at("speedup");

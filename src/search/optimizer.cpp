@@ -173,7 +173,8 @@ OptimizeResult Optimizer::run() {
   OptimizeResult result;
   result.run_dir = run_dir_.path().string();
   result.backend = backend_;
-  device_ = worker_.device_info();
+  // The reference worker's hello carries the measured copy bandwidth and FMA rate.
+  device_ = reference_worker_.device_info();
   toolchain_ = compiler_.toolchain(backend_);
   task_hash_ = task_hash(task_);
   result.device = device_;
