@@ -7,7 +7,9 @@
 // softmax"), merges it across the block, publishes it in shared memory, and after a cluster
 // barrier reads every block's (max, sum) through distributed shared memory (CUDA Programming
 // Guide, "Distributed Shared Memory") to get the row's. The write pass reads the chunk back from
-// shared memory: x is read from DRAM exactly once and y written once, the minimum traffic.
+// shared memory: x is read from DRAM exactly once and y written once, the minimum traffic. The
+// barrier that protects a published partial from being overwritten is split (arrive after the
+// remote reads, wait after the next row's loads), so only one cluster barrier per row stalls.
 //   Bytes per call: rows * cols * 8 (fp32 in and out). FLOPs ~5 per element: memory-bound.
 // When a chunk does not fit the opt-in shared memory (cols > CLUSTER * ~56K floats), the write
 // pass re-reads x from global memory instead (1.5x the minimum traffic). CLUSTER > 8 needs the
@@ -189,6 +191,7 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
   const int64_t end = cols < begin + chunk ? cols : begin + chunk;
   const int64_t nvec = end > begin ? (end - begin) / V : 0;  // V divides chunk and cols
   const int64_t clusters = gridDim.x / blocks;
+  bool pending = false;  // an arrival on the cluster barrier not yet waited for
 
 #pragma unroll 1
   for (int64_t row = blockIdx.x / blocks; row < rows; row += clusters) {
@@ -217,6 +220,10 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
       accumulate<V>(v, m, s);
     }
     block_merge(m, s, red_m, red_s);
+    // The other blocks have read this block's previous partial (the arrival after their reads
+    // of the previous row): only now may it be overwritten. Waiting here, after the load phase,
+    // hides that barrier behind the loads.
+    if (pending) cluster.barrier_wait();
     if (threadIdx.x == 0) {
       partial[0] = m;
       partial[1] = s;
@@ -235,9 +242,9 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
         total[1] = 1.0f / ts;
       }
     }
-    // Every block has read the others' partials before any overwrites its own (next row); this
-    // also publishes `total` within the block.
-    cluster.sync();
+    cluster.barrier_arrive();  // this block is done reading the others' partials
+    pending = true;
+    __syncthreads();  // publishes `total` within the block
     const float row_max = total[0], inv = total[1];
     i = threadIdx.x;
 #pragma unroll 1
@@ -261,6 +268,9 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
       store<V>(yr + i * V, v);
     }
   }
+  // A block's shared memory must outlive every remote read of it: no block exits before all
+  // have read the last partials.
+  if (pending) cluster.barrier_wait();
 }
 
 template <int V, bool CACHE>
