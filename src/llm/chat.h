@@ -21,7 +21,9 @@ struct ChatMessage {
   std::string content;
 };
 
-/// One request. `purpose` and `label` are kforge's own (for the transcript), never sent.
+/// One request. `purpose` and `label` are kforge's own (for the transcript and replay), never
+/// sent. `label` names what the question is about independently of the numbers in the prompt
+/// (the proposal id; the direction and its candidate strategies), so a replay can find it.
 struct ChatRequest {
   std::string model;
   std::vector<ChatMessage> messages;

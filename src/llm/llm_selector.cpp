@@ -88,7 +88,9 @@ memory::StrategyPick LlmStrategySelector::select(std::span<const memory::Strateg
   request.temperature = temperature_;
   request.messages = prompts_.select(state.summary, context, candidates);
   request.purpose = "select";
-  request.label = context.direction.id;
+  // What the question was about, independent of the numbers in the prompt (replay matches it).
+  request.label = context.direction.id + ":";
+  for (size_t i = 0; i < candidates.size(); ++i) request.label += (i ? "," : "") + candidates[i].id;
   ChatResult result = client_.complete(request);
   if (!result.ok()) {
     return fall_back(candidates, rng, "no answer (" + to_string(result.error.kind) + ": " +

@@ -1,5 +1,7 @@
 #include "llm/recording_client.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -51,6 +53,51 @@ RecordingChatClient::RecordingChatClient(ChatClient* live, PriceTable prices,
   std::error_code ec;
   fs::create_directories(options_.transcript_dir / "cache", ec);
   if (ec) throw Error(options_.transcript_dir.string() + ": cannot create: " + ec.message());
+  if (!options_.replay_dir.empty()) index_replay_transcripts();
+}
+
+namespace {
+std::string replay_key(const std::string& purpose, const std::string& label) {
+  return purpose + "|" + label;
+}
+}  // namespace
+
+void RecordingChatClient::index_replay_transcripts() {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(options_.replay_dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());  // NNNN- prefixes: recorded order
+  for (const fs::path& file : files) {
+    nlohmann::json entry = with_context(file.string(), [&] {
+      return nlohmann::json::parse(read_file(file));
+    });
+    if (!entry.contains("response")) continue;
+    Recorded recorded{entry.value("request_hash", ""), response_from_json(entry["response"]), false};
+    recorded_[replay_key(entry.value("purpose", ""), entry.value("label", ""))].push_back(recorded);
+  }
+}
+
+std::optional<ChatResponse> RecordingChatClient::replayed(const ChatRequest& request,
+                                                          const std::string& hash) {
+  std::lock_guard lock(mutex_);
+  std::deque<Recorded>& same = recorded_[replay_key(request.purpose, request.label)];
+  Recorded* pick = nullptr;
+  for (Recorded& r : same) {
+    if (!r.used && r.hash == hash) pick = &r;
+  }
+  // Without a label nothing says two different requests asked the same question.
+  for (Recorded& r : same) {
+    if (pick == nullptr && !r.used && !request.label.empty()) pick = &r;
+  }
+  if (pick != nullptr) {
+    pick->used = true;
+    ChatResponse response = pick->response;
+    response.from_cache = true;
+    return response;
+  }
+  if (auto hit = cached(options_.replay_dir, hash)) return hit;
+  return std::nullopt;
 }
 
 std::optional<ChatResponse> RecordingChatClient::cached(const fs::path& dir,
@@ -75,7 +122,7 @@ ChatResult RecordingChatClient::complete(const ChatRequest& request) {
     return result;
   }
   if (!options_.replay_dir.empty()) {
-    result.response = cached(options_.replay_dir, hash);
+    result.response = replayed(request, hash);
     if (!result.response) {
       result.error = {ChatErrorKind::replay_miss,
                       "--replay: no recorded answer for this " + request.purpose +

@@ -4,8 +4,11 @@
 //     written: the API key and the headers never reach this layer.
 //   - cache: each answer is stored as <transcript_dir>/cache/<request_hash>.json; an identical
 //     request later in the run is answered from it.
-//   - replay: with a replay_dir (a previous run's llm/ folder) no request reaches the network;
-//     answers come from <replay_dir>/cache/, and a miss is a `replay_miss` error that says so.
+//   - replay: with a replay_dir (a previous run's llm/ folder) no request reaches the network.
+//     An answer is found by the request's hash in <replay_dir>/cache/, else, because prompts
+//     carry measured times that differ from run to run, by what it was about: the next unused
+//     recorded answer with the same purpose and label, in recorded order. A miss is a
+//     `replay_miss` error that says so (the replayed search took another path).
 //   - budget: before each request, when the cost spent (replayed answers count their recorded
 //     cost, so a replay stops where the run stopped) has reached budget_usd, the request is
 //     refused with `budget_exhausted`. Requests already in flight may overshoot by at most
@@ -13,7 +16,9 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -52,6 +57,9 @@ class RecordingChatClient final : public ChatClient {
 
  private:
   std::optional<ChatResponse> cached(const std::filesystem::path& dir, const std::string& hash);
+  /// Replay lookup: by hash, else by purpose and label in recorded order.
+  std::optional<ChatResponse> replayed(const ChatRequest& request, const std::string& hash);
+  void index_replay_transcripts();
   void write_transcript(const ChatRequest& request, const std::string& hash,
                         const ChatResult& result);
 
@@ -61,6 +69,12 @@ class RecordingChatClient final : public ChatClient {
   mutable std::mutex mutex_;
   LlmUsage usage_;
   int next_index_ = 0;
+  struct Recorded {
+    std::string hash;
+    ChatResponse response;
+    bool used = false;
+  };
+  std::map<std::string, std::deque<Recorded>> recorded_;  // by "purpose|label", in order
 };
 
 /// ChatResponse <-> JSON, as stored in the cache and the transcript.

@@ -106,6 +106,26 @@ TEST_F(RecordingClientTest, ReplayAnswersWithoutTheNetworkAndAMissSaysSo) {
   EXPECT_EQ(live_.calls, 2);
 }
 
+TEST_F(RecordingClientTest, ReplayMatchesByLabelWhenTheNumbersInThePromptDiffer) {
+  live_.replies = {ScriptedClient::answer("kernel for p1", 10, 10), ScriptedClient::answer("p1 again", 10, 10)};
+  {
+    RecordingChatClient recording(&live_, prices(), {dir_ / "run1" / "llm", "", 0.0});
+    ChatRequest first = request("parent runs 2.001 ms");
+    first.label = "llm-vector_loads-abc123";
+    ASSERT_TRUE(recording.complete(first).ok());
+    first.messages[1].content = "parent runs 2.002 ms";
+    ASSERT_TRUE(recording.complete(first).ok());
+  }
+  RecordingChatClient replay(nullptr, prices(), {dir_ / "run2" / "llm", dir_ / "run1" / "llm", 0.0});
+  ChatRequest asked = request("parent runs 1.987 ms");
+  asked.label = "llm-vector_loads-abc123";
+  EXPECT_EQ(replay.complete(asked).response->content, "kernel for p1");
+  EXPECT_EQ(replay.complete(asked).response->content, "p1 again");  // in recorded order
+  EXPECT_EQ(replay.complete(asked).error.kind, ChatErrorKind::replay_miss);
+  asked.label = "llm-other-def456";
+  EXPECT_EQ(replay.complete(asked).error.kind, ChatErrorKind::replay_miss);
+}
+
 TEST_F(RecordingClientTest, ReplayOfARunWithoutTranscriptsIsAnError) {
   EXPECT_THROW(RecordingChatClient(nullptr, prices(), {dir_ / "llm", dir_ / "nothing", 0.0}), Error);
 }
