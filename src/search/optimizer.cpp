@@ -369,6 +369,8 @@ OptimizeResult Optimizer::run() {
       for (int attempt = 1; record.verdict != Verdict::ok && attempt <= options_.repair_tries;
            ++attempt) {
         if (generator_exhausted(result)) break;
+        progress_(fmt::format("        repair {}/{} of {} ({})", attempt, options_.repair_tries,
+                              current.id, to_string(record.verdict)));
         std::optional<generation::Proposal> repaired = generator_.repair(current, feedback);
         if (!repaired || proposals_.count(repaired->id)) break;
         if (!repaired->failure.empty()) {
@@ -379,8 +381,6 @@ OptimizeResult Optimizer::run() {
           ++generation_failures_;
           break;
         }
-        progress_(fmt::format("        repair {}/{} of {} ({})", attempt, options_.repair_tries,
-                              current.id, to_string(record.verdict)));
         current = std::move(*repaired);
         artifact = submit_screened(pool, current, evaluator).get();
         record = evaluate(current, artifact, step, evaluator);
