@@ -9,6 +9,9 @@
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <thread>
+#include <atomic>
+#include <chrono>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -60,6 +63,17 @@ class CliLlmTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // Runs `launcher` (a command line that ends with kforge and its arguments) in the test's
+  // environment.
+  process::CommandResult kforge_with_launcher(std::vector<std::string> launcher,
+                                              std::vector<std::string> env) {
+    std::vector<std::string> argv = {"env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
+                                     "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
+                                     "XDG_CONFIG_HOME=" + (dir_ / "config").string()};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), launcher.begin(), launcher.end());
+    return process::run_command(argv, 600);
+  }
   process::CommandResult kforge(std::vector<std::string> args, std::vector<std::string> env,
                                 const std::string& memory = "memory.sqlite") {
     std::vector<std::string> argv = {"env", "KFORGE_MEMORY_DB=" + (dir_ / memory).string(),
@@ -156,6 +170,34 @@ TEST_F(CliLlmTest, RefusedKeyFailsEachStepAndTheRunStillFinishes) {
   EXPECT_EQ(json["generation_failures"], 2);  // one per step
   EXPECT_EQ(json["best"]["id"], "reference-seed");
   EXPECT_GE(json["llm"]["failures"].get<int>(), 2);
+}
+
+TEST_F(CliLlmTest, CtrlCCancelsTheRequestInFlightAndTheRunEndsWithItsBest) {
+  FakeOpenAiServer server;
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  // Selections are answered; generations hang (up to a minute) until the test ends.
+  server.set_responder([release](const nlohmann::json& request) {
+    const std::string last = request["messages"].back()["content"];
+    if (last.find("Candidate strategies") != std::string::npos) {
+      return ScriptedReply::answer("{\"strategy_id\": \"none\"}");
+    }
+    for (int i = 0; i < 1200 && !release->load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return ScriptedReply::answer("too late");
+  });
+  fs::path run = dir_ / "run";
+  std::vector<std::string> args = {"timeout", "--preserve-status", "--signal=INT", "20", KFORGE_CLI_PATH};
+  std::vector<std::string> optimize = optimize_args(run);
+  args.insert(args.end(), optimize.begin(), optimize.end());
+  process::CommandResult result = kforge_with_launcher(args, endpoint(server));
+  release->store(true);
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  EXPECT_NE(result.output.find("stopping the search: interrupted (Ctrl-C)"), std::string::npos) << result.output;
+  ASSERT_TRUE(fs::exists(run / "result.json")) << result.output;
+  nlohmann::json json = nlohmann::json::parse(read_file(run / "result.json"));
+  EXPECT_EQ(json["stopped_early"], "interrupted (Ctrl-C)");
+  EXPECT_EQ(json["best"]["id"], "reference-seed");
 }
 
 }  // namespace
