@@ -89,10 +89,10 @@ class CliLlmTest : public ::testing::Test {
     return {"KFORGE_LLM_BASE_URL=" + server.base_url(), "KFORGE_LLM_MODEL=kforge-fake",
             "KFORGE_LLM_API_KEY=" + key};
   }
-  std::vector<std::string> optimize_args(const fs::path& run) {
+  std::vector<std::string> optimize_args(const fs::path& run, int steps = 2) {
     return {"optimize", (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string(),
-            "--backend", "cpu", "--generator", "llm", "--run-dir", run.string(), "--steps", "2",
-            "--proposals", "1", "--final-rounds", "3"};
+            "--backend", "cpu", "--generator", "llm", "--run-dir", run.string(), "--steps",
+            std::to_string(steps), "--proposals", "1", "--final-rounds", "3"};
   }
   static std::string all_text_under(const fs::path& dir) {
     std::string text;
@@ -170,6 +170,26 @@ TEST_F(CliLlmTest, RefusedKeyFailsEachStepAndTheRunStillFinishes) {
   EXPECT_EQ(json["generation_failures"], 2);  // one per step
   EXPECT_EQ(json["best"]["id"], "reference-seed");
   EXPECT_GE(json["llm"]["failures"].get<int>(), 2);
+}
+
+TEST_F(CliLlmTest, BudgetStopsTheSearchAndTheRunStillFinishes) {
+  FakeOpenAiServer server;
+  server.set_responder(ScriptedModel());
+  fs::path run = dir_ / "run";
+  // Each scripted answer costs $0.002 at kforge-fake's price (knowledge/llm_prices.toml): the
+  // selection and the first kernel spend $0.004, past the $0.003 budget, so its repair is
+  // never asked for.
+  std::vector<std::string> args = optimize_args(run, 4);
+  args.insert(args.end(), {"--llm-budget-usd", "0.003"});
+  process::CommandResult result = kforge(args, endpoint(server));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(server.requests().size(), 2u);
+  nlohmann::json json = nlohmann::json::parse(read_file(run / "result.json"));
+  EXPECT_NE(json["stopped_early"].get<std::string>().find("LLM budget reached"), std::string::npos)
+      << json["stopped_early"];
+  EXPECT_DOUBLE_EQ(json["llm"]["cost_usd"].get<double>(), 0.004);
+  EXPECT_EQ(json["best"]["id"], "reference-seed");
+  EXPECT_NE(result.output.find("stopping the search: LLM budget reached"), std::string::npos) << result.output;
 }
 
 TEST_F(CliLlmTest, CtrlCCancelsTheRequestInFlightAndTheRunEndsWithItsBest) {
