@@ -2,7 +2,8 @@
 // loopback fake OpenAI-compatible server: real compiler, real workers, real libcurl. The
 // scripted model first writes a kernel that does not compile, repairs it into a correct and
 // faster one when shown the errors, then answers without code; the run must end with that
-// kernel verified faster, its exchanges recorded (never the key), and replay without a server.
+// kernel verified faster, its exchanges recorded (never the key), and replay without a server
+// (and refuse to go past what was recorded).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -146,6 +147,18 @@ TEST_F(CliLlmTest, LlmGeneratorEndsWithAVerifiedFasterKernelAndReplaysOffline) {
   nlohmann::json again = nlohmann::json::parse(read_file(replay / "result.json"));
   EXPECT_EQ(again["best"]["id"], best);
   EXPECT_EQ(again["candidates"].size(), json["candidates"].size());
+  EXPECT_EQ(server.requests().size(), requests);
+
+  // A replay that asks what the recorded run never asked (one step more) ends with an error.
+  fs::path longer = dir_ / "longer";
+  args = optimize_args(longer, 3);
+  args.insert(args.end(), {"--replay", run.string()});
+  process::CommandResult diverged = kforge(args, {}, "longer-memory.sqlite");
+  EXPECT_EQ(diverged.exit_code, 1) << diverged.output;
+  EXPECT_NE(diverged.output.find("kforge: error: --replay: no recorded answer"), std::string::npos)
+      << diverged.output;
+  EXPECT_TRUE(fs::exists(longer / "failed.txt"));
+  EXPECT_FALSE(fs::exists(longer / "result.json"));
   EXPECT_EQ(server.requests().size(), requests);
 }
 

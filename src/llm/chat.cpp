@@ -89,7 +89,6 @@ std::string to_string(ChatErrorKind kind) {
     case ChatErrorKind::malformed: return "malformed";
     case ChatErrorKind::cancelled: return "cancelled";
     case ChatErrorKind::budget_exhausted: return "budget_exhausted";
-    case ChatErrorKind::replay_miss: return "replay_miss";
   }
   return "unknown";
 }

@@ -75,7 +75,6 @@ enum class ChatErrorKind {
   malformed,        // the body is not a Chat Completions response
   cancelled,        // Ctrl-C
   budget_exhausted, // the cost budget is spent; no request was sent
-  replay_miss,      // --replay and no recorded response for this request
 };
 
 std::string to_string(ChatErrorKind kind);

@@ -124,13 +124,13 @@ ChatResult RecordingChatClient::complete(const ChatRequest& request) {
   if (!options_.replay_dir.empty()) {
     result.response = replayed(request, hash);
     if (!result.response) {
-      result.error = {ChatErrorKind::replay_miss,
-                      "--replay: no recorded answer for this " + request.purpose +
-                          " request (hash " + hash.substr(0, 12) + ") in " +
-                          options_.replay_dir.string() +
-                          "; the replayed run diverged from the recorded one (different task, "
-                          "options, prompts or memory)",
-                      0, 0};
+      // Not a step failure: the replay is no longer the recorded run, so it must not go on
+      // looking like one. The optimizer keeps what was evaluated and says why it stopped.
+      throw Error("--replay: no recorded answer for this " + request.purpose + " request (" +
+                  (request.label.empty() ? "" : request.label + ", ") + "hash " +
+                  hash.substr(0, 12) + ") in " + options_.replay_dir.string() +
+                  "; the replayed search left the recorded path (different task, options, "
+                  "prompts, memory or timings)");
     }
   } else if (auto hit = cached(options_.transcript_dir, hash)) {
     result.response = std::move(hit);

@@ -7,8 +7,8 @@
 //   - replay: with a replay_dir (a previous run's llm/ folder) no request reaches the network.
 //     An answer is found by the request's hash in <replay_dir>/cache/, else, because prompts
 //     carry measured times that differ from run to run, by what it was about: the next unused
-//     recorded answer with the same purpose and label, in recorded order. A miss is a
-//     `replay_miss` error that says so (the replayed search took another path).
+//     recorded answer with the same purpose and label, in recorded order. A miss throws Error
+//     (the replayed search took another path: continuing would no longer be a replay).
 //   - budget: before each request, when the cost spent (replayed answers count their recorded
 //     cost, so a replay stops where the run stopped) has reached budget_usd, the request is
 //     refused with `budget_exhausted`. Requests already in flight may overshoot by at most
@@ -48,6 +48,7 @@ class RecordingChatClient final : public ChatClient {
   /// `live` may be null only when options.replay_dir is set. Throws Error when replay_dir has
   /// no cache/ folder or the transcript folder cannot be created.
   RecordingChatClient(ChatClient* live, PriceTable prices, RecorderOptions options);
+  /// Failures are ChatErrors, except a replay miss, which throws Error (see above).
   ChatResult complete(const ChatRequest& request) override;
 
   LlmUsage usage() const;

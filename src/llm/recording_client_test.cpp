@@ -99,10 +99,12 @@ TEST_F(RecordingClientTest, ReplayAnswersWithoutTheNetworkAndAMissSaysSo) {
   EXPECT_EQ(b.response->content, "kernel B");
   EXPECT_TRUE(b.response->from_cache);
   EXPECT_DOUBLE_EQ(replay.usage().cost_usd, 0.002);  // a replay counts the recorded cost
-  ChatResult miss = replay.complete(request("never asked"));
-  ASSERT_FALSE(miss.ok());
-  EXPECT_EQ(miss.error.kind, ChatErrorKind::replay_miss);
-  EXPECT_NE(miss.error.message.find("no recorded answer"), std::string::npos) << miss.error.message;
+  try {
+    replay.complete(request("never asked"));
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--replay: no recorded answer"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(live_.calls, 2);
 }
 
@@ -121,9 +123,9 @@ TEST_F(RecordingClientTest, ReplayMatchesByLabelWhenTheNumbersInThePromptDiffer)
   asked.label = "llm-vector_loads-abc123";
   EXPECT_EQ(replay.complete(asked).response->content, "kernel for p1");
   EXPECT_EQ(replay.complete(asked).response->content, "p1 again");  // in recorded order
-  EXPECT_EQ(replay.complete(asked).error.kind, ChatErrorKind::replay_miss);
+  EXPECT_THROW(replay.complete(asked), Error);
   asked.label = "llm-other-def456";
-  EXPECT_EQ(replay.complete(asked).error.kind, ChatErrorKind::replay_miss);
+  EXPECT_THROW(replay.complete(asked), Error);
 }
 
 TEST_F(RecordingClientTest, ReplayOfARunWithoutTranscriptsIsAnError) {
