@@ -4,18 +4,18 @@
 // faster one when shown the errors, then answers without code; the run must end with that
 // kernel verified faster, its exchanges recorded (never the key), and replay without a server
 // (and refuse to go past what was recorded).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
-#include <atomic>
-#include <chrono>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "common/files.h"
 #include "process/subprocess.h"
@@ -44,9 +44,11 @@ class ScriptedModel {
       return ScriptedReply::answer("{\"strategy_id\": \"" + id + "\", \"reason\": \"scripted\"}");
     }
     if (last.rfind("The kernel you wrote", 0) == 0) {
-      return ScriptedReply::answer(corpus_reply("softmax_fast_cpu.md"), "the error says sum is undeclared");
+      return ScriptedReply::answer(corpus_reply("softmax_fast_cpu.md"),
+                                   "the error says sum is undeclared");
     }
-    if ((*generations_)++ == 0) return ScriptedReply::answer(corpus_reply("softmax_broken_cpu.md"), "plan");
+    if ((*generations_)++ == 0)
+      return ScriptedReply::answer(corpus_reply("softmax_broken_cpu.md"), "plan");
     return ScriptedReply::answer(corpus_reply("no_code.md"));
   }
 
@@ -58,7 +60,8 @@ class CliLlmTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("kforge_cli_llm_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("kforge_cli_llm_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -77,10 +80,13 @@ class CliLlmTest : public ::testing::Test {
   }
   process::CommandResult kforge(std::vector<std::string> args, std::vector<std::string> env,
                                 const std::string& memory = "memory.sqlite") {
-    std::vector<std::string> argv = {"env", "KFORGE_MEMORY_DB=" + (dir_ / memory).string(),
+    std::vector<std::string> argv = {"env",
+                                     "KFORGE_MEMORY_DB=" + (dir_ / memory).string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
                                      "XDG_CONFIG_HOME=" + (dir_ / "config").string(),
-                                     "KFORGE_LLM_BASE_URL=", "KFORGE_LLM_MODEL=", "KFORGE_LLM_API_KEY="};
+                                     "KFORGE_LLM_BASE_URL=",
+                                     "KFORGE_LLM_MODEL=",
+                                     "KFORGE_LLM_API_KEY="};
     argv.insert(argv.end(), env.begin(), env.end());
     argv.push_back(KFORGE_CLI_PATH);
     argv.insert(argv.end(), args.begin(), args.end());
@@ -91,9 +97,20 @@ class CliLlmTest : public ::testing::Test {
             "KFORGE_LLM_API_KEY=" + key};
   }
   std::vector<std::string> optimize_args(const fs::path& run, int steps = 2) {
-    return {"optimize", (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string(),
-            "--backend", "cpu", "--generator", "llm", "--run-dir", run.string(), "--steps",
-            std::to_string(steps), "--proposals", "1", "--final-rounds", "3"};
+    return {"optimize",
+            (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string(),
+            "--backend",
+            "cpu",
+            "--generator",
+            "llm",
+            "--run-dir",
+            run.string(),
+            "--steps",
+            std::to_string(steps),
+            "--proposals",
+            "1",
+            "--final-rounds",
+            "3"};
   }
   static std::string all_text_under(const fs::path& dir) {
     std::string text;
@@ -132,7 +149,8 @@ TEST_F(CliLlmTest, LlmGeneratorEndsWithAVerifiedFasterKernelAndReplaysOffline) {
   EXPECT_NE(events.find("no C++ code block"), std::string::npos) << events;
   EXPECT_NE(events.find("\"llm_selector\""), std::string::npos) << events;
   // Every exchange is in the run directory; the key is nowhere in it.
-  EXPECT_TRUE(fs::exists(run / "llm" / "0000-select.json") || fs::exists(run / "llm" / "0000-generate.json"));
+  EXPECT_TRUE(fs::exists(run / "llm" / "0000-select.json") ||
+              fs::exists(run / "llm" / "0000-generate.json"));
   EXPECT_EQ(all_text_under(run).find(kKey), std::string::npos) << "the API key leaked into the run";
   EXPECT_NE(result.output.find("llm: "), std::string::npos) << result.output;
 
@@ -202,7 +220,8 @@ TEST_F(CliLlmTest, BudgetStopsTheSearchAndTheRunStillFinishes) {
       << json["stopped_early"];
   EXPECT_DOUBLE_EQ(json["llm"]["cost_usd"].get<double>(), 0.004);
   EXPECT_EQ(json["best"]["id"], "reference-seed");
-  EXPECT_NE(result.output.find("stopping the search: LLM budget reached"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("stopping the search: LLM budget reached"), std::string::npos)
+      << result.output;
 }
 
 TEST_F(CliLlmTest, CtrlCCancelsTheRequestInFlightAndTheRunEndsWithItsBest) {
@@ -220,13 +239,15 @@ TEST_F(CliLlmTest, CtrlCCancelsTheRequestInFlightAndTheRunEndsWithItsBest) {
     return ScriptedReply::answer("too late");
   });
   fs::path run = dir_ / "run";
-  std::vector<std::string> args = {"timeout", "--preserve-status", "--signal=INT", "20", KFORGE_CLI_PATH};
+  std::vector<std::string> args = {"timeout", "--preserve-status", "--signal=INT", "20",
+                                   KFORGE_CLI_PATH};
   std::vector<std::string> optimize = optimize_args(run);
   args.insert(args.end(), optimize.begin(), optimize.end());
   process::CommandResult result = kforge_with_launcher(args, endpoint(server));
   release->store(true);
   EXPECT_EQ(result.exit_code, 130) << result.output;
-  EXPECT_NE(result.output.find("stopping the search: interrupted (Ctrl-C)"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("stopping the search: interrupted (Ctrl-C)"), std::string::npos)
+      << result.output;
   ASSERT_TRUE(fs::exists(run / "result.json")) << result.output;
   nlohmann::json json = nlohmann::json::parse(read_file(run / "result.json"));
   EXPECT_EQ(json["stopped_early"], "interrupted (Ctrl-C)");

@@ -1,9 +1,9 @@
 #include "cli/llm_session.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -23,11 +23,11 @@ llm::LlmConfig resolve_llm_config(const LlmCommandOptions& options) {
   // A replay asks what the recorded run asked: same model and sampling settings (they are part
   // of each request's hash). No endpoint is needed.
   fs::path run_json = fs::path(options.replay_run) / "run.json";
-  nlohmann::json recorded = with_context("--replay " + options.replay_run, [&] {
-    return nlohmann::json::parse(read_file(run_json));
-  });
+  nlohmann::json recorded = with_context(
+      "--replay " + options.replay_run, [&] { return nlohmann::json::parse(read_file(run_json)); });
   if (!recorded.contains("llm") || !recorded["llm"].is_object()) {
-    throw Error("--replay: " + run_json.string() + ": llm: missing (the run was not made with "
+    throw Error("--replay: " + run_json.string() +
+                ": llm: missing (the run was not made with "
                 "--generator llm)");
   }
   const nlohmann::json& llm = recorded["llm"];
@@ -118,11 +118,12 @@ nlohmann::json LlmSession::usage_json() const {
 
 std::string LlmSession::usage_line() const {
   llm::LlmUsage u = recorder_->usage();
-  return fmt::format("llm: {} answers, {} failed requests, {} prompt + {} completion tokens, "
-                     "${:.4f}{}; transcripts in {}",
-                     u.requests, u.failures, u.prompt_tokens, u.completion_tokens, u.cost_usd,
-                     options_.budget_usd > 0 ? fmt::format(" of ${:.2f}", options_.budget_usd) : "",
-                     (run_dir_.path() / "llm").string());
+  return fmt::format(
+      "llm: {} answers, {} failed requests, {} prompt + {} completion tokens, "
+      "${:.4f}{}; transcripts in {}",
+      u.requests, u.failures, u.prompt_tokens, u.completion_tokens, u.cost_usd,
+      options_.budget_usd > 0 ? fmt::format(" of ${:.2f}", options_.budget_usd) : "",
+      (run_dir_.path() / "llm").string());
 }
 
 }  // namespace kforge::cli

@@ -6,9 +6,8 @@
 
 #include <atomic>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "generation/llm_generator.h"
 #include "llm/curl_chat_client.h"
@@ -24,11 +23,11 @@
 namespace kforge::cli {
 
 struct LlmCommandOptions {
-  std::string config_path;      // --llm-config; empty: default file if present
-  std::string prices_path;      // --llm-prices; empty: <root>/knowledge/llm_prices.toml
-  std::string replay_run;       // --replay: a previous run directory; empty: live
+  std::string config_path;        // --llm-config; empty: default file if present
+  std::string prices_path;        // --llm-prices; empty: <root>/knowledge/llm_prices.toml
+  std::string replay_run;         // --replay: a previous run directory; empty: live
   std::string selector = "auto";  // auto (llm with --generator llm) | llm | ucb1
-  double budget_usd = 1.0;      // --llm-budget-usd; <= 0 means no cap
+  double budget_usd = 1.0;        // --llm-budget-usd; <= 0 means no cap
 };
 
 /// Endpoint settings for this run: the config, or in replay the model and temperature the

@@ -1,10 +1,10 @@
 #include "generation/llm_generator.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <future>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "common/files.h"
 #include "common/hash.h"
@@ -67,7 +67,8 @@ std::vector<Proposal> LlmGenerator::initial_proposals() {
 std::optional<Proposal> LlmGenerator::apply(const Proposal& parent,
                                             const memory::Strategy& strategy) {
   Proposal proposal;
-  proposal.id = "llm-" + strategy.id + "-" + sha256_hex(parent.id + "\n" + strategy.id).substr(0, 6);
+  proposal.id =
+      "llm-" + strategy.id + "-" + sha256_hex(parent.id + "\n" + strategy.id).substr(0, 6);
   proposal.parent_id = parent.id;
   proposal.change = strategy.id + ": " + strategy.title + " (written by the model)";
   proposal.job.backend = options_.backend;
@@ -81,7 +82,8 @@ std::string LlmGenerator::standalone_source(const Proposal& proposal) const {
   std::ostringstream text;
   text << "// kforge candidate " << proposal.id << " (generator llm, model " << options_.model
        << ", backend " << options_.backend << ")\n";
-  for (const auto& [name, value] : proposal.job.defines) text << "#define " << name << " " << value << "\n";
+  for (const auto& [name, value] : proposal.job.defines)
+    text << "#define " << name << " " << value << "\n";
   text << proposal.job.source;
   return text.str();
 }
@@ -130,10 +132,10 @@ bool LlmGenerator::take_kernel(Proposal& proposal, const llm::ChatResult& reply)
   const llm::ChatResponse& response = *reply.response;
   std::optional<llm::ExtractedCode> code = llm::extract_kernel(response.content, options_.backend);
   if (!code) {
-    proposal.failure = fmt::format(
-        "the model's reply has no {} code block ({} characters{})",
-        options_.backend == "cuda" ? "CUDA" : "C++", response.content.size(),
-        response.finish_reason == "length" ? ", cut off at max_tokens" : "");
+    proposal.failure =
+        fmt::format("the model's reply has no {} code block ({} characters{})",
+                    options_.backend == "cuda" ? "CUDA" : "C++", response.content.size(),
+                    response.finish_reason == "length" ? ", cut off at max_tokens" : "");
     return false;
   }
   llm::RepairResult repaired = llm::repair_kernel(code->source, options_.backend);
@@ -142,19 +144,19 @@ bool LlmGenerator::take_kernel(Proposal& proposal, const llm::ChatResult& reply)
   if (code->truncated) notes += "; the code block was cut off";
   for (const std::string& fix : repaired.fixes) notes += "; " + fix;
   proposal.change += notes;
-  log_(fmt::format("  [llm] {}: {}+{} tokens, ${:.4f}, {:.1f} s{}{}", proposal.id,
-                   response.usage.prompt_tokens, response.usage.completion_tokens,
-                   response.cost_usd, response.latency_s, response.from_cache ? " (replayed)" : "",
-                   notes),
-       {{"event", "llm_generation"},
-        {"id", proposal.id},
-        {"prompt_tokens", response.usage.prompt_tokens},
-        {"completion_tokens", response.usage.completion_tokens},
-        {"cost_usd", response.cost_usd},
-        {"latency_s", response.latency_s},
-        {"from_cache", response.from_cache},
-        {"truncated", code->truncated},
-        {"fixes", repaired.fixes}});
+  log_(
+      fmt::format("  [llm] {}: {}+{} tokens, ${:.4f}, {:.1f} s{}{}", proposal.id,
+                  response.usage.prompt_tokens, response.usage.completion_tokens, response.cost_usd,
+                  response.latency_s, response.from_cache ? " (replayed)" : "", notes),
+      {{"event", "llm_generation"},
+       {"id", proposal.id},
+       {"prompt_tokens", response.usage.prompt_tokens},
+       {"completion_tokens", response.usage.completion_tokens},
+       {"cost_usd", response.cost_usd},
+       {"latency_s", response.latency_s},
+       {"from_cache", response.from_cache},
+       {"truncated", code->truncated},
+       {"fixes", repaired.fixes}});
   return true;
 }
 
@@ -185,7 +187,8 @@ void LlmGenerator::write_sources(const std::vector<Proposal*>& proposals) {
   // Concurrent requests; the client's slots bound how many are in flight.
   std::vector<std::future<llm::ChatResult>> replies;
   for (Job& job : jobs) {
-    replies.push_back(std::async(std::launch::async, [this, &job] { return client_.complete(job.request); }));
+    replies.push_back(
+        std::async(std::launch::async, [this, &job] { return client_.complete(job.request); }));
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
     llm::ChatResult reply = replies[i].get();
@@ -258,7 +261,8 @@ llm::SearchState LlmGenerator::search_state() const {
   int tried = static_cast<int>(outcomes_.size()), correct = 0;
   for (const auto& [id, f] : outcomes_) correct += f.verdict == Verdict::ok;
   lines.push_back(fmt::format("- Candidates evaluated: {}, correct: {}.", tried, correct));
-  if (last_feedback_) lines.push_back("- Last feedback: " + llm::describe_feedback(*last_feedback_));
+  if (last_feedback_)
+    lines.push_back("- Last feedback: " + llm::describe_feedback(*last_feedback_));
   std::string summary;
   for (const std::string& line : lines) summary += (summary.empty() ? "" : "\n") + line;
   state.summary = summary;

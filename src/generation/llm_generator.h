@@ -30,7 +30,7 @@
 namespace kforge::generation {
 
 struct LlmGeneratorOptions {
-  std::string backend;                 // "cpu" | "cuda"
+  std::string backend;  // "cpu" | "cuda"
   std::string model;
   std::optional<double> temperature;
   std::optional<int> max_tokens;
@@ -79,13 +79,13 @@ class LlmGenerator final : public Generator {
   std::optional<double> flops_;
 
   mutable std::mutex mutex_;
-  std::map<std::string, Planned> planned_;                       // by proposal id
+  std::map<std::string, Planned> planned_;                              // by proposal id
   std::map<std::string, std::vector<llm::ChatMessage>> conversations_;  // by proposal id
-  std::map<std::string, int> repairs_;                           // repairs asked, by root id
-  std::map<std::string, Feedback> outcomes_;                     // by proposal id
+  std::map<std::string, int> repairs_;                                  // repairs asked, by root id
+  std::map<std::string, Feedback> outcomes_;                            // by proposal id
   std::optional<llm::FeedbackContext> last_feedback_;
   std::string best_id_;
-  std::vector<std::string> prefix_;                              // directions written, in order
+  std::vector<std::string> prefix_;  // directions written, in order
 };
 
 }  // namespace kforge::generation

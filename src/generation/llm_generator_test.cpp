@@ -3,11 +3,11 @@
 // repair conversation, and the stop reason.
 #include "generation/llm_generator.h"
 
+#include <gtest/gtest.h>
+
 #include <deque>
 #include <filesystem>
 #include <mutex>
-
-#include <gtest/gtest.h>
 
 #include "task/task_loader.h"
 
@@ -46,24 +46,29 @@ class StoreWithOneDirection : public memory::Store {
     return {d};
   }
   std::vector<memory::Strategy> strategies(const std::string&) override { return {}; }
-  std::optional<memory::Edge> edge(const std::string&, const std::string&) override { return std::nullopt; }
+  std::optional<memory::Edge> edge(const std::string&, const std::string&) override {
+    return std::nullopt;
+  }
   void record(const memory::Evidence&) override {}
   int64_t evidence_count() override { return 0; }
 };
 
 const char kKernelWithoutIncludes[] =
     "Here you go:\n```cpp\nint kforge_run(const kforge_args* a) {\n"
-    "  float* y = static_cast<float*>(a->outputs[0].data);\n  y[0] = std::sqrt(4.0f);\n  return 0;\n}\n```\n";
+    "  float* y = static_cast<float*>(a->outputs[0].data);\n  y[0] = std::sqrt(4.0f);\n  return "
+    "0;\n}\n```\n";
 
 class LlmGeneratorTest : public ::testing::Test {
  protected:
   LlmGeneratorTest()
       : library_(fs::path(KFORGE_SOURCE_DIR) / "prompts"),
-        task_(load_task((fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string())),
+        task_(load_task(
+            (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string())),
         prompts_(library_, task_, "cpu", "/* abi */", "/* reference */"),
-        generator_(client_, prompts_, store_, task_, {"cpu", "kforge-fake", 0.5, std::nullopt},
-                   [this] { return stop_; },
-                   [this](const std::string&, const nlohmann::json& event) { events_.push_back(event); }) {
+        generator_(
+            client_, prompts_, store_, task_, {"cpu", "kforge-fake", 0.5, std::nullopt},
+            [this] { return stop_; },
+            [this](const std::string&, const nlohmann::json& event) { events_.push_back(event); }) {
     strategy_.id = "cpu_simd";
     strategy_.direction_id = "vectorization";
     strategy_.title = "SIMD the inner loop";
@@ -106,7 +111,8 @@ TEST_F(LlmGeneratorTest, WritesTheRepairedKernelFromAPromptWithStrategyAndFeedba
   client_.answer(kKernelWithoutIncludes);
   generator_.write_sources({&planned});
   ASSERT_TRUE(planned.failure.empty()) << planned.failure;
-  EXPECT_NE(planned.job.source.find("#include <kforge/kernel.h>"), std::string::npos) << planned.job.source;
+  EXPECT_NE(planned.job.source.find("#include <kforge/kernel.h>"), std::string::npos)
+      << planned.job.source;
   EXPECT_NE(planned.job.source.find("#include <cmath>"), std::string::npos) << planned.job.source;
   EXPECT_NE(planned.job.source.find("KFORGE_API int kforge_run"), std::string::npos);
   EXPECT_NE(planned.change.find("added missing includes"), std::string::npos) << planned.change;
@@ -128,7 +134,8 @@ TEST_F(LlmGeneratorTest, RepliesWithoutCodeAndErrorsAreFailuresNotExceptions) {
   client_.answer("I would leave the kernel as it is.");
   generator_.write_sources({&a});
   llm::ChatResult refused;
-  refused.error = {llm::ChatErrorKind::unauthorized, "http://x refused the API key (HTTP 401)", 401, 1};
+  refused.error = {llm::ChatErrorKind::unauthorized, "http://x refused the API key (HTTP 401)", 401,
+                   1};
   client_.replies.push_back(refused);
   generator_.write_sources({&b});
   EXPECT_NE(a.failure.find("no C++ code block"), std::string::npos) << a.failure;
@@ -144,7 +151,9 @@ TEST_F(LlmGeneratorTest, RepairContinuesTheConversationWithTheCompilerErrors) {
   broken.verdict = Verdict::compile_error;
   broken.build_log = "/tmp/x/cand.cpp:3:5: error: 'sum' was not declared in this scope\n";
   generator_.observe(planned, broken);
-  client_.answer("```cpp\n#include <kforge/kernel.h>\nKFORGE_API int kforge_run(const kforge_args* a) { return 0; }\n```");
+  client_.answer(
+      "```cpp\n#include <kforge/kernel.h>\nKFORGE_API int kforge_run(const kforge_args* a) { "
+      "return 0; }\n```");
   std::optional<Proposal> fixed = generator_.repair(planned, broken);
   ASSERT_TRUE(fixed);
   EXPECT_TRUE(fixed->failure.empty()) << fixed->failure;
@@ -153,7 +162,8 @@ TEST_F(LlmGeneratorTest, RepairContinuesTheConversationWithTheCompilerErrors) {
   EXPECT_EQ(request.purpose, "repair");
   ASSERT_EQ(request.messages.size(), 4u);  // system, generate, the model's answer, the errors
   EXPECT_EQ(request.messages[2].role, "assistant");
-  EXPECT_NE(request.messages[3].content.find("cand.cpp:3:5: error: 'sum' was not declared"), std::string::npos)
+  EXPECT_NE(request.messages[3].content.find("cand.cpp:3:5: error: 'sum' was not declared"),
+            std::string::npos)
       << request.messages[3].content;
   // A second repair of the repair is numbered from the same root.
   client_.answer("no code this time");

@@ -79,16 +79,26 @@ ChatResponse parse_response_body(const std::string& body) {
 
 std::string to_string(ChatErrorKind kind) {
   switch (kind) {
-    case ChatErrorKind::not_configured: return "not_configured";
-    case ChatErrorKind::unauthorized: return "unauthorized";
-    case ChatErrorKind::model_not_found: return "model_not_found";
-    case ChatErrorKind::bad_request: return "bad_request";
-    case ChatErrorKind::server_error: return "server_error";
-    case ChatErrorKind::network: return "network";
-    case ChatErrorKind::timeout: return "timeout";
-    case ChatErrorKind::malformed: return "malformed";
-    case ChatErrorKind::cancelled: return "cancelled";
-    case ChatErrorKind::budget_exhausted: return "budget_exhausted";
+    case ChatErrorKind::not_configured:
+      return "not_configured";
+    case ChatErrorKind::unauthorized:
+      return "unauthorized";
+    case ChatErrorKind::model_not_found:
+      return "model_not_found";
+    case ChatErrorKind::bad_request:
+      return "bad_request";
+    case ChatErrorKind::server_error:
+      return "server_error";
+    case ChatErrorKind::network:
+      return "network";
+    case ChatErrorKind::timeout:
+      return "timeout";
+    case ChatErrorKind::malformed:
+      return "malformed";
+    case ChatErrorKind::cancelled:
+      return "cancelled";
+    case ChatErrorKind::budget_exhausted:
+      return "budget_exhausted";
   }
   return "unknown";
 }

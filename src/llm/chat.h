@@ -8,16 +8,15 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace kforge::llm {
 
 struct ChatMessage {
-  std::string role;     // "system" | "user" | "assistant"
+  std::string role;  // "system" | "user" | "assistant"
   std::string content;
 };
 
@@ -54,10 +53,10 @@ struct ChatResponse {
   std::string finish_reason;  // "stop", "length", ...
   std::string model;          // as the server reports it
   TokenUsage usage;
-  double latency_s = 0.0;     // wall time of the successful attempt
-  int attempts = 1;           // HTTP attempts made, retries included
-  double cost_usd = 0.0;      // from the price table (0 when the model has no price)
-  bool from_cache = false;    // answered from the response cache (replay)
+  double latency_s = 0.0;   // wall time of the successful attempt
+  int attempts = 1;         // HTTP attempts made, retries included
+  double cost_usd = 0.0;    // from the price table (0 when the model has no price)
+  bool from_cache = false;  // answered from the response cache (replay)
 };
 
 /// Parses a Chat Completions response body. Throws Error naming what is missing or malformed.
@@ -65,16 +64,16 @@ ChatResponse parse_response_body(const std::string& body);
 
 /// Why an exchange failed. Every failure is a value: the step fails, the run goes on.
 enum class ChatErrorKind {
-  not_configured,   // no endpoint
-  unauthorized,     // 401/403: the endpoint refused the key
-  model_not_found,  // 404
-  bad_request,      // other 4xx (context too long, bad parameter)
-  server_error,     // 5xx or 429 after every retry
-  network,          // connection refused/dropped, DNS, TLS, after every retry
-  timeout,          // past the total timeout, after every retry
-  malformed,        // the body is not a Chat Completions response
-  cancelled,        // Ctrl-C
-  budget_exhausted, // the cost budget is spent; no request was sent
+  not_configured,    // no endpoint
+  unauthorized,      // 401/403: the endpoint refused the key
+  model_not_found,   // 404
+  bad_request,       // other 4xx (context too long, bad parameter)
+  server_error,      // 5xx or 429 after every retry
+  network,           // connection refused/dropped, DNS, TLS, after every retry
+  timeout,           // past the total timeout, after every retry
+  malformed,         // the body is not a Chat Completions response
+  cancelled,         // Ctrl-C
+  budget_exhausted,  // the cost budget is spent; no request was sent
 };
 
 std::string to_string(ChatErrorKind kind);

@@ -1,5 +1,7 @@
 #include "llm/curl_chat_client.h"
 
+#include <curl/curl.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -7,8 +9,6 @@
 #include <mutex>
 #include <random>
 #include <thread>
-
-#include <curl/curl.h>
 
 #include "common/error.h"
 
@@ -47,8 +47,7 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 double now_epoch_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Transient failures worth another attempt.
@@ -145,7 +144,8 @@ CurlChatClient::Attempt CurlChatClient::attempt(const std::string& body) {
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever this libcurl decodes
   auto started = std::chrono::steady_clock::now();
   result.code = curl_easy_perform(h);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
   result.curl_message = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(result.code);
   return result;
@@ -194,12 +194,13 @@ ChatResult CurlChatClient::complete(const ChatRequest& request) {
       return result;
     } else if (a.code != CURLE_OK) {
       retry = transient_curl_error(a.code);
-      error.kind = a.code == CURLE_OPERATION_TIMEDOUT ? ChatErrorKind::timeout : ChatErrorKind::network;
+      error.kind =
+          a.code == CURLE_OPERATION_TIMEDOUT ? ChatErrorKind::timeout : ChatErrorKind::network;
       error.message = url_ + ": " + a.curl_message;
     } else if (a.status == 401 || a.status == 403) {
       error.kind = ChatErrorKind::unauthorized;
-      error.message = url_ + " refused the API key (HTTP " + std::to_string(a.status) +
-                      ": " + excerpt(a.body) + "); check KFORGE_LLM_API_KEY";
+      error.message = url_ + " refused the API key (HTTP " + std::to_string(a.status) + ": " +
+                      excerpt(a.body) + "); check KFORGE_LLM_API_KEY";
       return result;
     } else if (a.status == 404) {
       error.kind = ChatErrorKind::model_not_found;
@@ -231,11 +232,12 @@ ChatResult CurlChatClient::complete(const ChatRequest& request) {
       }
     }
     if (!retry || attempt_index == config_.max_retries) break;
-    double cap = std::min(config_.backoff_max_s,
-                          config_.backoff_initial_s * std::ldexp(1.0, attempt_index));
+    double cap =
+        std::min(config_.backoff_max_s, config_.backoff_initial_s * std::ldexp(1.0, attempt_index));
     double backoff = cap * (static_cast<double>(jitter() >> 11) * 0x1.0p-53);
     double delay = backoff;
-    if (auto after = parse_retry_after(a.retry_after, now_epoch_s())) delay = std::max(delay, *after);
+    if (auto after = parse_retry_after(a.retry_after, now_epoch_s()))
+      delay = std::max(delay, *after);
     delay = std::min(delay, config_.backoff_max_s);
     if (!wait(delay)) {
       error = {ChatErrorKind::cancelled, "cancelled (interrupt)", error.http_status,

@@ -3,12 +3,12 @@
 // refused key, unknown model, refused connection), cancellation and the concurrency limit.
 #include "llm/curl_chat_client.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "support/fake_openai_server.h"
 
@@ -95,14 +95,16 @@ TEST_F(CurlChatClientTest, ServerErrorsAreRetriedThenReported) {
   EXPECT_EQ(failed.error.kind, ChatErrorKind::server_error);
   EXPECT_EQ(failed.error.attempts, 3);  // the first try and max_retries = 2
   EXPECT_EQ(failed.error.http_status, 500);
-  EXPECT_NE(failed.error.message.find("after 3 attempts"), std::string::npos) << failed.error.message;
+  EXPECT_NE(failed.error.message.find("after 3 attempts"), std::string::npos)
+      << failed.error.message;
 }
 
 TEST_F(CurlChatClientTest, MalformedJsonIsRetriedThenReported) {
   server_.script({ScriptedReply::malformed(), ScriptedReply::answer("ok")});
   CurlChatClient client(config());
   ASSERT_TRUE(client.complete(request()).ok());
-  server_.script({ScriptedReply::malformed(), ScriptedReply::malformed(), ScriptedReply::malformed()});
+  server_.script(
+      {ScriptedReply::malformed(), ScriptedReply::malformed(), ScriptedReply::malformed()});
   ChatResult failed = client.complete(request());
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error.kind, ChatErrorKind::malformed);
@@ -140,8 +142,10 @@ TEST_F(CurlChatClientTest, RefusedKeyIsNotRetriedAndSaysWhatToCheck) {
   EXPECT_EQ(result.error.kind, ChatErrorKind::unauthorized);
   EXPECT_EQ(result.error.http_status, 401);
   EXPECT_EQ(server_.requests().size(), 1u);
-  EXPECT_NE(result.error.message.find("KFORGE_LLM_API_KEY"), std::string::npos) << result.error.message;
-  EXPECT_NE(result.error.message.find("Incorrect API key"), std::string::npos) << result.error.message;
+  EXPECT_NE(result.error.message.find("KFORGE_LLM_API_KEY"), std::string::npos)
+      << result.error.message;
+  EXPECT_NE(result.error.message.find("Incorrect API key"), std::string::npos)
+      << result.error.message;
   EXPECT_EQ(result.error.message.find("sk-test"), std::string::npos) << "the key leaked";
 }
 
@@ -152,7 +156,8 @@ TEST_F(CurlChatClientTest, UnknownModelNamesTheModel) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error.kind, ChatErrorKind::model_not_found);
   EXPECT_NE(result.error.message.find("'kforge-fake'"), std::string::npos) << result.error.message;
-  EXPECT_NE(result.error.message.find("KFORGE_LLM_MODEL"), std::string::npos) << result.error.message;
+  EXPECT_NE(result.error.message.find("KFORGE_LLM_MODEL"), std::string::npos)
+      << result.error.message;
 }
 
 TEST_F(CurlChatClientTest, RefusedConnectionIsANetworkError) {
@@ -190,7 +195,8 @@ TEST_F(CurlChatClientTest, ConcurrencyLimitBoundsRequestsInFlight) {
   server_.set_responder([&](const nlohmann::json&) {
     int now = ++in_flight;
     int seen = peak.load();
-    while (now > seen && !peak.compare_exchange_weak(seen, now)) {}
+    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     --in_flight;
     return ScriptedReply::answer("ok");

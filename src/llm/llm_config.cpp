@@ -1,9 +1,9 @@
 #include "llm/llm_config.h"
 
+#include <toml++/toml.h>
+
 #include <cstdlib>
 #include <filesystem>
-
-#include <toml++/toml.h>
 
 #include "common/error.h"
 
@@ -55,9 +55,9 @@ void read_file_config(const std::string& path, LlmConfig& config, const EnvLooku
     throw Error(path + ": " + std::string(e.description()));
   }
   static const char* const kKeys[] = {
-      "base_url",          "model",           "api_key",       "api_key_env",
-      "connect_timeout_s", "request_timeout_s", "max_retries", "backoff_initial_s",
-      "backoff_max_s",     "max_concurrency", "temperature",   "max_tokens"};
+      "base_url",          "model",       "api_key",           "api_key_env",   "connect_timeout_s",
+      "request_timeout_s", "max_retries", "backoff_initial_s", "backoff_max_s", "max_concurrency",
+      "temperature",       "max_tokens"};
   for (const auto& [key, value] : table) {
     bool known = false;
     for (const char* k : kKeys) known = known || key.str() == k;
@@ -121,7 +121,8 @@ LlmConfig load_llm_config(const std::string& file_path, const EnvLookup& env) {
 std::string missing_endpoint_message(const LlmConfig& config) {
   std::string missing;
   if (config.base_url.empty()) missing = "KFORGE_LLM_BASE_URL";
-  if (config.model.empty()) missing += std::string(missing.empty() ? "" : " and ") + "KFORGE_LLM_MODEL";
+  if (config.model.empty())
+    missing += std::string(missing.empty() ? "" : " and ") + "KFORGE_LLM_MODEL";
   if (missing.empty()) return "";
   return "--generator llm needs an OpenAI-compatible endpoint: set " + missing +
          " (e.g. KFORGE_LLM_BASE_URL=http://127.0.0.1:8000/v1 KFORGE_LLM_MODEL=<model>, plus "

@@ -18,9 +18,9 @@
 namespace kforge::llm {
 
 struct LlmConfig {
-  std::string base_url;            // e.g. "http://127.0.0.1:8000/v1"; empty = not configured
-  std::string model;               // e.g. "deepseek-reasoner"
-  std::string api_key;             // may be empty (local servers); never written anywhere
+  std::string base_url;  // e.g. "http://127.0.0.1:8000/v1"; empty = not configured
+  std::string model;     // e.g. "deepseek-reasoner"
+  std::string api_key;   // may be empty (local servers); never written anywhere
   double connect_timeout_s = 10.0;
   // Reasoning models think for minutes before the first token; 10 minutes bounds one answer.
   double request_timeout_s = 600.0;
@@ -29,7 +29,7 @@ struct LlmConfig {
   double backoff_max_s = 60.0;     // cap of one wait, Retry-After included
   int max_concurrency = 2;         // requests in flight at once (the `llm` pool)
   std::optional<double> temperature = 0.6;
-  std::optional<int> max_tokens;   // unset: the server's default
+  std::optional<int> max_tokens;  // unset: the server's default
 };
 
 /// Reads a variable; returns nullopt when unset. Tests pass their own.

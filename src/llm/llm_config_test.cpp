@@ -1,10 +1,10 @@
 // Where the endpoint comes from: environment over file over defaults, and the message when none.
 #include "llm/llm_config.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <map>
-
-#include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -23,10 +23,11 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
 
 TEST(LlmConfigTest, EnvironmentOverridesTheFile) {
   fs::path file = fs::temp_directory_path() / "kforge_llm_config_test.toml";
-  write_file_atomically(file, "base_url = \"http://file/v1\"\nmodel = \"file-model\"\n"
-                              "api_key_env = \"MY_KEY\"\nmax_concurrency = 4\ntemperature = 0.2\n");
-  LlmConfig config = load_llm_config(file.string(), env_of({{"KFORGE_LLM_MODEL", "env-model"},
-                                                            {"MY_KEY", "sk-from-file-env"}}));
+  write_file_atomically(file,
+                        "base_url = \"http://file/v1\"\nmodel = \"file-model\"\n"
+                        "api_key_env = \"MY_KEY\"\nmax_concurrency = 4\ntemperature = 0.2\n");
+  LlmConfig config = load_llm_config(
+      file.string(), env_of({{"KFORGE_LLM_MODEL", "env-model"}, {"MY_KEY", "sk-from-file-env"}}));
   EXPECT_EQ(config.base_url, "http://file/v1");
   EXPECT_EQ(config.model, "env-model");
   EXPECT_EQ(config.api_key, "sk-from-file-env");
@@ -45,7 +46,8 @@ TEST(LlmConfigTest, UnknownKeysAndBadValuesNameFileAndKey) {
     load_llm_config(file.string(), env_of({}));
     FAIL() << "expected Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("max_concurrency: expected 1..256"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_concurrency: expected 1..256"), std::string::npos)
+        << e.what();
   }
   fs::remove(file);
   EXPECT_THROW(load_llm_config("/nonexistent/llm.toml", env_of({})), Error);

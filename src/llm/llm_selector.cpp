@@ -7,7 +7,8 @@ namespace {
 
 // The JSON object text of a reply: a fenced block's content, else the last balanced {...}.
 std::string json_text(std::string reply) {
-  if (size_t think = reply.find("</think>"); think != std::string::npos) reply = reply.substr(think + 8);
+  if (size_t think = reply.find("</think>"); think != std::string::npos)
+    reply = reply.substr(think + 8);
   if (size_t fence = reply.find("```"); fence != std::string::npos) {
     size_t start = reply.find('\n', fence);
     size_t end = start == std::string::npos ? std::string::npos : reply.find("```", start);
@@ -44,7 +45,8 @@ SelectorAnswer parse_selector_answer(const std::string& reply,
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].id == id->get<std::string>()) answer.index = i;
   }
-  if (!answer.index) answer.error = "\"" + id->get<std::string>() + "\" is not one of the candidates";
+  if (!answer.index)
+    answer.error = "\"" + id->get<std::string>() + "\" is not one of the candidates";
   return answer;
 }
 
@@ -93,8 +95,9 @@ memory::StrategyPick LlmStrategySelector::select(std::span<const memory::Strateg
   for (size_t i = 0; i < candidates.size(); ++i) request.label += (i ? "," : "") + candidates[i].id;
   ChatResult result = client_.complete(request);
   if (!result.ok()) {
-    return fall_back(candidates, rng, "no answer (" + to_string(result.error.kind) + ": " +
-                                          result.error.message + ")");
+    return fall_back(
+        candidates, rng,
+        "no answer (" + to_string(result.error.kind) + ": " + result.error.message + ")");
   }
   SelectorAnswer answer = parse_selector_answer(result.response->content, candidates);
   if (!answer.index) return fall_back(candidates, rng, "invalid answer: " + answer.error);

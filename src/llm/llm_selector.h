@@ -7,12 +7,11 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "llm/chat.h"
 #include "llm/prompt_builder.h"
@@ -54,8 +53,8 @@ class LlmStrategySelector final : public memory::StrategySelector {
   int fallbacks() const { return fallbacks_; }
 
  private:
-  memory::StrategyPick fall_back(std::span<const memory::Strategy> candidates,
-                                 std::mt19937_64& rng, const std::string& why);
+  memory::StrategyPick fall_back(std::span<const memory::Strategy> candidates, std::mt19937_64& rng,
+                                 const std::string& why);
 
   ChatClient& client_;
   const PromptBuilder& prompts_;

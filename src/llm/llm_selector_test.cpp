@@ -2,10 +2,10 @@
 // to UCB1 and is logged.
 #include "llm/llm_selector.h"
 
+#include <gtest/gtest.h>
+
 #include <deque>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "common/files.h"
 #include "task/task_loader.h"
@@ -24,7 +24,9 @@ class OneDirectionStore : public memory::Store {
     return {d};
   }
   std::vector<memory::Strategy> strategies(const std::string&) override { return {}; }
-  std::optional<memory::Edge> edge(const std::string&, const std::string&) override { return std::nullopt; }
+  std::optional<memory::Edge> edge(const std::string&, const std::string&) override {
+    return std::nullopt;
+  }
   void record(const memory::Evidence&) override {}
   int64_t evidence_count() override { return 0; }
 };
@@ -51,14 +53,18 @@ class LlmSelectorTest : public ::testing::Test {
  protected:
   LlmSelectorTest()
       : library_(fs::path(KFORGE_SOURCE_DIR) / "prompts"),
-        task_(load_task((fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string())),
+        task_(load_task(
+            (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string())),
         prompts_(library_, task_, "cpu", "/* abi */", "/* reference */"),
-        selector_(client_, prompts_, "kforge-fake", 0.0, store_,
-                  [] { return SearchState{"- Best kernel so far: `seed`.", {"parallel_decomposition"}}; },
-                  [this](const std::string& line, const nlohmann::json& event) {
-                    lines_.push_back(line);
-                    events_.push_back(event);
-                  }) {
+        selector_(
+            client_, prompts_, "kforge-fake", 0.0, store_,
+            [] {
+              return SearchState{"- Best kernel so far: `seed`.", {"parallel_decomposition"}};
+            },
+            [this](const std::string& line, const nlohmann::json& event) {
+              lines_.push_back(line);
+              events_.push_back(event);
+            }) {
     for (const char* id : {"vector_loads", "store_exp", "fuse_passes"}) {
       memory::Strategy s;
       s.id = id;
@@ -81,7 +87,9 @@ class LlmSelectorTest : public ::testing::Test {
 };
 
 TEST_F(LlmSelectorTest, ValidAnswerPicksTheNamedStrategy) {
-  client_.answer("<think>fusing saves a pass</think>\n```json\n{\"strategy_id\": \"fuse_passes\", \"reason\": \"one pass less\"}\n```");
+  client_.answer(
+      "<think>fusing saves a pass</think>\n```json\n{\"strategy_id\": \"fuse_passes\", \"reason\": "
+      "\"one pass less\"}\n```");
   memory::StrategyPick pick = selector_.select(candidates_, rng_);
   EXPECT_EQ(pick.index, 2u);
   EXPECT_NE(pick.explanation.find("one pass less"), std::string::npos);
@@ -89,7 +97,8 @@ TEST_F(LlmSelectorTest, ValidAnswerPicksTheNamedStrategy) {
   ASSERT_EQ(client_.requests.size(), 1u);
   EXPECT_EQ(client_.requests[0].purpose, "select");
   const std::string& prompt = client_.requests[0].messages.back().content;
-  EXPECT_NE(prompt.find("one of: vector_loads, store_exp, fuse_passes"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("one of: vector_loads, store_exp, fuse_passes"), std::string::npos)
+      << prompt;
   EXPECT_NE(prompt.find("Best kernel so far"), std::string::npos) << prompt;
 }
 
@@ -126,8 +135,12 @@ TEST(SelectorAnswerTest, ParsesBareFencedAndEmbeddedJson) {
   c[0].id = "a";
   c[1].id = "b";
   EXPECT_EQ(*parse_selector_answer("{\"strategy_id\":\"b\",\"reason\":\"r\"}", c).index, 1u);
-  EXPECT_EQ(*parse_selector_answer("I choose:\n{\"strategy_id\": \"a\", \"reason\": \"{x}\"}\nDone.", c).index, 0u);
-  EXPECT_EQ(parse_selector_answer("{\"strategy\": \"a\"}", c).error, "the answer has no string \"strategy_id\"");
+  EXPECT_EQ(
+      *parse_selector_answer("I choose:\n{\"strategy_id\": \"a\", \"reason\": \"{x}\"}\nDone.", c)
+           .index,
+      0u);
+  EXPECT_EQ(parse_selector_answer("{\"strategy\": \"a\"}", c).error,
+            "the answer has no string \"strategy_id\"");
   EXPECT_FALSE(parse_selector_answer("{\"strategy_id\": 1}", c).index);
 }
 

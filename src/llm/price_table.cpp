@@ -49,7 +49,8 @@ double PriceTable::cost_usd(const std::string& model, const TokenUsage& usage) c
   std::optional<ModelPrice> p = price(model);
   if (!p) return 0.0;
   return (static_cast<double>(usage.prompt_tokens) * p->input_usd_per_mtok +
-          static_cast<double>(usage.completion_tokens) * p->output_usd_per_mtok) * 1e-6;
+          static_cast<double>(usage.completion_tokens) * p->output_usd_per_mtok) *
+         1e-6;
 }
 
 }  // namespace kforge::llm

@@ -1,9 +1,9 @@
 #include "llm/prompt_builder.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace kforge::llm {
 namespace {
@@ -16,8 +16,8 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 
 std::string describe_stats(const memory::Stats& stats) {
   if (stats.attempts == 0) return "not tried yet";
-  std::string text = fmt::format("{} attempts, {} faster than their parent", stats.attempts,
-                                 stats.successes);
+  std::string text =
+      fmt::format("{} attempts, {} faster than their parent", stats.attempts, stats.successes);
   if (stats.ok_attempts > 0) {
     text += fmt::format(", mean gain {:+.1f}% over {} correct ones",
                         100.0 * (std::exp(stats.mean_log_gain) - 1.0), stats.ok_attempts);
@@ -32,7 +32,8 @@ std::string short_paths(const std::string& line) {
   std::string out;
   size_t at = 0;
   while (at < line.size()) {
-    bool token_start = at == 0 || line[at - 1] == ' ' || line[at - 1] == '\'' || line[at - 1] == '"';
+    bool token_start =
+        at == 0 || line[at - 1] == ' ' || line[at - 1] == '\'' || line[at - 1] == '"';
     if (line[at] != '/' || !token_start) {
       out += line[at++];
       continue;
@@ -111,13 +112,14 @@ std::string diagnose(const KernelState& k) {
                                  static_cast<double>(k.bytes_moved) / seconds * 1e-9);
   if (k.flops) {
     double intensity = *k.flops / static_cast<double>(k.bytes_moved);
-    text += fmt::format(" and {:.2f} GFLOP/s; arithmetic intensity {:.2f} FLOP/byte, so the "
-                        "kernel should be {}",
-                        *k.flops / seconds * 1e-9, intensity,
-                        intensity < 4.0 ? "memory-bound: reduce passes over memory, vectorize "
-                                          "loads and stores, use every core"
-                                        : "compute-bound: vectorize the arithmetic, keep data "
-                                          "in registers and cache, use every core");
+    text += fmt::format(
+        " and {:.2f} GFLOP/s; arithmetic intensity {:.2f} FLOP/byte, so the "
+        "kernel should be {}",
+        *k.flops / seconds * 1e-9, intensity,
+        intensity < 4.0 ? "memory-bound: reduce passes over memory, vectorize "
+                          "loads and stores, use every core"
+                        : "compute-bound: vectorize the arithmetic, keep data "
+                          "in registers and cache, use every core");
   }
   return text + ". (From timings only; no profiler counters on this path.)";
 }
@@ -142,8 +144,9 @@ std::string describe_workloads(const Task& task) {
   for (const Workload& w : task.workloads) {
     std::vector<std::string> dims;
     for (const auto& [name, value] : w.dims) dims.push_back(name + "=" + std::to_string(value));
-    lines.push_back(fmt::format("- {}: {}{}", w.name, join(dims, ", "),
-                                w.timed ? " (timed: this is the speed that counts)" : " (correctness)"));
+    lines.push_back(
+        fmt::format("- {}: {}{}", w.name, join(dims, ", "),
+                    w.timed ? " (timed: this is the speed that counts)" : " (correctness)"));
   }
   return join(lines, "\n");
 }
@@ -163,8 +166,9 @@ std::string describe_direction(const StrategyContext& c) {
   if (!d.triggers.empty()) lines.push_back("- When it applies: " + join(d.triggers, "; "));
   if (!d.risks.empty()) lines.push_back("- Risks: " + join(d.risks, "; "));
   lines.push_back("- Evidence so far: " + describe_stats(d.stats));
-  lines.push_back("- Directions chosen before (oldest first): " +
-                  (c.prefix.empty() ? std::string("none, this is the first step") : join(c.prefix, " -> ")));
+  lines.push_back(
+      "- Directions chosen before (oldest first): " +
+      (c.prefix.empty() ? std::string("none, this is the first step") : join(c.prefix, " -> ")));
   if (c.edge) {
     std::string edge = "- Moving here from " + c.edge->from_direction + ": ";
     edge += c.edge->rationale.empty() ? "no recorded rationale" : c.edge->rationale;
@@ -232,7 +236,8 @@ ChatMessage PromptBuilder::repair(const FeedbackContext& failure) const {
   values["candidate_id"] = failure.candidate_id;
   values["verdict"] = to_string(failure.verdict);
   std::string details = describe_feedback(failure);
-  values["failure_details"] = details.substr(details.find(". ") == std::string::npos ? 0 : details.find(". ") + 2);
+  values["failure_details"] =
+      details.substr(details.find(". ") == std::string::npos ? 0 : details.find(". ") + 2);
   return {"user", library_.render("repair", values)};
 }
 

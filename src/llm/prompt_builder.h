@@ -20,18 +20,18 @@ namespace kforge::llm {
 /// A kernel and what is known of its speed on the task's timed workload.
 struct KernelState {
   std::string id;
-  std::string source;                // standalone source (defines written in)
-  std::optional<double> median_ms;   // quick-rung median; nullopt when not timed
-  double reference_ms = 0.0;         // the reference's median on the same workload (0: unknown)
-  int64_t bytes_moved = 0;           // minimum bytes one call moves (task.h bytes_per_call)
-  std::optional<double> flops;       // FLOPs per call when the task gives a formula
+  std::string source;               // standalone source (defines written in)
+  std::optional<double> median_ms;  // quick-rung median; nullopt when not timed
+  double reference_ms = 0.0;        // the reference's median on the same workload (0: unknown)
+  int64_t bytes_moved = 0;          // minimum bytes one call moves (task.h bytes_per_call)
+  std::optional<double> flops;      // FLOPs per call when the task gives a formula
 };
 
 /// The outcome of one evaluated candidate, for the "last feedback" and repair prompts.
 struct FeedbackContext {
   std::string candidate_id;
   Verdict verdict = Verdict::ok;
-  std::string message;               // evaluator's reason (wrong answer: max error and where)
+  std::string message;  // evaluator's reason (wrong answer: max error and where)
   std::string build_log;
   std::optional<double> median_ms;
   double reference_ms = 0.0;

@@ -4,10 +4,10 @@
 // and review the diff.
 #include "llm/prompt_builder.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -54,7 +54,8 @@ class PromptGoldenTest : public ::testing::Test {
     context_.strategy.id = "cpu_simd_exp";
     context_.strategy.direction_id = "memory_access";
     context_.strategy.title = "Vectorizable exponential";
-    context_.strategy.edit_pattern = "Replace libm exp by a branch-free polynomial in an omp simd loop.";
+    context_.strategy.edit_pattern =
+        "Replace libm exp by a branch-free polynomial in an omp simd loop.";
     context_.strategy.validation = {"max relative error below 1e-6 on [-87, 88]"};
     context_.prefix = {"parallel_decomposition"};
     memory::Edge edge;
@@ -63,7 +64,8 @@ class PromptGoldenTest : public ::testing::Test {
     edge.rationale = "once every core works, memory traffic dominates";
     context_.edge = edge;
     parent_.id = "reference-seed";
-    parent_.source = "// the parent kernel\nKFORGE_API int kforge_run(const kforge_args* a) { return 0; }";
+    parent_.source =
+        "// the parent kernel\nKFORGE_API int kforge_run(const kforge_args* a) { return 0; }";
     parent_.median_ms = 2.0;
     parent_.reference_ms = 2.0;
     parent_.bytes_moved = 2 * 256 * 1024 * 4;
@@ -78,25 +80,32 @@ class PromptGoldenTest : public ::testing::Test {
 };
 
 TEST_F(PromptGoldenTest, GenerateAtTheFirstStep) {
-  expect_golden("generate_first_step.md", render(builder_.generate(parent_, context_, std::nullopt, diagnose(parent_))));
+  expect_golden("generate_first_step.md",
+                render(builder_.generate(parent_, context_, std::nullopt, diagnose(parent_))));
 }
 
 TEST_F(PromptGoldenTest, GenerateAfterACompileError) {
   FeedbackContext last;
   last.candidate_id = "llm-cpu_unroll-1a2b3c";
   last.verdict = Verdict::compile_error;
-  last.build_log = "/tmp/kforge/build/17/llm-cpu_unroll-1a2b3c.cpp: In function 'int kforge_run(const kforge_args*)':\n"
-                   "/tmp/kforge/build/17/llm-cpu_unroll-1a2b3c.cpp:12:7: error: 'sum' was not declared in this scope\n"
-                   "   12 |       sum += e;\n"
-                   "      |       ^~~\n";
-  expect_golden("generate_after_compile_error.md", render(builder_.generate(parent_, context_, last, "")));
+  last.build_log =
+      "/tmp/kforge/build/17/llm-cpu_unroll-1a2b3c.cpp: In function 'int kforge_run(const "
+      "kforge_args*)':\n"
+      "/tmp/kforge/build/17/llm-cpu_unroll-1a2b3c.cpp:12:7: error: 'sum' was not declared in this "
+      "scope\n"
+      "   12 |       sum += e;\n"
+      "      |       ^~~\n";
+  expect_golden("generate_after_compile_error.md",
+                render(builder_.generate(parent_, context_, last, "")));
 }
 
 TEST_F(PromptGoldenTest, RepairAfterAWrongAnswer) {
   FeedbackContext failure;
   failure.candidate_id = "llm-cpu_simd_exp-9f8e7d";
   failure.verdict = Verdict::wrong_answer;
-  failure.message = "workload 'tail' seed 1 (normal): output 'y' at [3, 1030]: got 0.5, expected 0.25 (max abs error 0.25)";
+  failure.message =
+      "workload 'tail' seed 1 (normal): output 'y' at [3, 1030]: got 0.5, expected 0.25 (max abs "
+      "error 0.25)";
   expect_golden("repair_wrong_answer.md", "=== user\n" + builder_.repair(failure).content + "\n");
 }
 
@@ -110,7 +119,8 @@ TEST_F(PromptGoldenTest, SelectAmongStrategies) {
   other.stats.successes = 2;
   other.stats.mean_log_gain = 0.2;
   std::vector<memory::Strategy> candidates = {context_.strategy, other};
-  expect_golden("select.md", render(builder_.select("- Best kernel so far: `reference-seed`.", context_, candidates)));
+  expect_golden("select.md", render(builder_.select("- Best kernel so far: `reference-seed`.",
+                                                    context_, candidates)));
 }
 
 TEST(PromptTemplateTest, PlaceholdersSectionsAndComments) {
@@ -140,7 +150,8 @@ TEST(PromptTemplateTest, MistakesNameTheTemplateAndLine) {
 TEST(PromptBuilderTest, CompileErrorSummaryKeepsErrorsAndShortensPaths) {
   std::string log;
   for (int i = 0; i < 12; ++i) {
-    log += "/very/long/dir/cand.cpp:" + std::to_string(i + 1) + ":3: error: problem " + std::to_string(i) + "\n  context\n";
+    log += "/very/long/dir/cand.cpp:" + std::to_string(i + 1) + ":3: error: problem " +
+           std::to_string(i) + "\n  context\n";
   }
   std::string summary = summarize_compile_errors(log, 3);
   EXPECT_NE(summary.find("cand.cpp:1:3: error: problem 0"), std::string::npos) << summary;

@@ -1,8 +1,8 @@
 #include "llm/recording_client.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -65,15 +65,16 @@ std::string replay_key(const std::string& purpose, const std::string& label) {
 void RecordingChatClient::index_replay_transcripts() {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(options_.replay_dir)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+    if (entry.is_regular_file() && entry.path().extension() == ".json")
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());  // NNNN- prefixes: recorded order
   for (const fs::path& file : files) {
-    nlohmann::json entry = with_context(file.string(), [&] {
-      return nlohmann::json::parse(read_file(file));
-    });
+    nlohmann::json entry =
+        with_context(file.string(), [&] { return nlohmann::json::parse(read_file(file)); });
     if (!entry.contains("response")) continue;
-    Recorded recorded{entry.value("request_hash", ""), response_from_json(entry["response"]), false};
+    Recorded recorded{entry.value("request_hash", ""), response_from_json(entry["response"]),
+                      false};
     recorded_[replay_key(entry.value("purpose", ""), entry.value("label", ""))].push_back(recorded);
   }
 }
@@ -104,9 +105,8 @@ std::optional<ChatResponse> RecordingChatClient::cached(const fs::path& dir,
                                                         const std::string& hash) {
   fs::path path = dir / "cache" / (hash + ".json");
   if (!fs::exists(path)) return std::nullopt;
-  ChatResponse response = with_context(path.string(), [&] {
-    return response_from_json(nlohmann::json::parse(read_file(path)));
-  });
+  ChatResponse response = with_context(
+      path.string(), [&] { return response_from_json(nlohmann::json::parse(read_file(path))); });
   response.from_cache = true;
   return response;
 }
@@ -179,7 +179,8 @@ void RecordingChatClient::write_transcript(const ChatRequest& request, const std
                       {"http_status", result.error.http_status},
                       {"attempts", result.error.attempts}};
   }
-  std::string name = fmt::format("{:04d}-{}.json", index, request.purpose.empty() ? "chat" : request.purpose);
+  std::string name =
+      fmt::format("{:04d}-{}.json", index, request.purpose.empty() ? "chat" : request.purpose);
   write_file_atomically(options_.transcript_dir / name, entry.dump(2) + "\n");
 }
 

@@ -35,12 +35,12 @@ struct RecorderOptions {
 
 /// Totals so far, for the summary and result.json.
 struct LlmUsage {
-  int requests = 0;          // answered (live or replayed)
-  int failures = 0;          // errors of any kind
+  int requests = 0;  // answered (live or replayed)
+  int failures = 0;  // errors of any kind
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   double cost_usd = 0.0;
-  double latency_s = 0.0;    // summed over answers
+  double latency_s = 0.0;  // summed over answers
 };
 
 class RecordingChatClient final : public ChatClient {

@@ -2,10 +2,10 @@
 // and the price table that the cost comes from.
 #include "llm/recording_client.h"
 
+#include <gtest/gtest.h>
+
 #include <deque>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -49,7 +49,8 @@ class RecordingClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("kforge_rec_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("kforge_rec_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -87,13 +88,15 @@ TEST_F(RecordingClientTest, IdenticalRequestIsAnsweredFromTheCache) {
 }
 
 TEST_F(RecordingClientTest, ReplayAnswersWithoutTheNetworkAndAMissSaysSo) {
-  live_.replies = {ScriptedClient::answer("kernel A", 1000, 500), ScriptedClient::answer("kernel B", 1000, 500)};
+  live_.replies = {ScriptedClient::answer("kernel A", 1000, 500),
+                   ScriptedClient::answer("kernel B", 1000, 500)};
   {
     RecordingChatClient recording(&live_, prices(), {dir_ / "run1" / "llm", "", 0.0});
     ASSERT_TRUE(recording.complete(request("a")).ok());
     ASSERT_TRUE(recording.complete(request("b")).ok());
   }
-  RecordingChatClient replay(nullptr, prices(), {dir_ / "run2" / "llm", dir_ / "run1" / "llm", 0.0});
+  RecordingChatClient replay(nullptr, prices(),
+                             {dir_ / "run2" / "llm", dir_ / "run1" / "llm", 0.0});
   ChatResult b = replay.complete(request("b"));
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b.response->content, "kernel B");
@@ -103,13 +106,15 @@ TEST_F(RecordingClientTest, ReplayAnswersWithoutTheNetworkAndAMissSaysSo) {
     replay.complete(request("never asked"));
     FAIL() << "expected Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--replay: no recorded answer"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--replay: no recorded answer"), std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(live_.calls, 2);
 }
 
 TEST_F(RecordingClientTest, ReplayMatchesByLabelWhenTheNumbersInThePromptDiffer) {
-  live_.replies = {ScriptedClient::answer("kernel for p1", 10, 10), ScriptedClient::answer("p1 again", 10, 10)};
+  live_.replies = {ScriptedClient::answer("kernel for p1", 10, 10),
+                   ScriptedClient::answer("p1 again", 10, 10)};
   {
     RecordingChatClient recording(&live_, prices(), {dir_ / "run1" / "llm", "", 0.0});
     ChatRequest first = request("parent runs 2.001 ms");
@@ -118,7 +123,8 @@ TEST_F(RecordingClientTest, ReplayMatchesByLabelWhenTheNumbersInThePromptDiffer)
     first.messages[1].content = "parent runs 2.002 ms";
     ASSERT_TRUE(recording.complete(first).ok());
   }
-  RecordingChatClient replay(nullptr, prices(), {dir_ / "run2" / "llm", dir_ / "run1" / "llm", 0.0});
+  RecordingChatClient replay(nullptr, prices(),
+                             {dir_ / "run2" / "llm", dir_ / "run1" / "llm", 0.0});
   ChatRequest asked = request("parent runs 1.987 ms");
   asked.label = "llm-vector_loads-abc123";
   EXPECT_EQ(replay.complete(asked).response->content, "kernel for p1");
@@ -129,7 +135,8 @@ TEST_F(RecordingClientTest, ReplayMatchesByLabelWhenTheNumbersInThePromptDiffer)
 }
 
 TEST_F(RecordingClientTest, ReplayOfARunWithoutTranscriptsIsAnError) {
-  EXPECT_THROW(RecordingChatClient(nullptr, prices(), {dir_ / "llm", dir_ / "nothing", 0.0}), Error);
+  EXPECT_THROW(RecordingChatClient(nullptr, prices(), {dir_ / "llm", dir_ / "nothing", 0.0}),
+               Error);
 }
 
 TEST_F(RecordingClientTest, BudgetStopsRequestsOnceSpent) {
@@ -168,7 +175,8 @@ TEST(PriceTableTest, ExactThenLongestPrefixThenNothing) {
 }
 
 TEST(PriceTableTest, TheShippedTableLoadsAndBadEntriesNameTheKey) {
-  PriceTable shipped = PriceTable::load((fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "llm_prices.toml").string());
+  PriceTable shipped =
+      PriceTable::load((fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "llm_prices.toml").string());
   EXPECT_TRUE(shipped.price("deepseek-reasoner"));
   fs::path bad = fs::temp_directory_path() / "kforge_bad_prices.toml";
   write_file_atomically(bad, "[models.m]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n");
@@ -176,7 +184,8 @@ TEST(PriceTableTest, TheShippedTableLoadsAndBadEntriesNameTheKey) {
     PriceTable::load(bad.string());
     FAIL() << "expected Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("models.m.input_usd_per_mtok"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("models.m.input_usd_per_mtok"), std::string::npos)
+        << e.what();
   }
   fs::remove(bad);
 }

@@ -119,10 +119,13 @@ std::string blank_comments_and_literals(const std::string& source) {
       end = end == std::string::npos ? source.size() : end + 2;
       blank(i, end);
       i = end;
-    } else if (source[i] == '"' || (source[i] == '\'' && (i == 0 || !std::isxdigit(static_cast<unsigned char>(source[i - 1]))))) {
+    } else if (source[i] == '"' ||
+               (source[i] == '\'' &&
+                (i == 0 || !std::isxdigit(static_cast<unsigned char>(source[i - 1]))))) {
       char quote = source[i];
       size_t k = i + 1;
-      while (k < source.size() && source[k] != quote && source[k] != '\n') k += source[k] == '\\' ? 2 : 1;
+      while (k < source.size() && source[k] != quote && source[k] != '\n')
+        k += source[k] == '\\' ? 2 : 1;
       blank(i, std::min(k + 1, source.size()));
       i = k + 1;
     } else {
@@ -250,7 +253,8 @@ std::optional<ExtractedCode> extract_kernel(const std::string& reply, const std:
   std::vector<Block> usable;
   std::vector<Block> blocks = fenced_blocks(text);
   for (Block& b : blocks) {
-    if (usable_language(b.language, backend) && b.body.find_first_not_of(" \t\n") != std::string::npos) {
+    if (usable_language(b.language, backend) &&
+        b.body.find_first_not_of(" \t\n") != std::string::npos) {
       usable.push_back(std::move(b));
     }
   }
@@ -303,7 +307,8 @@ std::string rename_identifier(const std::string& source, const std::string& from
   std::string code = blank_comments_and_literals(source);
   std::vector<size_t> positions = word_positions(code, from);
   std::string out = source;
-  for (auto it = positions.rbegin(); it != positions.rend(); ++it) out.replace(*it, from.size(), to);
+  for (auto it = positions.rbegin(); it != positions.rend(); ++it)
+    out.replace(*it, from.size(), to);
   return out;
 }
 
@@ -382,7 +387,8 @@ bool uses_any(const std::string& code, const std::vector<const char*>& uses) {
     bool prefix = u.back() == '_' || u.back() == ':';
     for (size_t at = code.find(u); at != std::string::npos; at = code.find(u, at + 1)) {
       bool left = at == 0 || !is_identifier_char(code[at - 1]);
-      bool right = prefix || at + u.size() >= code.size() || !is_identifier_char(code[at + u.size()]);
+      bool right =
+          prefix || at + u.size() >= code.size() || !is_identifier_char(code[at + u.size()]);
       if (left && right) return true;
     }
   }
@@ -391,12 +397,14 @@ bool uses_any(const std::string& code, const std::vector<const char*>& uses) {
 
 std::vector<std::string> add_missing_includes(std::string& source, const std::string& backend) {
   static const std::vector<IncludeRule> kRules = {
-      {"cmath", {"std::sqrt", "std::exp", "std::log", "std::fabs", "std::tanh", "std::pow", "std::isnan",
-                 "std::isinf", "std::isfinite", "std::fma", "sqrtf", "expf", "logf", "fabsf", "tanhf",
-                 "powf", "fmaxf", "fminf", "INFINITY", "NAN", "HUGE_VALF"}},
+      {"cmath", {"std::sqrt",  "std::exp",   "std::log",      "std::fabs", "std::tanh", "std::pow",
+                 "std::isnan", "std::isinf", "std::isfinite", "std::fma",  "sqrtf",     "expf",
+                 "logf",       "fabsf",      "tanhf",         "powf",      "fmaxf",     "fminf",
+                 "INFINITY",   "NAN",        "HUGE_VALF"}},
       {"algorithm", {"std::max", "std::min", "std::fill", "std::copy", "std::sort", "std::clamp"}},
       // kforge/kernel.h includes <stdint.h>: only the std:: names need <cstdint>.
-      {"cstdint", {"std::int64_t", "std::int32_t", "std::uint64_t", "std::uint32_t", "std::uint8_t"}},
+      {"cstdint",
+       {"std::int64_t", "std::int32_t", "std::uint64_t", "std::uint32_t", "std::uint8_t"}},
       {"cstring", {"memcpy", "memset", "std::memcpy", "std::memset"}},
       {"cstddef", {"size_t"}},
       {"vector", {"std::vector"}},
@@ -413,7 +421,8 @@ std::vector<std::string> add_missing_includes(std::string& source, const std::st
   size_t offset = 0, insert_at = 0;
   while (std::getline(lines, line)) {
     size_t hash = line.find_first_not_of(" \t");
-    if (hash != std::string::npos && line[hash] == '#' && line.find("include") != std::string::npos) {
+    if (hash != std::string::npos && line[hash] == '#' &&
+        line.find("include") != std::string::npos) {
       size_t open = line.find_first_of("<\"");
       size_t close = line.find_first_of(">\"", open + 1);
       if (open != std::string::npos && close != std::string::npos) {

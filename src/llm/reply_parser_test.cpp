@@ -3,11 +3,11 @@
 // must and must not contain, the repairs reported, and (cpu) that g++ accepts it.
 #include "llm/reply_parser.h"
 
-#include <filesystem>
-#include <fstream>
-
 #include <gtest/gtest.h>
 #include <toml++/toml.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "common/paths.h"
 #include "process/subprocess.h"
@@ -57,26 +57,32 @@ TEST(ReplyCorpusTest, EveryReplyParsesAndRepairsAsLabelled) {
     EXPECT_EQ(code->truncated, entry["truncated"].value_or(false));
     RepairResult repaired = repair_kernel(code->source, backend);
     for (const std::string& s : strings(entry, "contains")) {
-      EXPECT_NE(repaired.source.find(s), std::string::npos) << "missing: " << s << "\n" << repaired.source;
+      EXPECT_NE(repaired.source.find(s), std::string::npos) << "missing: " << s << "\n"
+                                                            << repaired.source;
     }
     for (const std::string& s : strings(entry, "absent")) {
-      EXPECT_EQ(repaired.source.find(s), std::string::npos) << "present: " << s << "\n" << repaired.source;
+      EXPECT_EQ(repaired.source.find(s), std::string::npos) << "present: " << s << "\n"
+                                                            << repaired.source;
     }
     std::vector<std::string> fixes = strings(entry, "fixes");
     EXPECT_EQ(repaired.fixes.size(), fixes.size()) << ::testing::PrintToString(repaired.fixes);
     for (const std::string& expected : fixes) {
       bool found = false;
-      for (const std::string& fix : repaired.fixes) found = found || fix.find(expected) != std::string::npos;
-      EXPECT_TRUE(found) << "no fix mentions: " << expected << " in " << ::testing::PrintToString(repaired.fixes);
+      for (const std::string& fix : repaired.fixes)
+        found = found || fix.find(expected) != std::string::npos;
+      EXPECT_TRUE(found) << "no fix mentions: " << expected << " in "
+                         << ::testing::PrintToString(repaired.fixes);
     }
     if (entry["compiles"].value_or(false)) {
-      EXPECT_EQ(syntax_errors(repaired.source, fs::path(file).stem().string()), "") << repaired.source;
+      EXPECT_EQ(syntax_errors(repaired.source, fs::path(file).stem().string()), "")
+          << repaired.source;
     }
   }
 }
 
 TEST(ReplyParserTest, RepairIsIdempotentOnAGoodKernel) {
-  std::optional<ExtractedCode> code = extract_kernel(testing::corpus_reply("softmax_fast_cpu.md"), "cpu");
+  std::optional<ExtractedCode> code =
+      extract_kernel(testing::corpus_reply("softmax_fast_cpu.md"), "cpu");
   ASSERT_TRUE(code);
   const std::string good = code->source;
   RepairResult once = repair_kernel(good, "cpu");
@@ -85,25 +91,28 @@ TEST(ReplyParserTest, RepairIsIdempotentOnAGoodKernel) {
 }
 
 TEST(ReplyParserTest, AmbiguousEntryPointsAreNotRenamed) {
-  std::string two = "#include <kforge/kernel.h>\n"
-                    "extern \"C\" int run_a(const kforge_args* a) { return 0; }\n"
-                    "extern \"C\" int run_b(const kforge_args* a) { return 1; }\n";
+  std::string two =
+      "#include <kforge/kernel.h>\n"
+      "extern \"C\" int run_a(const kforge_args* a) { return 0; }\n"
+      "extern \"C\" int run_b(const kforge_args* a) { return 1; }\n";
   RepairResult repaired = repair_kernel(two, "cpu");
   EXPECT_EQ(repaired.source.find("kforge_run"), std::string::npos) << repaired.source;
   EXPECT_TRUE(repaired.fixes.empty());
 }
 
 TEST(ReplyParserTest, CallsOfTheEntryPointAreLeftAlone) {
-  std::string source = "#include <kforge/kernel.h>\n"
-                       "KFORGE_API int kforge_run(const kforge_args* a) { return 0; }\n"
-                       "int again(const kforge_args* a) { return kforge_run(a); }\n";
+  std::string source =
+      "#include <kforge/kernel.h>\n"
+      "KFORGE_API int kforge_run(const kforge_args* a) { return 0; }\n"
+      "int again(const kforge_args* a) { return kforge_run(a); }\n";
   RepairResult repaired = repair_kernel(source, "cpu");
   EXPECT_EQ(repaired.source, source);
 }
 
 TEST(ReplyParserTest, MainInsideACommentIsKept) {
-  std::string source = "#include <kforge/kernel.h>\n// int main() { return 0; }\n"
-                       "KFORGE_API int kforge_run(const kforge_args* a) { return 0; }\n";
+  std::string source =
+      "#include <kforge/kernel.h>\n// int main() { return 0; }\n"
+      "KFORGE_API int kforge_run(const kforge_args* a) { return 0; }\n";
   EXPECT_EQ(repair_kernel(source, "cpu").source, source);
 }
 

@@ -1,12 +1,12 @@
 #include "support/fake_openai_server.h"
 
+#include <httplib.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include <httplib.h>
 
 namespace kforge::testing {
 
@@ -68,9 +68,11 @@ std::string error_body(const std::string& message) {
 }  // namespace
 
 FakeOpenAiServer::FakeOpenAiServer() : server_(std::make_unique<httplib::Server>()) {
-  server_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  server_->Post("/v1/chat/completions", [this](const httplib::Request& req,
+                                               httplib::Response& res) {
     nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-    std::string authorization = req.has_header("Authorization") ? req.get_header_value("Authorization") : "";
+    std::string authorization =
+        req.has_header("Authorization") ? req.get_header_value("Authorization") : "";
     std::string key;
     std::set<std::string> models;
     {
@@ -102,7 +104,8 @@ FakeOpenAiServer::FakeOpenAiServer() : server_(std::make_unique<httplib::Server>
       case ScriptedReply::Kind::http_error:
         res.status = reply.status;
         if (!reply.retry_after.empty()) res.set_header("Retry-After", reply.retry_after);
-        res.set_content(error_body("scripted error " + std::to_string(reply.status)), "application/json");
+        res.set_content(error_body("scripted error " + std::to_string(reply.status)),
+                        "application/json");
         break;
       case ScriptedReply::Kind::malformed_json:
         res.set_content("{\"choices\": [{\"message\": {\"content\": \"half", "application/json");
@@ -180,7 +183,8 @@ std::vector<std::string> FakeOpenAiServer::authorizations() const {
 }
 
 std::string corpus_reply(const std::string& name) {
-  std::filesystem::path path = std::filesystem::path(KFORGE_SOURCE_DIR) / "tests" / "llm_replies" / name;
+  std::filesystem::path path =
+      std::filesystem::path(KFORGE_SOURCE_DIR) / "tests" / "llm_replies" / name;
   std::ifstream in(path);
   if (!in) throw std::runtime_error("corpus reply not found: " + path.string());
   std::stringstream text;

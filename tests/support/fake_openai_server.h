@@ -10,12 +10,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace httplib {
 class Server;
@@ -26,11 +25,11 @@ namespace kforge::testing {
 struct ScriptedReply {
   enum class Kind { answer, http_error, malformed_json, drop_mid_body };
   Kind kind = Kind::answer;
-  std::string content;             // choices[0].message.content
-  std::string reasoning;           // message.reasoning_content (empty: field absent)
-  int status = 200;                // for http_error
-  std::string retry_after;         // Retry-After header value for http_error (empty: none)
-  double delay_s = 0.0;            // wait before answering (slow replies)
+  std::string content;      // choices[0].message.content
+  std::string reasoning;    // message.reasoning_content (empty: field absent)
+  int status = 200;         // for http_error
+  std::string retry_after;  // Retry-After header value for http_error (empty: none)
+  double delay_s = 0.0;     // wait before answering (slow replies)
   int64_t prompt_tokens = 1000;
   int64_t completion_tokens = 500;
   std::string finish_reason = "stop";
