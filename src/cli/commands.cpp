@@ -68,6 +68,39 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_PROFILE")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  optimize->add_option("--generator", options.generator,
+                       "What writes candidates: templates (built-in kernels, offline) or llm (an "
+                       "OpenAI-compatible endpoint: KFORGE_LLM_BASE_URL, KFORGE_LLM_MODEL, "
+                       "KFORGE_LLM_API_KEY)")
+      ->envname("KFORGE_GENERATOR")
+      ->check(CLI::IsMember({"templates", "llm"}))
+      ->capture_default_str();
+  optimize->add_option("--llm-config", options.llm.config_path,
+                       "LLM config file (TOML; default $XDG_CONFIG_HOME/kforge/llm.toml if present)")
+      ->envname("KFORGE_LLM_CONFIG");
+  optimize->add_option("--llm-budget-usd", options.llm.budget_usd,
+                       "Stop asking the model once this many US dollars are spent (0: no cap)")
+      ->envname("KFORGE_LLM_BUDGET_USD")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  optimize->add_option("--llm-prices", options.llm.prices_path,
+                       "Price table (default knowledge/llm_prices.toml)")
+      ->envname("KFORGE_LLM_PRICES");
+  optimize->add_option("--llm-selector", options.llm.selector,
+                       "Who picks the strategy under a direction with --generator llm: llm or ucb1")
+      ->envname("KFORGE_LLM_SELECTOR")
+      ->check(CLI::IsMember({"auto", "llm", "ucb1"}))
+      ->capture_default_str();
+  optimize->add_option("--replay", options.llm.replay_run,
+                       "Re-run an llm run without the network, answering from its recorded "
+                       "responses (give its run directory)")
+      ->envname("KFORGE_REPLAY")
+      ->check(CLI::ExistingDirectory);
+  optimize->add_option("--repair-tries", options.search.repair_tries,
+                       "Times a failed llm candidate goes back to the model with its errors")
+      ->envname("KFORGE_REPAIR_TRIES")
+      ->check(CLI::Range(0, 20))
+      ->capture_default_str();
   optimize->add_flag("--explain", options.search.explain,
                      "Print why each direction and strategy was chosen");
   optimize->add_flag("--json", options.json, "Print result.json instead of the summary");

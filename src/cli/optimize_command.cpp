@@ -1,5 +1,7 @@
 #include "cli/optimize_command.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -47,6 +49,31 @@ std::string resolve_backend(const std::string& requested, int device, std::strin
 
 namespace {
 
+// Set by the first Ctrl-C of an llm run; the second one terminates as usual.
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// Installs on_interrupt for SIGINT while it lives.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction action = {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction previous_ = {};
+};
+
 std::string default_cache_dir() {
   if (const char* dir = std::getenv("KFORGE_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
@@ -89,7 +116,17 @@ int run_optimize(const OptimizeCommandOptions& options) {
                 backend + " reference; choose another --backend)");
   }
   std::string root = resource_root();
-  generation::TemplatesGenerator generator(load_family_for(task, root, backend));
+  const bool use_llm = options.generator == "llm";
+  if (!use_llm && options.generator != "templates") {
+    throw Error("unknown generator '" + options.generator + "' (expected templates or llm)");
+  }
+  std::optional<llm::LlmConfig> llm_config;
+  std::unique_ptr<generation::TemplatesGenerator> templates;
+  if (use_llm) {
+    llm_config = resolve_llm_config(options.llm);  // no endpoint: a clear error, nothing written
+  } else {
+    templates = std::make_unique<generation::TemplatesGenerator>(load_family_for(task, root, backend));
+  }
 
   compile::ToolchainOptions toolchain;
   toolchain.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
@@ -129,24 +166,43 @@ int run_optimize(const OptimizeCommandOptions& options) {
                           ? report::RunDirectory::default_path("runs", task.name)
                           : fs::path(options.run_dir);
   report::RunDirectory run_dir(run_path);
+  std::unique_ptr<LlmSession> llm_session;
+  std::optional<InterruptGuard> interrupt_guard;
+  if (use_llm) {
+    try {
+      llm_session = std::make_unique<LlmSession>(options.llm, *llm_config, task, backend, *store,
+                                                 run_dir, g_interrupted);
+    } catch (...) {
+      std::error_code ec;
+      fs::remove_all(run_path, ec);
+      throw;
+    }
+    interrupt_guard.emplace();
+  }
+  generation::Generator& generator =
+      use_llm ? llm_session->generator() : static_cast<generation::Generator&>(*templates);
   fs::copy_file(options.task_path, run_path / "task.toml");
-  run_dir.write_json("run.json", {{"task", task.name},
-                                  {"task_path", fs::absolute(options.task_path).string()},
-                                  {"task_hash", task_hash(task)},
-                                  {"backend", backend},
-                                  {"memory", memory_path},
-                                  {"artifact_cache", toolchain.cache_dir},
-                                  {"seed", options.search.seed},
-                                  {"steps", options.search.steps},
-                                  {"proposals_per_step", options.search.proposals_per_step},
-                                  {"started", report::utc_now_iso8601()},
-                                  {"kforge_version", KFORGE_VERSION}});
+  nlohmann::json run_json = {{"task", task.name},
+                             {"task_path", fs::absolute(options.task_path).string()},
+                             {"task_hash", task_hash(task)},
+                             {"backend", backend},
+                             {"memory", memory_path},
+                             {"artifact_cache", toolchain.cache_dir},
+                             {"seed", options.search.seed},
+                             {"steps", options.search.steps},
+                             {"proposals_per_step", options.search.proposals_per_step},
+                             {"started", report::utc_now_iso8601()},
+                             {"kforge_version", KFORGE_VERSION},
+                             {"generator", generator.name()}};
+  if (llm_session) run_json["llm"] = llm_session->describe();
+  run_dir.write_json("run.json", run_json);
   std::cerr << "kforge: optimizing " << task.name << " on " << backend << " -> "
             << run_path.string() << "\n";
 
   search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler, worker,
                               reference_worker, run_dir,
-                              [](const std::string& line) { std::cerr << line << "\n"; });
+                              [](const std::string& line) { std::cerr << line << "\n"; },
+                              llm_session ? llm_session->selector() : nullptr);
   std::unique_ptr<ScratchDir> profile_scratch;
   std::unique_ptr<evaluation::NcuProfiler> profiler;
   if (ncu && backend == "cuda") {
@@ -178,6 +234,11 @@ int run_optimize(const OptimizeCommandOptions& options) {
   nlohmann::json json = result.to_json();
   json["task"] = task.name;
   json["finished"] = report::utc_now_iso8601();
+  json["generator"] = generator.name();
+  if (llm_session) {
+    json["llm"] = llm_session->usage_json();
+    std::cerr << llm_session->usage_line() << "\n";
+  }
   run_dir.write_text("report.md", report::render_markdown(json, task.name));
   run_dir.write_json("result.json", json);  // last: its presence marks a finished run
   if (options.json) {
@@ -185,7 +246,7 @@ int run_optimize(const OptimizeCommandOptions& options) {
   } else {
     std::cout << report::render_console_summary(json, task.name);
   }
-  return 0;
+  return g_interrupted.load() ? 130 : 0;
 }
 
 }  // namespace kforge::cli

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "cli/llm_session.h"
 #include "search/optimizer.h"
 
 namespace kforge::cli {
@@ -19,11 +20,15 @@ struct OptimizeCommandOptions {
   /// Final-rung hardware profile of the best candidate with Nsight Compute: "auto" (on cuda when
   /// ncu is found), "on" (an error when it is not), "off".
   std::string profile = "auto";
+  std::string generator = "templates";  // templates | llm
+  LlmCommandOptions llm;          // --generator llm only
   search::OptimizeOptions search;
 };
 
 /// Runs `kforge optimize`; prints progress to stderr and the summary (or JSON) to stdout.
-/// Throws Error for bad input or a broken environment.
+/// Throws Error for bad input or a broken environment (with --generator llm: no endpoint
+/// configured). Returns 0, or 130 when Ctrl-C stopped an llm search early (the run still ends
+/// with its best kernel and result.json).
 int run_optimize(const OptimizeCommandOptions& options);
 
 /// Resolves "auto" by asking a cuda worker for its device; "cpu" when none answers.

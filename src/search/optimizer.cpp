@@ -28,7 +28,7 @@ Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions opti
                      memory::Store& store, generation::Generator& generator,
                      compile::Compiler& compiler, worker::Worker& candidate_worker,
                      worker::Worker& reference_worker, report::RunDirectory& run_dir,
-                     ProgressSink progress)
+                     ProgressSink progress, memory::StrategySelector* selector)
     : task_(task),
       backend_(std::move(backend)),
       options_(options),
@@ -38,7 +38,8 @@ Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions opti
       worker_(candidate_worker),
       reference_worker_(reference_worker),
       run_dir_(run_dir),
-      progress_(std::move(progress)) {}
+      progress_(std::move(progress)),
+      selector_(selector) {}
 
 memory::Provenance Optimizer::provenance() const {
   memory::Provenance p;
@@ -56,8 +57,8 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
                                                   std::mt19937_64& rng) {
   memory::PolicyConfig config;
   config.temperature = options_.temperature;
-  memory::Ucb1Selector selector;
-  memory::Policy policy(store_, selector, config);
+  memory::Ucb1Selector ucb1;
+  memory::Policy policy(store_, selector_ != nullptr ? *selector_ : ucb1, config);
   std::vector<Move> moves;
   std::set<std::string> planned;
   // Parents in order of speed: the best first; slower promoted candidates are mutated only when
@@ -141,6 +142,43 @@ std::future<compile::Artifact> Optimizer::submit_screened(compile::CompilePool& 
   artifact.log = "rejected by the task's source policy:\n" + violations;
   rejected.set_value(std::move(artifact));
   return rejected.get_future();
+}
+
+void Optimizer::write_sources(std::vector<Move>& moves, int step) {
+  std::vector<generation::Proposal*> pending;
+  for (Move& move : moves) pending.push_back(&move.proposal);
+  generator_.write_sources(pending);
+  std::vector<Move> written;
+  for (Move& move : moves) {
+    if (move.proposal.failure.empty()) {
+      written.push_back(std::move(move));
+      continue;
+    }
+    // Not an attempt of the strategy (the generator failed, not the kernel): no evidence, but
+    // the (parent, strategy) pair is not planned again.
+    progress_(fmt::format("  [---] {:<44} generation failed: {}", move.proposal.id,
+                          move.proposal.failure));
+    run_dir_.append_event({{"event", "generation_failed"},
+                           {"step", step},
+                           {"id", move.proposal.id},
+                           {"strategy", move.strategy_id},
+                           {"parent", move.parent_id},
+                           {"reason", move.proposal.failure}});
+    proposals_[move.proposal.id] = move.proposal;
+    ++generation_failures_;
+  }
+  moves = std::move(written);
+}
+
+bool Optimizer::generator_exhausted(OptimizeResult& result) {
+  std::string why = generator_.exhausted();
+  if (why.empty()) return false;
+  if (result.stopped_early.empty()) {
+    result.stopped_early = why;
+    progress_("stopping the search: " + why);
+    run_dir_.append_event({{"event", "stopped"}, {"reason", why}});
+  }
+  return true;
 }
 
 namespace {
@@ -264,8 +302,22 @@ OptimizeResult Optimizer::run() {
     builds.push_back(submit_screened(pool, hint, evaluator));
   }
   std::vector<compile::Artifact> hint_artifacts = collect_builds(builds);
+  // Records a candidate, then tells the generator what became of it.
+  auto settle = [&](const generation::Proposal& proposal, const compile::Artifact& artifact,
+                    const CandidateRecord& record) {
+    consider(record);
+    generation::Feedback feedback;
+    feedback.verdict = record.verdict;
+    feedback.message = record.message;
+    feedback.build_log = artifact.log;
+    feedback.median_ms = record.median_ms;
+    feedback.reference_ms = reference_ms;
+    feedback.is_best = best && best->id == record.id;
+    generator_.observe(proposal, feedback);
+    return feedback;
+  };
   for (size_t i = 0; i < hints.size(); ++i) {
-    consider(evaluate(hints[i], hint_artifacts[i], 0, evaluator));
+    settle(hints[i], hint_artifacts[i], evaluate(hints[i], hint_artifacts[i], 0, evaluator));
   }
 
   std::mt19937_64 rng(options_.seed);
@@ -283,6 +335,7 @@ OptimizeResult Optimizer::run() {
     for (const CandidateRecord* r : promoted) {
       if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
     }
+    if (generator_exhausted(result)) break;
     std::vector<Move> moves = plan_step(parents, prefix, rng);
     if (moves.empty()) {
       progress_(fmt::format("step {}: no applicable strategy left on any correct candidate", step));
@@ -292,21 +345,51 @@ OptimizeResult Optimizer::run() {
                           options_.steps, moves.size(), best->id, *best->median_ms));
     run_dir_.append_event({{"event", "step"}, {"step", step}, {"candidates", moves.size()},
                            {"best", best->id}});
+    write_sources(moves, step);
     std::vector<std::future<compile::Artifact>> step_builds;
     for (const Move& move : moves) {
       step_builds.push_back(submit_screened(pool, move.proposal, evaluator));
     }
     std::vector<compile::Artifact> step_artifacts = collect_builds(step_builds);
-    for (size_t i = 0; i < moves.size(); ++i) {
-      const Move& move = moves[i];
-      if (options_.explain) progress_("    why " + move.proposal.id + ": " + move.explanation);
-      CandidateRecord record = evaluate(move.proposal, step_artifacts[i], step, evaluator);
+    auto annotate = [&](CandidateRecord& record, const Move& move) {
       record.direction_id = move.direction_id;
       record.strategy_id = move.strategy_id;
       record.parent_id = move.parent_id;
       if (record.median_ms) {
         record.log_gain = std::log(parent_ms.at(move.parent_id) / *record.median_ms);
       }
+    };
+    for (size_t i = 0; i < moves.size(); ++i) {
+      const Move& move = moves[i];
+      if (options_.explain) progress_("    why " + move.proposal.id + ": " + move.explanation);
+      generation::Proposal current = move.proposal;
+      compile::Artifact artifact = step_artifacts[i];
+      CandidateRecord record = evaluate(current, artifact, step, evaluator);
+      annotate(record, move);
+      generation::Feedback feedback = settle(current, artifact, record);
+      // Bounded repair loop: the failure goes back to the generator, each try a new candidate.
+      for (int attempt = 1; record.verdict != Verdict::ok && attempt <= options_.repair_tries;
+           ++attempt) {
+        if (generator_exhausted(result)) break;
+        progress_(fmt::format("        repair {}/{} of {} ({})", attempt, options_.repair_tries,
+                              current.id, to_string(record.verdict)));
+        std::optional<generation::Proposal> repaired = generator_.repair(current, feedback);
+        if (!repaired || proposals_.count(repaired->id)) break;
+        if (!repaired->failure.empty()) {
+          progress_(fmt::format("  [---] {:<44} repair failed: {}", repaired->id, repaired->failure));
+          run_dir_.append_event({{"event", "generation_failed"}, {"step", step},
+                                 {"id", repaired->id}, {"reason", repaired->failure}});
+          proposals_[repaired->id] = *repaired;
+          ++generation_failures_;
+          break;
+        }
+        current = std::move(*repaired);
+        artifact = submit_screened(pool, current, evaluator).get();
+        record = evaluate(current, artifact, step, evaluator);
+        annotate(record, move);
+        feedback = settle(current, artifact, record);
+      }
+      // One piece of evidence per move: its final outcome after any repairs.
       memory::Evidence evidence;
       evidence.direction_id = move.direction_id;
       evidence.strategy_id = move.strategy_id;
@@ -316,9 +399,8 @@ OptimizeResult Optimizer::run() {
       evidence.log_gain = record.log_gain;
       if (record.median_ms) evidence.speedup_vs_baseline = reference_ms / *record.median_ms;
       evidence.candidate_id = record.artifact_key;
-      evidence.note = move.proposal.change + (record.message.empty() ? "" : " | " + record.message.substr(0, 200));
+      evidence.note = current.change + (record.message.empty() ? "" : " | " + record.message.substr(0, 200));
       store_.record(evidence);
-      consider(record);
     }
     for (const Move& move : moves) prefix.push_back(move.direction_id);
   }
@@ -331,6 +413,7 @@ OptimizeResult Optimizer::run() {
   }
   result.candidates = records_;
   result.best = best;
+  result.generation_failures = generation_failures_;
   if (best) {
     progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best->id,
                           options_.evaluation.final_rounds));
@@ -449,6 +532,8 @@ nlohmann::json OptimizeResult::to_json() const {
   j["bytes_moved"] = bytes_moved;
   j["task_warnings"] = task_warnings;
   j["flops"] = flops ? nlohmann::json(*flops) : nlohmann::json();
+  j["generation_failures"] = generation_failures;
+  j["stopped_early"] = stopped_early;
   j["candidates"] = nlohmann::json::array();
   for (const CandidateRecord& r : candidates) j["candidates"].push_back(record_json(r));
   if (best) {

@@ -1,11 +1,13 @@
-// The optimization loop of one run (first version): HTAM's step-by-step evolution over the
-// templates generator, gated and timed by the evaluation plane.
+// The optimization loop of one run (first version): HTAM's step-by-step evolution over a
+// generator (templates or llm), gated and timed by the evaluation plane.
 //
 //   step 0   expert hints: every parallel decomposition at its default parameters (coarse cover)
 //   step t   the policy picks (direction, strategy) pairs applicable to the current best; the
 //            generator turns each into a candidate; the compile pool builds them in parallel;
-//            each is gated and quick-timed; the feedback (log gain over its parent) is written
-//            back into the HTG; a faster candidate becomes the new best
+//            each is gated and quick-timed; a failed one goes back to the generator for up to
+//            repair_tries repairs; the feedback (log gain over its parent) is written back
+//            into the HTG; a faster candidate becomes the new best. The search stops early
+//            when the generator is exhausted (LLM budget spent, Ctrl-C).
 //   final    the best and the reference are timed interleaved (paired rounds) and the speedup is
 //            reported with a bootstrap confidence interval
 //
@@ -30,6 +32,7 @@
 #include "evaluation/evaluator.h"
 #include "evaluation/profiler.h"
 #include "generation/generator.h"
+#include "memory/policy.h"
 #include "memory/store.h"
 #include "report/run_directory.h"
 #include "task/task.h"
@@ -45,6 +48,9 @@ struct OptimizeOptions {
   int compile_jobs = 0;           // compile pool depth; 0 = hardware threads
   double min_gain = 0.01;         // a candidate replaces the best only if >= 1% faster (noise)
   bool explain = false;           // print why each direction/strategy was chosen
+  // A failed step candidate goes back to the generator (compile errors, wrong-answer details)
+  // at most this many times; generators that cannot repair (templates) decline at once.
+  int repair_tries = 2;
   evaluation::EvaluationPolicy evaluation;
 };
 
@@ -88,6 +94,8 @@ struct OptimizeResult {
   std::string best_source_path;
   /// The final rung's hardware profile of the best candidate, when a profiler was set.
   std::optional<evaluation::ProfileReport> profile;
+  int generation_failures = 0;     // planned candidates the generator could not write
+  std::string stopped_early;       // why the search stopped before its steps (budget, Ctrl-C)
   nlohmann::json to_json() const;
 };
 
@@ -99,7 +107,8 @@ class Optimizer {
   Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
             generation::Generator& generator, compile::Compiler& compiler,
             worker::Worker& candidate_worker, worker::Worker& reference_worker,
-            report::RunDirectory& run_dir, ProgressSink progress);
+            report::RunDirectory& run_dir, ProgressSink progress,
+            memory::StrategySelector* selector = nullptr);
 
   /// Runs the loop. Candidate failures are recorded, never thrown; throws Error only when the
   /// harness or the task is broken (reference does not compile or fails against itself).
@@ -131,6 +140,10 @@ class Optimizer {
   std::future<compile::Artifact> submit_screened(compile::CompilePool& pool,
                                                  const generation::Proposal& proposal,
                                                  const evaluation::Evaluator& evaluator);
+  /// Asks the generator to write the moves' sources; drops (and logs) the ones it could not.
+  void write_sources(std::vector<Move>& moves, int step);
+  /// True (after saying why) when the generator can write nothing more.
+  bool generator_exhausted(OptimizeResult& result);
 
   const Task& task_;
   std::string backend_;
@@ -142,6 +155,7 @@ class Optimizer {
   worker::Worker& reference_worker_;  // runs only the reference (the evaluation's oracle)
   report::RunDirectory& run_dir_;
   ProgressSink progress_;
+  memory::StrategySelector* selector_;  // null: UCB1
   worker::DeviceInfo device_;
   std::string toolchain_;
   std::string task_hash_;
@@ -150,6 +164,7 @@ class Optimizer {
   std::map<std::string, compile::Artifact> artifacts_;  // candidate id -> its build
   evaluation::Profiler* profiler_ = nullptr;
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
+  int generation_failures_ = 0;
 };
 
 }  // namespace kforge::search

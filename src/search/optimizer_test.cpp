@@ -317,5 +317,151 @@ TEST_F(OptimizerTest, FinalRungProfilesTheBestWhenAProfilerIsSet) {
   EXPECT_EQ(events_of(root_ / "run0", "profile").size(), 1u);
 }
 
+// A generator with the LLM generator's shape over the toy templates: apply() plans without a
+// source, write_sources() writes it (BROKEN when `broken_first`, or fails to write every
+// `fail_every`-th one), repair() fixes a BROKEN source (or not, when `repairs_fix` is false),
+// and exhausted() reports a stop after `budget_sources` sources.
+class ScriptedGenerator : public generation::TemplatesGenerator {
+ public:
+  using TemplatesGenerator::TemplatesGenerator;
+  std::optional<generation::Proposal> apply(const generation::Proposal& parent,
+                                            const memory::Strategy& strategy) override {
+    auto proposal = TemplatesGenerator::apply(parent, strategy);
+    if (proposal) {
+      pending_[proposal->id] = proposal->job.source;
+      proposal->job.source.clear();
+    }
+    return proposal;
+  }
+  void write_sources(const std::vector<generation::Proposal*>& proposals) override {
+    for (generation::Proposal* p : proposals) {
+      ++written;
+      if (fail_every > 0 && written % fail_every == 0) {
+        p->failure = "the model's reply has no C++ code block";
+        continue;
+      }
+      p->job.source = (broken_first ? "BROKEN " : "") + pending_.at(p->id);
+    }
+  }
+  void observe(const generation::Proposal&, const generation::Feedback& feedback) override {
+    if (feedback.verdict == Verdict::compile_error) ++compile_errors_seen;
+  }
+  std::optional<generation::Proposal> repair(const generation::Proposal& failed,
+                                             const generation::Feedback& feedback) override {
+    ++repairs;
+    EXPECT_NE(feedback.build_log.find("BROKEN"), std::string::npos);
+    generation::Proposal fixed = failed;
+    fixed.id = failed.id + "-r" + std::to_string(repairs);
+    if (repairs_fix) fixed.job.source = failed.job.source.substr(7);
+    return fixed;
+  }
+  std::string exhausted() const override {
+    return budget_sources > 0 && written >= budget_sources ? "LLM budget reached" : "";
+  }
+  bool broken_first = false;
+  bool repairs_fix = true;
+  int fail_every = 0;
+  int budget_sources = 0;
+  int written = 0;
+  int repairs = 0;
+  int compile_errors_seen = 0;
+
+ private:
+  std::map<std::string, std::string> pending_;
+};
+
+// Counts its calls and always takes the last candidate.
+class LastSelector : public memory::StrategySelector {
+ public:
+  memory::StrategyPick select(std::span<const memory::Strategy> candidates, std::mt19937_64&) override {
+    ++calls;
+    return {candidates.size() - 1, "last"};
+  }
+  int calls = 0;
+};
+
+class OptimizerSeamTest : public OptimizerTest {
+ protected:
+  OptimizeResult run_with(ScriptedGenerator& generator, OptimizeOptions options,
+                          memory::StrategySelector* selector = nullptr) {
+    report::RunDirectory run_dir(root_ / ("seam" + std::to_string(runs_++)));
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker_,
+                        reference_worker_, run_dir, [](const std::string&) {}, selector);
+    return optimizer.run();
+  }
+  generation::KernelFamily family() {
+    return generation::load_family((root_ / "kernels").string(), "cpu", "toy");
+  }
+};
+
+TEST_F(OptimizerSeamTest, FailedCandidatesGoBackToTheGeneratorAndTheRepairIsEvaluated) {
+  ScriptedGenerator generator(family());
+  generator.broken_first = true;
+  OptimizeOptions options;
+  options.steps = 2;
+  options.proposals_per_step = 1;
+  OptimizeResult result = run_with(generator, options);
+  EXPECT_EQ(generator.repairs, 2);  // one per step, each fixing its candidate
+  EXPECT_EQ(generator.compile_errors_seen, 2);
+  int repaired_ok = 0, broken = 0;
+  for (const CandidateRecord& c : result.candidates) {
+    if (c.step == 0) continue;
+    broken += c.verdict == Verdict::compile_error;
+    repaired_ok += c.verdict == Verdict::ok && c.id.find("-r") != std::string::npos;
+    EXPECT_FALSE(c.strategy_id.empty()) << c.id;
+  }
+  EXPECT_EQ(broken, 2);
+  EXPECT_EQ(repaired_ok, 2);
+  EXPECT_EQ(store_->evidence_count(), 2);  // one piece of evidence per move, after its repairs
+}
+
+TEST_F(OptimizerSeamTest, RepairTriesAreBounded) {
+  ScriptedGenerator generator(family());
+  generator.broken_first = true;
+  generator.repairs_fix = false;
+  OptimizeOptions options;
+  options.steps = 1;
+  options.proposals_per_step = 1;
+  options.repair_tries = 3;
+  OptimizeResult result = run_with(generator, options);
+  EXPECT_EQ(generator.repairs, 3);
+  EXPECT_EQ(result.candidates.size(), 3u + 1u + 3u);  // 3 hints, the candidate, 3 repairs
+}
+
+TEST_F(OptimizerSeamTest, UnwrittenProposalsAreCountedAndTheRunGoesOn) {
+  ScriptedGenerator generator(family());
+  generator.fail_every = 2;
+  OptimizeOptions options;
+  options.steps = 3;
+  options.proposals_per_step = 2;
+  OptimizeResult result = run_with(generator, options);
+  EXPECT_EQ(result.generation_failures, 3);
+  EXPECT_TRUE(result.best);
+  for (const CandidateRecord& c : result.candidates) EXPECT_NE(c.verdict, Verdict::compile_error);
+  EXPECT_EQ(result.to_json()["generation_failures"], 3);
+}
+
+TEST_F(OptimizerSeamTest, AnExhaustedGeneratorStopsTheSearchButTheRunFinishes) {
+  ScriptedGenerator generator(family());
+  generator.budget_sources = 2;
+  OptimizeOptions options;
+  options.steps = 6;
+  options.proposals_per_step = 1;
+  OptimizeResult result = run_with(generator, options);
+  EXPECT_EQ(generator.written, 2);
+  EXPECT_EQ(result.stopped_early, "LLM budget reached");
+  ASSERT_TRUE(result.best);
+  EXPECT_TRUE(fs::exists(result.best_source_path));
+}
+
+TEST_F(OptimizerSeamTest, TheGivenSelectorChoosesStrategies) {
+  ScriptedGenerator generator(family());
+  LastSelector selector;
+  OptimizeOptions options;
+  options.steps = 2;
+  run_with(generator, options, &selector);
+  EXPECT_GT(selector.calls, 0);
+}
+
 }  // namespace
 }  // namespace kforge::search

@@ -1,0 +1,91 @@
+// The `llm` generator: any OpenAI-compatible model writes and repairs kernels under HTAM's
+// guidance (DESIGN.md, "Generation plane"; issue 7).
+//
+//   initial_proposals  the task's reference, as the first correct kernel to improve
+//   apply              plans a proposal "llm-<strategy>-<hash of parent>" without a source
+//                      (cheap: the policy asks it once per strategy to filter them)
+//   write_sources      renders one prompt per planned proposal (prompt_builder.h), asks the
+//                      model concurrently (the client bounds concurrency), extracts and repairs
+//                      the kernel deterministically (reply_parser.h); failures are values
+//   observe            keeps each candidate's numbers and the last feedback for the prompts
+//   repair             continues the proposal's conversation with the failure (compile errors
+//                      summarized, wrong-answer details) and asks for a fixed kernel
+//   exhausted          the caller's stop reason (budget spent, Ctrl-C)
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "generation/generator.h"
+#include "llm/chat.h"
+#include "llm/llm_selector.h"
+#include "llm/prompt_builder.h"
+#include "memory/store.h"
+#include "task/task.h"
+
+namespace kforge::generation {
+
+struct LlmGeneratorOptions {
+  std::string backend;  // "cpu" | "cuda"
+  std::string model;
+  std::optional<double> temperature;
+  std::optional<int> max_tokens;
+};
+
+class LlmGenerator final : public Generator {
+ public:
+  /// Keeps references to every argument but `options`, `stop_reason` and `log`. `stop_reason`
+  /// returns "" while the model may still be asked, else why not (budget, interrupt).
+  LlmGenerator(llm::ChatClient& client, const llm::PromptBuilder& prompts, memory::Store& store,
+               const Task& task, LlmGeneratorOptions options,
+               std::function<std::string()> stop_reason, llm::LlmLogSink log);
+
+  std::string name() const override { return "llm"; }
+  std::vector<Proposal> initial_proposals() override;
+  std::optional<Proposal> apply(const Proposal& parent, const memory::Strategy& strategy) override;
+  std::string standalone_source(const Proposal& proposal) const override;
+  void write_sources(const std::vector<Proposal*>& proposals) override;
+  void observe(const Proposal& proposal, const Feedback& feedback) override;
+  std::optional<Proposal> repair(const Proposal& failed, const Feedback& feedback) override;
+  std::string exhausted() const override { return stop_reason_(); }
+
+  /// s_t for the LLM selector: best so far, last feedback, directions chosen so far.
+  llm::SearchState search_state() const;
+
+ private:
+  struct Planned {
+    memory::Strategy strategy;
+    Proposal parent;
+  };
+  /// Extracts and repairs the kernel of `reply` into `proposal`; false (failure set) if none.
+  bool take_kernel(Proposal& proposal, const llm::ChatResult& reply);
+  llm::KernelState kernel_state(const Proposal& proposal) const;
+  llm::StrategyContext strategy_context(const memory::Strategy& strategy) const;
+  llm::ChatRequest request(std::vector<llm::ChatMessage> messages, const std::string& purpose,
+                           const std::string& label) const;
+
+  llm::ChatClient& client_;
+  const llm::PromptBuilder& prompts_;
+  memory::Store& store_;
+  const Task& task_;
+  LlmGeneratorOptions options_;
+  std::function<std::string()> stop_reason_;
+  llm::LlmLogSink log_;
+  int64_t bytes_moved_ = 0;
+  std::optional<double> flops_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, Planned> planned_;                              // by proposal id
+  std::map<std::string, std::vector<llm::ChatMessage>> conversations_;  // by proposal id
+  std::map<std::string, int> repairs_;                                  // repairs asked, by root id
+  std::map<std::string, Feedback> outcomes_;                            // by proposal id
+  std::optional<llm::FeedbackContext> last_feedback_;
+  std::string best_id_;
+  std::vector<std::string> prefix_;  // directions written, in order
+};
+
+}  // namespace kforge::generation

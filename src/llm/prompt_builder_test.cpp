@@ -1,0 +1,164 @@
+// Golden tests of the rendered prompts (tests/llm_prompts/*.md), and the renderer's rules.
+// After a deliberate change to prompts/ or the builder, regenerate the goldens with
+//   KFORGE_UPDATE_GOLDEN=1 build/release/tests/kforge_tests --gtest_filter='PromptGolden*'
+// and review the diff.
+#include "llm/prompt_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "task/task_loader.h"
+
+namespace kforge::llm {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path source_dir() { return fs::path(KFORGE_SOURCE_DIR); }
+
+void expect_golden(const std::string& name, const std::string& actual) {
+  fs::path golden = source_dir() / "tests" / "llm_prompts" / name;
+  if (std::getenv("KFORGE_UPDATE_GOLDEN") != nullptr) {
+    fs::create_directories(golden.parent_path());
+    write_file_atomically(golden, actual);
+  }
+  ASSERT_TRUE(fs::exists(golden)) << golden << " missing; run with KFORGE_UPDATE_GOLDEN=1";
+  EXPECT_EQ(read_file(golden), actual) << "rendered prompt differs from " << golden;
+}
+
+std::string render(const std::vector<ChatMessage>& messages) {
+  std::string out;
+  for (const ChatMessage& m : messages) out += "=== " + m.role + "\n" + m.content + "\n";
+  return out;
+}
+
+class PromptGoldenTest : public ::testing::Test {
+ protected:
+  PromptGoldenTest()
+      : library_(source_dir() / "prompts"),
+        task_(load_task((source_dir() / "tests/data/softmax_small/task.toml").string())),
+        builder_(library_, task_, "cpu", read_file(source_dir() / "include/kforge/kernel.h"),
+                 read_file(task_.reference_paths.at("cpu"))) {
+    context_.direction.id = "memory_access";
+    context_.direction.title = "Memory access";
+    context_.direction.goal = "Move each byte once, in wide contiguous accesses.";
+    context_.direction.triggers = {"achieved bandwidth well below the copy bandwidth"};
+    context_.direction.risks = {"misaligned vector accesses", "tails of odd sizes"};
+    context_.direction.stats.attempts = 4;
+    context_.direction.stats.successes = 1;
+    context_.direction.stats.ok_attempts = 3;
+    context_.direction.stats.mean_log_gain = 0.1;
+    context_.strategy.id = "cpu_simd_exp";
+    context_.strategy.direction_id = "memory_access";
+    context_.strategy.title = "Vectorizable exponential";
+    context_.strategy.edit_pattern =
+        "Replace libm exp by a branch-free polynomial in an omp simd loop.";
+    context_.strategy.validation = {"max relative error below 1e-6 on [-87, 88]"};
+    context_.prefix = {"parallel_decomposition"};
+    memory::Edge edge;
+    edge.from_direction = "parallel_decomposition";
+    edge.to_direction = "memory_access";
+    edge.rationale = "once every core works, memory traffic dominates";
+    context_.edge = edge;
+    parent_.id = "reference-seed";
+    parent_.source =
+        "// the parent kernel\nKFORGE_API int kforge_run(const kforge_args* a) { return 0; }";
+    parent_.median_ms = 2.0;
+    parent_.reference_ms = 2.0;
+    parent_.bytes_moved = 2 * 256 * 1024 * 4;
+    parent_.flops = 5.0 * 256 * 1024;
+  }
+
+  PromptLibrary library_;
+  Task task_;
+  PromptBuilder builder_;
+  StrategyContext context_;
+  KernelState parent_;
+};
+
+TEST_F(PromptGoldenTest, GenerateAtTheFirstStep) {
+  expect_golden("generate_first_step.md",
+                render(builder_.generate(parent_, context_, std::nullopt, diagnose(parent_))));
+}
+
+TEST_F(PromptGoldenTest, GenerateAfterACompileError) {
+  FeedbackContext last;
+  last.candidate_id = "llm-cpu_unroll-1a2b3c";
+  last.verdict = Verdict::compile_error;
+  last.build_log =
+      "/tmp/kforge/build/17/llm-cpu_unroll-1a2b3c.cpp: In function 'int kforge_run(const "
+      "kforge_args*)':\n"
+      "/tmp/kforge/build/17/llm-cpu_unroll-1a2b3c.cpp:12:7: error: 'sum' was not declared in this "
+      "scope\n"
+      "   12 |       sum += e;\n"
+      "      |       ^~~\n";
+  expect_golden("generate_after_compile_error.md",
+                render(builder_.generate(parent_, context_, last, "")));
+}
+
+TEST_F(PromptGoldenTest, RepairAfterAWrongAnswer) {
+  FeedbackContext failure;
+  failure.candidate_id = "llm-cpu_simd_exp-9f8e7d";
+  failure.verdict = Verdict::wrong_answer;
+  failure.message =
+      "workload 'tail' seed 1 (normal): output 'y' at [3, 1030]: got 0.5, expected 0.25 (max abs "
+      "error 0.25)";
+  expect_golden("repair_wrong_answer.md", "=== user\n" + builder_.repair(failure).content + "\n");
+}
+
+TEST_F(PromptGoldenTest, SelectAmongStrategies) {
+  memory::Strategy other = context_.strategy;
+  other.id = "cpu_store_exp";
+  other.title = "Store the exponentials";
+  other.edit_pattern = "Write exp(x - m) into y during the sum pass, then scale y.";
+  other.stats.attempts = 2;
+  other.stats.ok_attempts = 2;
+  other.stats.successes = 2;
+  other.stats.mean_log_gain = 0.2;
+  std::vector<memory::Strategy> candidates = {context_.strategy, other};
+  expect_golden("select.md", render(builder_.select("- Best kernel so far: `reference-seed`.",
+                                                    context_, candidates)));
+}
+
+TEST(PromptTemplateTest, PlaceholdersSectionsAndComments) {
+  PromptValues values = {{"name", "softmax"}, {"empty", ""}, {"full", "x"}};
+  EXPECT_EQ(render_template("{{! note }}\nop {{ name }}.", values, "t"), "op softmax.");
+  EXPECT_EQ(render_template("a{{#empty}}hidden {{name}}{{/empty}}b", values, "t"), "ab");
+  EXPECT_EQ(render_template("a{{#full}}[{{name}}]{{/full}}b", values, "t"), "a[softmax]b");
+  // Values are inserted verbatim, never re-scanned.
+  EXPECT_EQ(render_template("{{v}}", {{"v", "{{name}}"}}, "t"), "{{name}}");
+}
+
+TEST(PromptTemplateTest, MistakesNameTheTemplateAndLine) {
+  auto message = [](const std::string& text) {
+    try {
+      render_template(text, {{"a", "1"}}, "prompts/x.md");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("line\n{{b}}"), "prompts/x.md:2: {{b}}: no value given for 'b'");
+  EXPECT_EQ(message("{{#a}} never closed"), "prompts/x.md:1: {{#a}} is never closed by {{/a}}");
+  EXPECT_EQ(message("{{a"), "prompts/x.md:1: unclosed '{{'");
+  EXPECT_EQ(message("{{/a}}"), "prompts/x.md:1: {{/a}} without a matching {{#a}}");
+}
+
+TEST(PromptBuilderTest, CompileErrorSummaryKeepsErrorsAndShortensPaths) {
+  std::string log;
+  for (int i = 0; i < 12; ++i) {
+    log += "/very/long/dir/cand.cpp:" + std::to_string(i + 1) + ":3: error: problem " +
+           std::to_string(i) + "\n  context\n";
+  }
+  std::string summary = summarize_compile_errors(log, 3);
+  EXPECT_NE(summary.find("cand.cpp:1:3: error: problem 0"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("/very/long"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("problem 5"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("and 9 more error lines"), std::string::npos) << summary;
+}
+
+}  // namespace
+}  // namespace kforge::llm
