@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "search/optimizer.h"
 
@@ -16,6 +17,9 @@ struct OptimizeCommandOptions {
   std::string cuda_arch = "sm_90";
   int device = 0;
   bool json = false;              // print result.json instead of the summary
+  std::string policy = "htam";    // --policy, parsed into search.policy by run_optimize
+  std::vector<std::string> ablate;            // --ablate names, parsed into search.ablations
+  std::vector<std::string> similar_families;  // --similar-families groups "a,b,c"
   search::OptimizeOptions search;
 };
 
