@@ -20,6 +20,7 @@
 //
 //   kforge_bench_htam_landscape [--seeds N] [--tasks N] [--steps T] [--json FILE] [--md FILE]
 //                               [--commit SHA]
+#include <fmt/format.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -30,12 +31,10 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "memory/baselines.h"
 #include "memory/sqlite_store.h"
@@ -259,7 +258,8 @@ int main(int argc, char** argv) {
     for (const Arm& arm : arms) {
       const Summary& s = summaries[arm.name];
       int wins = 0;
-      for (int i = 0; i < seeds; ++i) wins += s.best_per_seed[i] > summaries["flat"].best_per_seed[i];
+      for (int i = 0; i < seeds; ++i)
+        wins += s.best_per_seed[i] > summaries["flat"].best_per_seed[i];
       rows.push_back({{"policy", arm.name},
                       {"best_mean", mean(s.best_per_seed)},
                       {"best_ci95", ci95(s.best_per_seed)},
@@ -273,19 +273,19 @@ int main(int argc, char** argv) {
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json result = {{"benchmark", "htam_landscape"},
-                 {"machine", machine()},
-                 {"date", date},
-                 {"commit", commit},
-                 {"seeds", seeds},
-                 {"tasks_per_seed", tasks},
-                 {"steps_per_task", steps},
-                 {"directions", kDirections},
-                 {"strategies_per_direction", kStrategies},
-                 {"noise_sd", kNoiseSd},
-                 {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                          started).count()},
-                 {"landscapes", landscapes}};
+  json result = {
+      {"benchmark", "htam_landscape"},
+      {"machine", machine()},
+      {"date", date},
+      {"commit", commit},
+      {"seeds", seeds},
+      {"tasks_per_seed", tasks},
+      {"steps_per_task", steps},
+      {"directions", kDirections},
+      {"strategies_per_direction", kStrategies},
+      {"noise_sd", kNoiseSd},
+      {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
+      {"landscapes", landscapes}};
   std::string text = result.dump(2) + "\n";
   if (json_path.empty()) {
     std::cout << text;
@@ -294,9 +294,10 @@ int main(int argc, char** argv) {
   }
   if (!md_path.empty()) {
     std::ofstream md(md_path);
-    md << fmt::format("| landscape | policy | best per task (log speedup) | 95% CI | best, 2nd "
-                      "half of tasks | regret per task | 95% CI | seeds better than flat |\n"
-                      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    md << fmt::format(
+        "| landscape | policy | best per task (log speedup) | 95% CI | best, 2nd "
+        "half of tasks | regret per task | 95% CI | seeds better than flat |\n"
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (const auto& [name, rows] : landscapes.items()) {
       for (const json& row : rows) {
         md << fmt::format("| {} | {} | {:.3f} | ±{:.3f} | {:.3f} | {:.3f} | ±{:.3f} | {}/{} |\n",

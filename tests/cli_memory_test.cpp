@@ -1,11 +1,11 @@
 // End-to-end tests of `kforge memory ...` and of the policy switches of `kforge optimize`, as a
 // user runs them.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 
 #include "memory/sqlite_store.h"
 #include "process/subprocess.h"
@@ -33,8 +33,8 @@ class CliMemoryTest : public ::testing::Test {
   }
 
   void record_one() {
-    auto store = memory::SqliteStore::open(
-        memory_, fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "seed.toml");
+    auto store =
+        memory::SqliteStore::open(memory_, fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "seed.toml");
     memory::Evidence e;
     e.direction_id = "vectorization";
     e.strategy_id = "cpu_row_simd";
@@ -99,7 +99,8 @@ TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
 }
 
 TEST_F(CliMemoryTest, PolicyAndAblationSwitchesAreValidated) {
-  const std::string task = (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string();
+  const std::string task =
+      (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string();
   process::CommandResult policy = kforge({"optimize", task, "--policy", "greedy"});
   EXPECT_EQ(policy.exit_code, 2) << policy.output;
   process::CommandResult ablate = kforge({"optimize", task, "--ablate", "prefix,memory"});

@@ -1,14 +1,14 @@
 #include "cli/memory_command.h"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/paths.h"
@@ -22,8 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string memory_path(const MemoryCommandOptions& options) {
-  return options.memory_path.empty() ? memory::default_memory_path().string()
-                                     : options.memory_path;
+  return options.memory_path.empty() ? memory::default_memory_path().string() : options.memory_path;
 }
 
 fs::path seed_path() { return fs::path(resource_root()) / "knowledge" / "seed.toml"; }
@@ -33,9 +32,8 @@ std::unique_ptr<memory::SqliteStore> open_store(const MemoryCommandOptions& opti
 }
 
 std::string stats_cells(const memory::Stats& s) {
-  return fmt::format("{:>5} {:>5} {:>5} {:>5} {:>+8.3f} {:>+8.3f}", s.attempts,
-                     s.compile_successes, s.correct_successes, s.successes, s.mean_log_gain,
-                     s.ema_log_gain);
+  return fmt::format("{:>5} {:>5} {:>5} {:>5} {:>+8.3f} {:>+8.3f}", s.attempts, s.compile_successes,
+                     s.correct_successes, s.successes, s.mean_log_gain, s.ema_log_gain);
 }
 
 constexpr const char* kStatsHeader = "    n  comp    ok  fast  mean_lg   ema_lg";
@@ -60,8 +58,8 @@ int show(const MemoryCommandOptions& options) {
   std::cout << fmt::format("\n{:<36} {:<24} {}\n", "strategy", "direction", kStatsHeader);
   for (const memory::Direction& d : directions) {
     for (const memory::Strategy& s : store->strategies(d.id)) {
-      if (!options.backend.empty() && std::find(s.backends.begin(), s.backends.end(),
-                                                options.backend) == s.backends.end()) {
+      if (!options.backend.empty() &&
+          std::find(s.backends.begin(), s.backends.end(), options.backend) == s.backends.end()) {
         continue;
       }
       std::cout << fmt::format("{:<36} {:<24} {}\n", s.id, d.id, stats_cells(s.stats));
@@ -73,8 +71,8 @@ int show(const MemoryCommandOptions& options) {
     }
     return false;
   };
-  std::cout << fmt::format("\n{:<50} {:>6}  {:>14} {:>14} {:>14}\n", "edge", "prior",
-                           "lag1 n/mean", "lag2 n/mean", "lag3 n/mean");
+  std::cout << fmt::format("\n{:<50} {:>6}  {:>14} {:>14} {:>14}\n", "edge", "prior", "lag1 n/mean",
+                           "lag2 n/mean", "lag3 n/mean");
   for (const memory::Edge& e : store->edges()) {
     if (!listed(e.from_direction) || !listed(e.to_direction)) continue;
     std::string lags;
@@ -98,8 +96,8 @@ void render_svg(const std::string& dot, const fs::path& svg) {
   try {
     child = std::make_unique<process::Subprocess>(spawn);
   } catch (const std::exception& e) {
-    throw Error("cannot render " + svg.string() + ": graphviz's dot is not installed (" +
-                e.what() + "); the DOT text is in " + dot_file.string());
+    throw Error("cannot render " + svg.string() + ": graphviz's dot is not installed (" + e.what() +
+                "); the DOT text is in " + dot_file.string());
   }
   // Graphviz lays out a few dozen nodes in well under a second; 60 s only guards a hang.
   std::optional<process::ExitStatus> status = child->wait(60.0);
@@ -133,10 +131,11 @@ int export_memory(const MemoryCommandOptions& options) {
   std::ofstream out(options.file);
   out << document.dump(2) << "\n";
   if (!out) throw Error("cannot write " + options.file);
-  std::cerr << fmt::format("kforge: exported {} directions, {} strategies, {} edges, {} evidence "
-                           "rows to {}\n",
-                           document["directions"].size(), document["strategies"].size(),
-                           document["edges"].size(), document["evidence"].size(), options.file);
+  std::cerr << fmt::format(
+      "kforge: exported {} directions, {} strategies, {} edges, {} evidence "
+      "rows to {}\n",
+      document["directions"].size(), document["strategies"].size(), document["edges"].size(),
+      document["evidence"].size(), options.file);
   return 0;
 }
 
@@ -176,8 +175,10 @@ int reset(const MemoryCommandOptions& options) {
 void add_memory_command(CLI::App& app, MemoryCommandOptions& options) {
   CLI::App* memory = app.add_subcommand("memory", "Inspect, draw, move or reset the HTG memory");
   memory->require_subcommand(1);
-  memory->add_option("--memory", options.memory_path,
-                     "Memory file (default $XDG_DATA_HOME/kforge/memory.sqlite)")
+  memory->fallthrough();  // --memory also after the subcommand: `kforge memory show --memory F`
+  memory
+      ->add_option("--memory", options.memory_path,
+                   "Memory file (default $XDG_DATA_HOME/kforge/memory.sqlite)")
       ->envname("KFORGE_MEMORY");
   CLI::App* show = memory->add_subcommand("show", "Directions, strategies and edges as tables");
   show->add_option("--backend", options.backend, "Only this backend (cpu, cuda)");
@@ -189,8 +190,9 @@ void add_memory_command(CLI::App& app, MemoryCommandOptions& options) {
   CLI::App* exporter = memory->add_subcommand("export", "Write the memory to a JSON file");
   exporter->add_option("file", options.file, "JSON file to write")->required();
   CLI::App* importer = memory->add_subcommand(
-      "import", "Merge a JSON export into the memory (new nodes and evidence added, duplicates "
-                "skipped, statistics recomputed)");
+      "import",
+      "Merge a JSON export into the memory (new nodes and evidence added, duplicates "
+      "skipped, statistics recomputed)");
   importer->add_option("file", options.file, "JSON file to read")
       ->required()
       ->check(CLI::ExistingFile);

@@ -89,8 +89,7 @@ Ablations parse_ablations(const std::vector<std::string>& names) {
       } else if (name == "prefix") {
         ablations.prefix = true;
       } else {
-        throw Error("unknown ablation '" + name +
-                    "' (expected hierarchy, local-memory or prefix)");
+        throw Error("unknown ablation '" + name + "' (expected hierarchy, local-memory or prefix)");
       }
     }
   }
@@ -173,8 +172,8 @@ std::optional<PolicyChoice> FlatPolicy::choose(const StateSummary& state,
       DirectionScore s;
       s.direction_id = direction.id;
       s.strategy_id = strategy.id;
-      s.node_term = stats.mean_log_gain +
-                    config_.exploration_bonus / std::sqrt(1.0 + stats.attempts);
+      s.node_term =
+          stats.mean_log_gain + config_.exploration_bonus / std::sqrt(1.0 + stats.attempts);
       s.score = s.node_term;
       scores.push_back(s);
       values.push_back(s.score);
@@ -186,9 +185,9 @@ std::optional<PolicyChoice> FlatPolicy::choose(const StateSummary& state,
   for (std::size_t i = 0; i < scores.size(); ++i) scores[i].probability = probabilities[i];
   const std::size_t index = sample_index(probabilities, rng);
   PolicyChoice choice = choice_of(
-      std::move(pairs[index]), "flat retrieval: strategy score " + format("%.3f", scores[index].score) +
-                                   " (p " + format("%.2f", scores[index].probability) + ") among " +
-                                   std::to_string(scores.size()));
+      std::move(pairs[index]),
+      "flat retrieval: strategy score " + format("%.3f", scores[index].score) + " (p " +
+          format("%.2f", scores[index].probability) + ") among " + std::to_string(scores.size()));
   choice.scores = std::move(scores);
   return choice;
 }
@@ -218,9 +217,9 @@ std::optional<PolicyChoice> FeedbackPolicy::choose(const StateSummary& state,
   const std::vector<std::size_t>& pool = matched.empty() ? preferred : matched;
   const std::size_t index = pool[uniform_index(pool.size(), rng)];
   return choice_of(std::move(pairs[index]),
-                   std::string("feedback: ") + (stay ? "last step improved, stay in '" +
-                                                           state.last_direction_id + "'"
-                                                     : "move to another direction") +
+                   std::string("feedback: ") +
+                       (stay ? "last step improved, stay in '" + state.last_direction_id + "'"
+                             : "move to another direction") +
                        " (uniform among " + std::to_string(pool.size()) +
                        (matched.empty() ? "" : " trigger-matched") + ")");
 }

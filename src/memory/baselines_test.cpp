@@ -80,7 +80,8 @@ TEST(FeedbackPolicy, StaysAfterAnImprovementAndMovesAfterAFailure) {
   state.last_direction_id = "b";
   state.last_feedback.verdict = "ok";
   state.last_feedback.log_gain = 0.1;
-  for (int i = 0; i < 30; ++i) EXPECT_EQ(policy.choose(state, any_strategy, rng)->direction.id, "b");
+  for (int i = 0; i < 30; ++i)
+    EXPECT_EQ(policy.choose(state, any_strategy, rng)->direction.id, "b");
   state.last_feedback.verdict = "wrong_answer";
   state.last_feedback.log_gain.reset();
   std::set<std::string> moved;
@@ -95,7 +96,8 @@ TEST(UniformPolicy, IsUniformAndReproducible) {
   UniformPolicy policy(store, "random");
   std::map<std::string, int> counts;
   std::mt19937_64 rng(8);
-  for (int i = 0; i < 4000; ++i) ++counts[policy.choose(fresh_state(), any_strategy, rng)->strategy.id];
+  for (int i = 0; i < 4000; ++i)
+    ++counts[policy.choose(fresh_state(), any_strategy, rng)->strategy.id];
   for (const auto& [id, n] : counts) EXPECT_NEAR(n, 1000, 120) << id;
   std::mt19937_64 again(8), other(8);
   EXPECT_EQ(policy.choose(fresh_state(), any_strategy, again)->strategy.id,

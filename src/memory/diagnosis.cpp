@@ -84,8 +84,7 @@ TriggerMatch match_trigger(std::string_view trigger, const Diagnosis& diagnosis)
     if (diagnosis.verdict.empty()) return TriggerMatch::unknown;
     return judge(diagnosis.compile_failed());
   }
-  if (contains(text, "wrong answer") || contains(text, "tolerance") ||
-      contains(text, "accuracy")) {
+  if (contains(text, "wrong answer") || contains(text, "tolerance") || contains(text, "accuracy")) {
     if (diagnosis.verdict.empty()) return TriggerMatch::unknown;
     return judge(diagnosis.wrong_answer());
   }

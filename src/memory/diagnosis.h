@@ -14,8 +14,8 @@ namespace kforge::memory {
 
 /// The last feedback, reduced to what triggers talk about. Fields are empty when unknown.
 struct Diagnosis {
-  std::string verdict;                       // last candidate's verdict; "" before any feedback
-  std::optional<double> log_gain;            // ln(parent time / candidate time) when verdict ok
+  std::string verdict;             // last candidate's verdict; "" before any feedback
+  std::optional<double> log_gain;  // ln(parent time / candidate time) when verdict ok
   /// Achieved bytes per second of the best candidate over the device's measured copy bandwidth
   /// (task bytes / median time / copy bytes per second), in (0, ~1].
   std::optional<double> bandwidth_fraction;

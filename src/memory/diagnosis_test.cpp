@@ -11,8 +11,8 @@ TEST(Diagnose, DerivesBandwidthFractionAndRooflinePosition) {
   EXPECT_NEAR(*d.bandwidth_fraction, 0.5, 1e-12);
   EXPECT_TRUE(*d.memory_bound);
   EXPECT_EQ(d.summary(), "verdict=ok gain=+0.050 bandwidth=0.50 memory_bound=yes");
-  Diagnosis failed = diagnose("compile_error", std::nullopt, std::nullopt, 1e9, std::nullopt,
-                              2e12, 0.0);
+  Diagnosis failed =
+      diagnose("compile_error", std::nullopt, std::nullopt, 1e9, std::nullopt, 2e12, 0.0);
   EXPECT_TRUE(failed.compile_failed());
   EXPECT_FALSE(failed.bandwidth_fraction.has_value());
   EXPECT_FALSE(failed.memory_bound.has_value());

@@ -1,10 +1,10 @@
 #include "memory/graph_dot.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace kforge::memory {
 namespace {

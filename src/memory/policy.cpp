@@ -22,9 +22,9 @@ std::string format(const char* pattern, double value) {
 
 std::string describe(const DirectionScore& s) {
   std::string name = s.strategy_id.empty() ? s.direction_id : s.strategy_id;
-  return name + " " + format("%.3f", s.score) + " = prior " + format("%.3f", s.prior) +
-         " + node " + format("%.3f", s.node_term) + " + transition " +
-         format("%.3f", s.transition_term) + " (p " + format("%.2f", s.probability) + ")";
+  return name + " " + format("%.3f", s.score) + " = prior " + format("%.3f", s.prior) + " + node " +
+         format("%.3f", s.node_term) + " + transition " + format("%.3f", s.transition_term) +
+         " (p " + format("%.2f", s.probability) + ")";
 }
 
 std::string ranking(std::vector<DirectionScore> scores) {
@@ -145,8 +145,8 @@ Policy::Policy(Store& store, StrategySelector& selector, PolicyConfig config)
     throw Error("policy: temperature must be a finite number > 0, got " +
                 std::to_string(config_.temperature));
   }
-  if (config_.prefix_length < 0 || config_.prefix_length > kMaxLag ||
-      !(config_.recency >= 0.0) || !(config_.exploration_bonus >= 0.0)) {
+  if (config_.prefix_length < 0 || config_.prefix_length > kMaxLag || !(config_.recency >= 0.0) ||
+      !(config_.exploration_bonus >= 0.0)) {
     throw Error("policy: prefix_length must be in 0.." + std::to_string(kMaxLag) +
                 ", recency and exploration_bonus >= 0");
   }
@@ -177,8 +177,8 @@ double Policy::node_term(const WeightedStats& stats) const {
 
 double Policy::transition_term(const MemoryView& view, const std::string& direction_id,
                                std::span<const std::string> prefix) const {
-  const int window = config_.ablations.prefix ? std::min(config_.prefix_length, 1)
-                                              : config_.prefix_length;
+  const int window =
+      config_.ablations.prefix ? std::min(config_.prefix_length, 1) : config_.prefix_length;
   const int k = std::min(window, static_cast<int>(prefix.size()));
   const std::vector<double> weights = position_weights(k, config_.recency);
   double term = 0.0;
@@ -206,14 +206,23 @@ std::vector<DirectionScore> Policy::score_all(const MemoryView& view,
     const double transition = transition_term(view, candidate.direction.id, state.prefix);
     if (config_.ablations.hierarchy) {
       for (const StrategyArm& arm : candidate.arms) {
-        DirectionScore s{candidate.direction.id, arm.strategy.id, 0.0, node_term(arm.evidence),
-                         transition, 0.0, 0.0};
+        DirectionScore s{candidate.direction.id,
+                         arm.strategy.id,
+                         0.0,
+                         node_term(arm.evidence),
+                         transition,
+                         0.0,
+                         0.0};
         s.score = s.node_term + s.transition_term;
         scores.push_back(s);
       }
     } else {
-      DirectionScore s{candidate.direction.id, "", candidate.direction.prior,
-                       node_term(view.direction_stats(candidate.direction.id)), transition, 0.0,
+      DirectionScore s{candidate.direction.id,
+                       "",
+                       candidate.direction.prior,
+                       node_term(view.direction_stats(candidate.direction.id)),
+                       transition,
+                       0.0,
                        0.0};
       s.score = s.prior + s.node_term + s.transition_term;
       scores.push_back(s);
@@ -254,8 +263,7 @@ std::optional<PolicyChoice> Policy::choose_flat(const MemoryView& view,
 }
 
 std::optional<PolicyChoice> Policy::choose(const StateSummary& state,
-                                           const StrategyFilter& applicable,
-                                           std::mt19937_64& rng) {
+                                           const StrategyFilter& applicable, std::mt19937_64& rng) {
   MemoryView view = MemoryView::load(store_, state.context, config_.weights);
   std::vector<Candidate> candidates = eligible(view, state, applicable);
   if (candidates.empty()) return std::nullopt;

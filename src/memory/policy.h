@@ -97,7 +97,7 @@ using StrategyFilter = std::function<bool(const Strategy&)>;
 /// of the formula above.
 struct DirectionScore {
   std::string direction_id;
-  std::string strategy_id;   // set only when the hierarchy is ablated
+  std::string strategy_id;  // set only when the hierarchy is ablated
   double prior = 0.0;
   double node_term = 0.0;
   double transition_term = 0.0;

@@ -182,7 +182,8 @@ TEST(Policy, LearnedTransitionsSteerTheChoice) {
   auto counts = tally(policy, state_after({"previous"}), 1000);
   EXPECT_GT(counts["promising"], 800);
   std::mt19937_64 rng(1);
-  std::string explanation = policy.choose(state_after({"previous"}), any_strategy, rng)->explanation;
+  std::string explanation =
+      policy.choose(state_after({"previous"}), any_strategy, rng)->explanation;
   EXPECT_NE(explanation.find("promising"), std::string::npos) << explanation;
   EXPECT_NE(explanation.find("ucb1"), std::string::npos) << explanation;
 }
@@ -280,8 +281,8 @@ TEST(Ucb1Selector, PrefersArmsWhoseTriggersMatchTheDiagnosis) {
   std::mt19937_64 rng(5);
   // Arm 0 has better evidence, but only arm 2's trigger matches.
   for (int i = 0; i < 20; ++i) {
-    StrategyPick pick = selector.select(arms({{5, 0.9}, {5, 0.0}, {5, 0.1}}, {2}),
-                                        StateSummary{}, rng);
+    StrategyPick pick =
+        selector.select(arms({{5, 0.9}, {5, 0.0}, {5, 0.1}}, {2}), StateSummary{}, rng);
     EXPECT_EQ(pick.index, 2u);
     EXPECT_NE(pick.explanation.find("1 of 3 match the diagnosis"), std::string::npos);
   }
@@ -292,7 +293,8 @@ TEST(UniformSelector, IgnoresEvidenceButKeepsTriggers) {
   std::mt19937_64 rng(9);
   std::set<std::size_t> picked;
   for (int i = 0; i < 60; ++i) {
-    picked.insert(selector.select(arms({{9, 0.9}, {0, 0.0}, {1, -0.5}}), StateSummary{}, rng).index);
+    picked.insert(
+        selector.select(arms({{9, 0.9}, {0, 0.0}, {1, -0.5}}), StateSummary{}, rng).index);
   }
   EXPECT_EQ(picked, (std::set<std::size_t>{0, 1, 2}));
   EXPECT_EQ(selector.select(arms({{9, 0.9}, {0, 0.0}}, {1}), StateSummary{}, rng).index, 1u);

@@ -52,8 +52,8 @@ void migrate_to_2(sqlite::Database& db) {
   for (const char* table : {"directions", "strategies"}) {
     db.exec(std::string("ALTER TABLE ") + table +
             " ADD COLUMN compile_successes INTEGER NOT NULL DEFAULT 0;"
-            "ALTER TABLE " + table +
-            " ADD COLUMN correct_successes INTEGER NOT NULL DEFAULT 0;");
+            "ALTER TABLE " +
+            table + " ADD COLUMN correct_successes INTEGER NOT NULL DEFAULT 0;");
   }
   db.exec(
       "CREATE TABLE edge_lags (from_direction TEXT NOT NULL, to_direction TEXT NOT NULL, "
@@ -63,7 +63,8 @@ void migrate_to_2(sqlite::Database& db) {
       "ok_attempts INTEGER NOT NULL DEFAULT 0, mean_log_gain REAL NOT NULL DEFAULT 0, "
       "ema_log_gain REAL NOT NULL DEFAULT 0, last_used TEXT NOT NULL DEFAULT '', "
       "PRIMARY KEY (from_direction, to_direction, lag), "
-      "FOREIGN KEY (from_direction, to_direction) REFERENCES edges(from_direction, to_direction));");
+      "FOREIGN KEY (from_direction, to_direction) REFERENCES edges(from_direction, "
+      "to_direction));");
   for (const char* column :
        {"attempts", "successes", "ok_attempts", "mean_log_gain", "ema_log_gain", "last_used"}) {
     db.exec(std::string("ALTER TABLE edges DROP COLUMN ") + column);

@@ -130,8 +130,9 @@ std::unique_ptr<SqliteStore> SqliteStore::open_database(const std::filesystem::p
     }
   }
   auto db = std::make_unique<sqlite::Database>(path.string(), busy_timeout_ms);
-  with_context(path.string() + ": not a kforge memory database, or corrupt (choose another "
-                               "--memory or KFORGE_MEMORY; the file was left unchanged)",
+  with_context(path.string() +
+                   ": not a kforge memory database, or corrupt (choose another "
+                   "--memory or KFORGE_MEMORY; the file was left unchanged)",
                [&] { check_ownership(*db); });
   // WAL lets readers proceed while another process records evidence; the pragma answers with
   // the mode in effect ("memory" for :memory:), which we accept as is.
@@ -274,7 +275,8 @@ std::array<Stats, kMaxLag> lag_stats(sqlite::Database& db, const std::string& fr
   query.bind(1, from).bind(2, to);
   while (query.step()) {
     int64_t lag = query.integer(0);
-    if (lag >= 1 && lag <= kMaxLag) result[static_cast<std::size_t>(lag - 1)] = stats_from(query, 1);
+    if (lag >= 1 && lag <= kMaxLag)
+      result[static_cast<std::size_t>(lag - 1)] = stats_from(query, 1);
   }
   return result;
 }
@@ -349,8 +351,8 @@ std::vector<Evidence> SqliteStore::evidence(const std::string& backend) {
 void SqliteStore::update_stats(const std::string& table, const std::string& where,
                                const std::vector<std::string>& keys, const Evidence& evidence,
                                const std::string& now) {
-  sqlite::Statement read(*db_, std::string("SELECT ") + kStatsSelect + ", rowid FROM " + table +
-                                   " WHERE " + where);
+  sqlite::Statement read(
+      *db_, std::string("SELECT ") + kStatsSelect + ", rowid FROM " + table + " WHERE " + where);
   for (std::size_t i = 0; i < keys.size(); ++i) read.bind(static_cast<int>(i) + 1, keys[i]);
   if (!read.step()) {
     throw Error(path_.string() + ": cannot record evidence: no row in " + table + " for '" +
@@ -404,8 +406,7 @@ void SqliteStore::record(const Evidence& evidence) {
     }
     update_stats("directions", "id = ?1", {evidence.direction_id}, evidence, now);
     if (!evidence.strategy_id.empty()) {
-      sqlite::Statement owner(*db_,
-                              "SELECT 1 FROM strategies WHERE id = ?1 AND direction_id = ?2");
+      sqlite::Statement owner(*db_, "SELECT 1 FROM strategies WHERE id = ?1 AND direction_id = ?2");
       owner.bind(1, evidence.strategy_id).bind(2, evidence.direction_id);
       if (!owner.step()) {
         throw Error("no strategy '" + evidence.strategy_id + "' under direction '" +
@@ -416,8 +417,8 @@ void SqliteStore::record(const Evidence& evidence) {
     for (std::size_t j = 0; j < evidence.prefix.size() && j < kMaxLag; ++j) {
       const std::string& from = evidence.prefix[j];
       if (!direction_exists(*db_, from)) {
-        throw Error("unknown direction '" + from + "' in the prefix (lag " +
-                    std::to_string(j + 1) + ")");
+        throw Error("unknown direction '" + from + "' in the prefix (lag " + std::to_string(j + 1) +
+                    ")");
       }
       sqlite::Statement create(*db_,
                                "INSERT OR IGNORE INTO edges (from_direction, to_direction) "

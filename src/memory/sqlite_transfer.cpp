@@ -11,7 +11,6 @@
 //                   task_hash}}] }
 // Statistics are exported for people and tools to read; import recomputes them from evidence.
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -98,9 +97,11 @@ Evidence evidence_from(const nlohmann::json& j) {
   e.failure_reason = j.at("failure_reason").get<std::string>();
   e.diagnosis = j.at("diagnosis").get<std::string>();
   const nlohmann::json& p = j.at("provenance");
-  e.provenance = {p.at("backend").get<std::string>(),  p.at("device").get<std::string>(),
+  e.provenance = {p.at("backend").get<std::string>(),
+                  p.at("device").get<std::string>(),
                   p.at("compute_capability").get<std::string>(),
-                  p.at("toolchain").get<std::string>(), p.at("family").get<std::string>(),
+                  p.at("toolchain").get<std::string>(),
+                  p.at("family").get<std::string>(),
                   p.at("task_hash").get<std::string>()};
   if (e.log_gain && !std::isfinite(*e.log_gain)) throw Error("log_gain must be finite");
   return e;
@@ -132,49 +133,67 @@ bool exists(sqlite::Database& db, const std::string& sql, const std::vector<std:
 }  // namespace
 
 nlohmann::json SqliteStore::export_json() {
-  nlohmann::json document = {{"format", kFormat},
-                             {"version", kFormatVersion},
-                             {"schema_version", kSchemaVersion}};
+  nlohmann::json document = {
+      {"format", kFormat}, {"version", kFormatVersion}, {"schema_version", kSchemaVersion}};
   nlohmann::json& directions_json = document["directions"] = nlohmann::json::array();
   nlohmann::json& strategies_json = document["strategies"] = nlohmann::json::array();
   for (const Direction& d : directions("")) {
-    directions_json.push_back({{"id", d.id}, {"title", d.title}, {"goal", d.goal},
-                               {"triggers", d.triggers}, {"risks", d.risks},
-                               {"backends", d.backends}, {"prior", d.prior},
+    directions_json.push_back({{"id", d.id},
+                               {"title", d.title},
+                               {"goal", d.goal},
+                               {"triggers", d.triggers},
+                               {"risks", d.risks},
+                               {"backends", d.backends},
+                               {"prior", d.prior},
                                {"stats", stats_json(d.stats)}});
     for (const Strategy& s : strategies(d.id)) {
       nlohmann::json edits = nlohmann::json::array();
       for (const ParamEdit& edit : s.edits) {
         edits.push_back({{"param", edit.param}, {"op", edit.op}, {"value", edit.value}});
       }
-      strategies_json.push_back({{"id", s.id}, {"direction", s.direction_id}, {"title", s.title},
-                                 {"edit_pattern", s.edit_pattern}, {"validation", s.validation},
-                                 {"triggers", s.triggers}, {"edits", edits},
-                                 {"backends", s.backends}, {"stats", stats_json(s.stats)}});
+      strategies_json.push_back({{"id", s.id},
+                                 {"direction", s.direction_id},
+                                 {"title", s.title},
+                                 {"edit_pattern", s.edit_pattern},
+                                 {"validation", s.validation},
+                                 {"triggers", s.triggers},
+                                 {"edits", edits},
+                                 {"backends", s.backends},
+                                 {"stats", stats_json(s.stats)}});
     }
   }
   nlohmann::json& edges_json = document["edges"] = nlohmann::json::array();
   for (const Edge& e : edges()) {
     nlohmann::json lags = nlohmann::json::array();
     for (const Stats& s : e.by_lag) lags.push_back(stats_json(s));
-    edges_json.push_back({{"from", e.from_direction}, {"to", e.to_direction},
-                          {"rationale", e.rationale}, {"risks", e.risks}, {"prior", e.prior},
+    edges_json.push_back({{"from", e.from_direction},
+                          {"to", e.to_direction},
+                          {"rationale", e.rationale},
+                          {"risks", e.risks},
+                          {"prior", e.prior},
                           {"lags", lags}});
   }
   nlohmann::json& evidence_json = document["evidence"] = nlohmann::json::array();
   for (const Evidence& e : evidence("")) {
     const Provenance& p = e.provenance;
-    evidence_json.push_back(
-        {{"created_at", e.created_at}, {"direction", e.direction_id},
-         {"strategy", e.strategy_id}, {"prefix", e.prefix}, {"verdict", e.verdict},
-         {"log_gain", optional_json(e.log_gain)},
-         {"speedup_vs_baseline", optional_json(e.speedup_vs_baseline)},
-         {"candidate_id", e.candidate_id}, {"excerpt", e.excerpt},
-         {"failure_reason", e.failure_reason}, {"diagnosis", e.diagnosis},
-         {"provenance", {{"backend", p.backend}, {"device", p.device},
-                         {"compute_capability", p.compute_capability},
-                         {"toolchain", p.toolchain}, {"family", p.family},
-                         {"task_hash", p.task_hash}}}});
+    evidence_json.push_back({{"created_at", e.created_at},
+                             {"direction", e.direction_id},
+                             {"strategy", e.strategy_id},
+                             {"prefix", e.prefix},
+                             {"verdict", e.verdict},
+                             {"log_gain", optional_json(e.log_gain)},
+                             {"speedup_vs_baseline", optional_json(e.speedup_vs_baseline)},
+                             {"candidate_id", e.candidate_id},
+                             {"excerpt", e.excerpt},
+                             {"failure_reason", e.failure_reason},
+                             {"diagnosis", e.diagnosis},
+                             {"provenance",
+                              {{"backend", p.backend},
+                               {"device", p.device},
+                               {"compute_capability", p.compute_capability},
+                               {"toolchain", p.toolchain},
+                               {"family", p.family},
+                               {"task_hash", p.task_hash}}}});
   }
   return document;
 }
@@ -182,8 +201,7 @@ nlohmann::json SqliteStore::export_json() {
 SqliteStore::ImportSummary SqliteStore::import_json(const nlohmann::json& document,
                                                     const std::string& source) {
   if (!document.is_object() || document.value("format", "") != kFormat) {
-    throw Error(source + ": not a kforge memory export (expected \"format\": \"" + kFormat +
-                "\")");
+    throw Error(source + ": not a kforge memory export (expected \"format\": \"" + kFormat + "\")");
   }
   if (document.value("version", 0) != kFormatVersion) {
     throw Error(source + ": field 'version': expected " + std::to_string(kFormatVersion) +

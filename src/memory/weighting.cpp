@@ -26,8 +26,8 @@ void ProvenanceWeights::validate() const {
                                                     {"other_family", other_family}};
   for (const auto& [name, value] : factors) {
     if (!std::isfinite(value) || value < 0.0 || value > 1.0) {
-      throw Error(std::string("provenance weights: ") + name + ": expected a number in [0, 1], got " +
-                  std::to_string(value));
+      throw Error(std::string("provenance weights: ") + name +
+                  ": expected a number in [0, 1], got " + std::to_string(value));
     }
   }
 }
@@ -65,9 +65,8 @@ MemoryView MemoryView::load(Store& store, const Provenance& context,
   view.directions_ = store.directions(context.backend);
   for (const Direction& direction : view.directions_) {
     for (Strategy& strategy : store.strategies(direction.id)) {
-      if (strategy.backends.empty() ||
-          std::find(strategy.backends.begin(), strategy.backends.end(), context.backend) !=
-              strategy.backends.end()) {
+      if (strategy.backends.empty() || std::find(strategy.backends.begin(), strategy.backends.end(),
+                                                 context.backend) != strategy.backends.end()) {
         view.strategies_.push_back(std::move(strategy));
       }
     }
@@ -79,7 +78,8 @@ MemoryView MemoryView::load(Store& store, const Provenance& context,
   for (Evidence& evidence : store.evidence(context.backend)) {
     const double weight = evidence_weight(evidence.provenance, context, weights);
     view.direction_stats_[evidence.direction_id].add(evidence, weight);
-    if (!evidence.strategy_id.empty()) view.strategy_stats_[evidence.strategy_id].add(evidence, weight);
+    if (!evidence.strategy_id.empty())
+      view.strategy_stats_[evidence.strategy_id].add(evidence, weight);
     const std::size_t lags = std::min<std::size_t>(evidence.prefix.size(), kMaxLag);
     for (std::size_t j = 0; j < lags; ++j) {
       view.edge_stats_[{{evidence.prefix[j], evidence.direction_id}, static_cast<int>(j) + 1}].add(

@@ -81,8 +81,7 @@ class MemoryView {
  public:
   /// Reads the store (errors are the store's). `context` is the provenance of the decision
   /// (backend, device, toolchain, family); its backend selects directions and evidence.
-  static MemoryView load(Store& store, const Provenance& context,
-                         const ProvenanceWeights& weights);
+  static MemoryView load(Store& store, const Provenance& context, const ProvenanceWeights& weights);
 
   /// Directions of the context's backend, in store order.
   const std::vector<Direction>& directions() const { return directions_; }

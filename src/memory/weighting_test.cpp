@@ -58,8 +58,8 @@ TEST(WeightedStats, AccumulateWeightedMeanEmaAndSuccesses) {
   s.add(ok, 0.0);  // zero weight: ignored
   EXPECT_DOUBLE_EQ(s.attempts, 2.0);
   EXPECT_DOUBLE_EQ(s.gain_weight, 1.5);
-  EXPECT_NEAR(s.mean_log_gain, 0.4, 1e-12);        // (0.2 + 0.5 * 0.8) / 1.5
-  EXPECT_NEAR(s.ema_log_gain, 0.171, 1e-12);       // 0.06 + 0.3 * 0.5 * (0.8 - 0.06)
+  EXPECT_NEAR(s.mean_log_gain, 0.4, 1e-12);   // (0.2 + 0.5 * 0.8) / 1.5
+  EXPECT_NEAR(s.ema_log_gain, 0.171, 1e-12);  // 0.06 + 0.3 * 0.5 * (0.8 - 0.06)
   EXPECT_DOUBLE_EQ(s.successes, 1.5);
 }
 
