@@ -319,19 +319,32 @@ std::optional<Edge> SqliteStore::edge(const std::string& from_direction,
 }
 
 std::vector<Edge> SqliteStore::edges() {
-  sqlite::Statement query(*db_,
-                          "SELECT from_direction, to_direction, rationale, risks, prior "
-                          "FROM edges ORDER BY rowid");
+  // One query for all edges and their lags (a policy reads every edge at every decision).
+  sqlite::Statement query(*db_, std::string("SELECT e.from_direction, e.to_direction, e.rationale, "
+                                            "e.risks, e.prior, l.lag, ") +
+                                    "l.attempts, l.compile_successes, l.correct_successes, "
+                                    "l.successes, l.ok_attempts, l.mean_log_gain, "
+                                    "l.ema_log_gain, l.last_used FROM edges e LEFT JOIN "
+                                    "edge_lags l ON l.from_direction = e.from_direction AND "
+                                    "l.to_direction = e.to_direction ORDER BY e.rowid, l.lag");
   std::vector<Edge> result;
   while (query.step()) {
-    Edge e;
-    e.from_direction = query.text(0);
-    e.to_direction = query.text(1);
-    e.rationale = query.text(2);
-    e.risks = query.text(3);
-    e.prior = query.real(4);
-    e.by_lag = lag_stats(*db_, e.from_direction, e.to_direction);
-    result.push_back(std::move(e));
+    const std::string from = query.text(0), to = query.text(1);
+    if (result.empty() || result.back().from_direction != from ||
+        result.back().to_direction != to) {
+      Edge e;
+      e.from_direction = from;
+      e.to_direction = to;
+      e.rationale = query.text(2);
+      e.risks = query.text(3);
+      e.prior = query.real(4);
+      result.push_back(std::move(e));
+    }
+    if (query.is_null(5)) continue;
+    const int64_t lag = query.integer(5);
+    if (lag >= 1 && lag <= kMaxLag) {
+      result.back().by_lag[static_cast<std::size_t>(lag - 1)] = stats_from(query, 6);
+    }
   }
   return result;
 }
