@@ -51,8 +51,9 @@ struct StateSummary {
   /// provenance every evidence row is weighed against.
   Provenance context;
   std::string task_name;
-  /// Last feedback: the diagnosis of the most recently evaluated candidate (verdict, gain over
-  /// its parent, achieved bandwidth fraction, memory-bound or not).
+  /// Last feedback: verdict and gain over its parent of the most recently evaluated candidate,
+  /// with the achieved bandwidth fraction and roofline position of the best so far (the
+  /// candidate the next step refines); the optimizer fills it after every step.
   Diagnosis last_feedback;
   std::string last_direction_id;  // direction of that candidate; "" before any step
   /// Directions chosen so far in this run, oldest first (most recent last).
