@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/memory_command.h"
 #include "cli/optimize_command.h"
 #include "common/error.h"
 
@@ -25,8 +26,9 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--run-dir", options.run_dir, "Where the run goes (default runs/<task>-<time>)")
       ->envname("KFORGE_RUN_DIR");
   optimize->add_option("--memory", options.memory_path,
-                       "HTG database (default $XDG_DATA_HOME/kforge/memory.sqlite)")
-      ->envname("KFORGE_MEMORY_DB");
+                       "HTG memory file (default $XDG_DATA_HOME/kforge/memory.sqlite; "
+                       "KFORGE_MEMORY_DB is still read)")
+      ->envname("KFORGE_MEMORY");
   optimize->add_option("--cache-dir", options.cache_dir, "Compiled artifact cache")
       ->envname("KFORGE_CACHE_DIR");
   optimize->add_option("--cuda-arch", options.cuda_arch, "nvcc -arch for cuda candidates")
@@ -101,6 +103,45 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_REPAIR_TRIES")
       ->check(CLI::Range(0, 20))
       ->capture_default_str();
+  optimize->add_option("--policy", options.policy,
+                       "htam (transition-attended memory), flat (flat evidence retrieval), "
+                       "feedback (refine from the last result), oneshot (one generation, no "
+                       "memory) or random")
+      ->envname("KFORGE_POLICY")
+      ->check(CLI::IsMember({"htam", "flat", "feedback", "oneshot", "random"}))
+      ->capture_default_str();
+  optimize->add_option("--ablate", options.ablate,
+                       "Switch off parts of htam: hierarchy, local-memory, prefix (repeat or "
+                       "comma-separate)")
+      ->envname("KFORGE_ABLATE")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"hierarchy", "local-memory", "prefix"}));
+  memory::ProvenanceWeights& weights = options.search.provenance_weights;
+  optimize->add_option("--weight-other-device", weights.other_device,
+                       "Weight of evidence from another device")
+      ->envname("KFORGE_WEIGHT_OTHER_DEVICE")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  optimize->add_option("--weight-other-toolchain", weights.other_toolchain,
+                       "Weight of evidence from another compiler version")
+      ->envname("KFORGE_WEIGHT_OTHER_TOOLCHAIN")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  optimize->add_option("--weight-similar-family", weights.similar_family,
+                       "Weight of evidence from a similar operator family")
+      ->envname("KFORGE_WEIGHT_SIMILAR_FAMILY")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  optimize->add_option("--weight-other-family", weights.other_family,
+                       "Weight of evidence from an unrelated operator family")
+      ->envname("KFORGE_WEIGHT_OTHER_FAMILY")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  optimize->add_option("--similar-families", options.similar_families,
+                       "Groups of similar operator families, one comma-separated group per use "
+                       "(replaces the default softmax,rmsnorm,layernorm,logsoftmax and "
+                       "gemv,gemm,matmul)")
+      ->envname("KFORGE_SIMILAR_FAMILIES");
   optimize->add_flag("--explain", options.search.explain,
                      "Print why each direction and strategy was chosen");
   optimize->add_flag("--json", options.json, "Print result.json instead of the summary");
@@ -148,6 +189,8 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
   OptimizeCommandOptions optimize;
   add_optimize(app, optimize);
+  MemoryCommandOptions memory;
+  add_memory_command(app, memory);
   if (std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
@@ -159,6 +202,7 @@ int run_cli(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("optimize")) return run_optimize(optimize);
+    if (app.got_subcommand("memory")) return run_memory(*app.get_subcommand("memory"), memory);
   } catch (const std::exception& e) {
     std::cerr << "kforge: error: " << e.what() << "\n";
     return static_cast<int>(ExitCode::error);

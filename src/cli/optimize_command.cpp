@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -103,8 +104,24 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
 
 }  // namespace
 
-int run_optimize(const OptimizeCommandOptions& options) {
+int run_optimize(const OptimizeCommandOptions& command_options) {
   // Everything that can be wrong with the input is checked before the run directory exists.
+  OptimizeCommandOptions options = command_options;
+  options.search.policy = memory::parse_policy_kind(options.policy);
+  options.search.ablations = memory::parse_ablations(options.ablate);
+  if (options.search.policy != memory::PolicyKind::htam && !options.ablate.empty()) {
+    throw Error("--ablate applies to --policy htam only (got --policy " + options.policy + ")");
+  }
+  if (!options.similar_families.empty()) {
+    options.search.provenance_weights.similar_families.clear();
+    for (const std::string& group : options.similar_families) {
+      std::vector<std::string> families;
+      std::stringstream list(group);
+      for (std::string family; std::getline(list, family, ',');) families.push_back(family);
+      options.search.provenance_weights.similar_families.push_back(families);
+    }
+  }
+  options.search.provenance_weights.validate();
   Task task = load_task(options.task_path);  // its errors name the file and the field
   std::string why;
   std::string backend = resolve_backend(options.backend, options.device, &why);
@@ -187,6 +204,8 @@ int run_optimize(const OptimizeCommandOptions& options) {
                              {"task_hash", task_hash(task)},
                              {"backend", backend},
                              {"memory", memory_path},
+                             {"policy", options.policy},
+                             {"ablate", memory::to_string(options.search.ablations)},
                              {"artifact_cache", toolchain.cache_dir},
                              {"seed", options.search.seed},
                              {"steps", options.search.steps},

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cli/llm_session.h"
 #include "search/optimizer.h"
@@ -22,6 +23,9 @@ struct OptimizeCommandOptions {
   std::string profile = "auto";
   std::string generator = "templates";  // templates | llm
   LlmCommandOptions llm;          // --generator llm only
+  std::string policy = "htam";    // --policy, parsed into search.policy by run_optimize
+  std::vector<std::string> ablate;            // --ablate names, parsed into search.ablations
+  std::vector<std::string> similar_families;  // --similar-families groups "a,b,c"
   search::OptimizeOptions search;
 };
 

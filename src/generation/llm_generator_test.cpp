@@ -49,6 +49,8 @@ class StoreWithOneDirection : public memory::Store {
   std::optional<memory::Edge> edge(const std::string&, const std::string&) override {
     return std::nullopt;
   }
+  std::vector<memory::Edge> edges() override { return {}; }
+  std::vector<memory::Evidence> evidence(const std::string&) override { return {}; }
   void record(const memory::Evidence&) override {}
   int64_t evidence_count() override { return 0; }
 };

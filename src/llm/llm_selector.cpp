@@ -62,22 +62,27 @@ LlmStrategySelector::LlmStrategySelector(ChatClient& client, const PromptBuilder
       state_(std::move(state)),
       log_(std::move(log)) {}
 
-memory::StrategyPick LlmStrategySelector::fall_back(std::span<const memory::Strategy> candidates,
+memory::StrategyPick LlmStrategySelector::fall_back(std::span<const memory::StrategyArm> arms,
+                                                    const memory::StateSummary& state,
                                                     std::mt19937_64& rng, const std::string& why) {
   ++fallbacks_;
-  memory::StrategyPick pick = fallback_.select(candidates, rng);
-  log_(fmt::format("    llm selector: {}; UCB1 chose {}", why, candidates[pick.index].id),
+  memory::StrategyPick pick = fallback_.select(arms, state, rng);
+  const memory::Strategy& chosen = arms[pick.index].strategy;
+  log_(fmt::format("    llm selector: {}; UCB1 chose {}", why, chosen.id),
        {{"event", "llm_selector_fallback"},
-        {"direction", candidates[0].direction_id},
+        {"direction", chosen.direction_id},
         {"reason", why},
-        {"strategy", candidates[pick.index].id}});
+        {"strategy", chosen.id}});
   pick.explanation = "LLM selector fell back to UCB1 (" + why + "): " + pick.explanation;
   return pick;
 }
 
-memory::StrategyPick LlmStrategySelector::select(std::span<const memory::Strategy> candidates,
+memory::StrategyPick LlmStrategySelector::select(std::span<const memory::StrategyArm> arms,
+                                                 const memory::StateSummary& summary,
                                                  std::mt19937_64& rng) {
-  if (candidates.size() == 1) return {0, "the only applicable strategy"};
+  if (arms.size() == 1) return {0, "the only applicable strategy"};
+  std::vector<memory::Strategy> candidates;
+  for (const memory::StrategyArm& arm : arms) candidates.push_back(arm.strategy);
   StrategyContext context;
   for (const memory::Direction& d : store_.directions(prompts_.backend())) {
     if (d.id == candidates[0].direction_id) context.direction = d;
@@ -96,11 +101,11 @@ memory::StrategyPick LlmStrategySelector::select(std::span<const memory::Strateg
   ChatResult result = client_.complete(request);
   if (!result.ok()) {
     return fall_back(
-        candidates, rng,
+        arms, summary, rng,
         "no answer (" + to_string(result.error.kind) + ": " + result.error.message + ")");
   }
   SelectorAnswer answer = parse_selector_answer(result.response->content, candidates);
-  if (!answer.index) return fall_back(candidates, rng, "invalid answer: " + answer.error);
+  if (!answer.index) return fall_back(arms, summary, rng, "invalid answer: " + answer.error);
   log_("", {{"event", "llm_selector"},
             {"direction", context.direction.id},
             {"strategy", candidates[*answer.index].id},

@@ -47,13 +47,16 @@ class LlmStrategySelector final : public memory::StrategySelector {
   LlmStrategySelector(ChatClient& client, const PromptBuilder& prompts, std::string model,
                       std::optional<double> temperature, memory::Store& store,
                       std::function<SearchState()> state, LlmLogSink log);
-  memory::StrategyPick select(std::span<const memory::Strategy> candidates,
-                              std::mt19937_64& rng) override;
+  /// Asks the model to pick among `arms` (the policy's applicable strategies of one direction);
+  /// falls back to UCB1 over the same arms and `state` when the answer is missing or invalid.
+  memory::StrategyPick select(std::span<const memory::StrategyArm> arms,
+                              const memory::StateSummary& state, std::mt19937_64& rng) override;
 
   int fallbacks() const { return fallbacks_; }
 
  private:
-  memory::StrategyPick fall_back(std::span<const memory::Strategy> candidates, std::mt19937_64& rng,
+  memory::StrategyPick fall_back(std::span<const memory::StrategyArm> arms,
+                                 const memory::StateSummary& state, std::mt19937_64& rng,
                                  const std::string& why);
 
   ChatClient& client_;

@@ -27,6 +27,8 @@ class OneDirectionStore : public memory::Store {
   std::optional<memory::Edge> edge(const std::string&, const std::string&) override {
     return std::nullopt;
   }
+  std::vector<memory::Edge> edges() override { return {}; }
+  std::vector<memory::Evidence> evidence(const std::string&) override { return {}; }
   void record(const memory::Evidence&) override {}
   int64_t evidence_count() override { return 0; }
 };
@@ -71,6 +73,7 @@ class LlmSelectorTest : public ::testing::Test {
       s.direction_id = "memory_access";
       s.title = id;
       candidates_.push_back(s);
+      arms_.push_back(memory::StrategyArm{s, {}, false});
     }
   }
 
@@ -81,6 +84,8 @@ class LlmSelectorTest : public ::testing::Test {
   OneDirectionStore store_;
   LlmStrategySelector selector_;
   std::vector<memory::Strategy> candidates_;
+  std::vector<memory::StrategyArm> arms_;  // the same strategies, as the policy hands them over
+  memory::StateSummary state_;
   std::vector<std::string> lines_;
   std::vector<nlohmann::json> events_;
   std::mt19937_64 rng_{7};
@@ -90,7 +95,7 @@ TEST_F(LlmSelectorTest, ValidAnswerPicksTheNamedStrategy) {
   client_.answer(
       "<think>fusing saves a pass</think>\n```json\n{\"strategy_id\": \"fuse_passes\", \"reason\": "
       "\"one pass less\"}\n```");
-  memory::StrategyPick pick = selector_.select(candidates_, rng_);
+  memory::StrategyPick pick = selector_.select(arms_, state_, rng_);
   EXPECT_EQ(pick.index, 2u);
   EXPECT_NE(pick.explanation.find("one pass less"), std::string::npos);
   EXPECT_EQ(selector_.fallbacks(), 0);
@@ -104,7 +109,7 @@ TEST_F(LlmSelectorTest, ValidAnswerPicksTheNamedStrategy) {
 
 TEST_F(LlmSelectorTest, UnknownIdFallsBackToUcb1AndIsLogged) {
   client_.answer("{\"strategy_id\": \"tensor_cores\", \"reason\": \"fast\"}");
-  memory::StrategyPick pick = selector_.select(candidates_, rng_);
+  memory::StrategyPick pick = selector_.select(arms_, state_, rng_);
   EXPECT_LT(pick.index, candidates_.size());
   EXPECT_EQ(selector_.fallbacks(), 1);
   ASSERT_EQ(events_.size(), 1u);
@@ -117,16 +122,16 @@ TEST_F(LlmSelectorTest, ProseAndErrorsFallBack) {
   ChatResult failed;
   failed.error = {ChatErrorKind::budget_exhausted, "LLM budget reached", 0, 0};
   client_.replies.push_back(failed);
-  selector_.select(candidates_, rng_);
-  selector_.select(candidates_, rng_);
+  selector_.select(arms_, state_, rng_);
+  selector_.select(arms_, state_, rng_);
   EXPECT_EQ(selector_.fallbacks(), 2);
   EXPECT_NE(lines_[0].find("not a JSON object"), std::string::npos) << lines_[0];
   EXPECT_NE(lines_[1].find("budget_exhausted"), std::string::npos) << lines_[1];
 }
 
 TEST_F(LlmSelectorTest, ASingleCandidateIsTakenWithoutAsking) {
-  std::vector<memory::Strategy> one = {candidates_[0]};
-  EXPECT_EQ(selector_.select(one, rng_).index, 0u);
+  std::vector<memory::StrategyArm> one = {arms_[0]};
+  EXPECT_EQ(selector_.select(one, state_, rng_).index, 0u);
   EXPECT_TRUE(client_.requests.empty());
 }
 

@@ -173,7 +173,7 @@ std::string describe_direction(const StrategyContext& c) {
     std::string edge = "- Moving here from " + c.edge->from_direction + ": ";
     edge += c.edge->rationale.empty() ? "no recorded rationale" : c.edge->rationale;
     if (!c.edge->risks.empty()) edge += "; risks: " + c.edge->risks;
-    edge += "; evidence: " + describe_stats(c.edge->stats);
+    edge += "; evidence (right after it): " + describe_stats(c.edge->by_lag[0]);
     lines.push_back(edge);
   }
   return join(lines, "\n");

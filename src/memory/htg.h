@@ -6,6 +6,7 @@
 // transition edges hold path-dependent evidence about moving from one direction to the next.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,11 +27,18 @@ struct ParamEdit {
   std::string value;   // for "set" and "variant"
 };
 
-/// Runtime statistics kept on nodes and edges. Gains are natural logs of speedup over the parent
-/// candidate (0 = no change, > 0 = faster); failed attempts count as attempts without success.
+/// How many earlier steps a transition edge keeps evidence for: lag j = 1..kMaxLag means "the
+/// source direction was chosen j steps before the target" (HTAM's prefix of recent directions).
+inline constexpr int kMaxLag = 3;
+
+/// Runtime statistics kept on nodes and on each lag of an edge, as raw (undiscounted) counts of
+/// every attempt recorded. Gains are natural logs of speedup over the parent candidate (0 = no
+/// change, > 0 = faster). Provenance-discounted views for decisions are in weighting.h.
 struct Stats {
   int64_t attempts = 0;
-  int64_t successes = 0;          // verdict ok and faster than the parent
+  int64_t compile_successes = 0;  // verdict neither compile_error nor rejected_by_policy
+  int64_t correct_successes = 0;  // verdict ok (compiled and passed the gate)
+  int64_t successes = 0;          // speedup successes: verdict ok and faster than the parent
   int64_t ok_attempts = 0;        // attempts with verdict ok and a log gain (mean's denominator)
   double mean_log_gain = 0.0;     // over attempts with verdict ok
   double ema_log_gain = 0.0;      // exponential moving average, the improvement trend
@@ -62,18 +70,20 @@ struct Strategy {
   Stats stats;
 };
 
-/// A transition edge from one direction to the next.
+/// A transition edge from one direction to the next, with its evidence kept per lag:
+/// by_lag[j - 1] holds the attempts of `to_direction` made when `from_direction` had been chosen
+/// j steps earlier (j = 1: immediately before).
 struct Edge {
   std::string from_direction;
   std::string to_direction;
   std::string rationale;
   std::string risks;
   double prior = 0.0;   // prior utility from the knowledge file (0 if not listed)
-  Stats stats;
+  std::array<Stats, kMaxLag> by_lag;
 };
 
-/// Where a piece of evidence was obtained. Evidence from another device or toolchain counts,
-/// discounted (full policy: the HTAM issue).
+/// Where a piece of evidence was obtained. Evidence from another device, toolchain or operator
+/// family counts, discounted (weighting.h, ProvenanceWeights).
 struct Provenance {
   std::string backend;             // "cpu" | "cuda"
   std::string device;              // "NVIDIA H200"
@@ -83,17 +93,24 @@ struct Provenance {
   std::string task_hash;           // hash of the task file
 };
 
-/// One attempt: a strategy applied after a previous direction, and what came of it.
+/// One attempt: a strategy applied after a prefix of earlier directions, and what came of it.
+/// Positive evidence has log_gain > 0; negative evidence is everything else (slower, or failed
+/// with a failure_reason).
 struct Evidence {
   std::string direction_id;
-  std::string strategy_id;
-  std::string previous_direction_id;   // empty at the first step
+  std::string strategy_id;             // empty when only the direction is known
+  /// Directions chosen before this attempt, most recent first: prefix[j - 1] was chosen j steps
+  /// earlier. Empty at the first step; the store keeps the first kMaxLag entries.
+  std::vector<std::string> prefix;
   Provenance provenance;
   std::string verdict;                 // to_string(Verdict)
   std::optional<double> log_gain;      // ln(parent time / candidate time) when verdict is ok
   std::optional<double> speedup_vs_baseline;
   std::string candidate_id;            // content hash of the candidate
-  std::string note;                    // short excerpt of the change or the failure reason
+  std::string excerpt;                 // short description of the change
+  std::string failure_reason;          // verdict message when the attempt failed, else empty
+  std::string diagnosis;               // Diagnosis::summary() the strategy was chosen under
+  std::string created_at;              // ISO-8601 UTC; set by the store when recorded
 };
 
 }  // namespace kforge::memory

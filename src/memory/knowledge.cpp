@@ -206,10 +206,18 @@ ParamEdit parse_edit(const toml::node& node, const Context& context) {
 }
 
 Strategy parse_strategy(const toml::table& table, const Direction& direction,
-                        const Context& parent) {
+                        const Context& parent, bool top_level = false) {
   Context context = parent.nested("strategy");
-  check_keys(table, {"id", "title", "edit_pattern", "validation", "triggers", "edits", "backends"},
-             context);
+  if (top_level) {
+    check_keys(table,
+               {"id", "direction", "title", "edit_pattern", "validation", "triggers", "edits",
+                "backends"},
+               context);
+  } else {
+    check_keys(table,
+               {"id", "title", "edit_pattern", "validation", "triggers", "edits", "backends"},
+               context);
+  }
   Strategy strategy;
   strategy.id = require_id(table, "id", context);
   context = parent.nested("strategy '" + strategy.id + "'");
@@ -289,9 +297,33 @@ Edge parse_edge(const toml::table& table, const std::set<std::string>& direction
   return edge;
 }
 
+// A top-level [[strategies]] entry names its direction, which must be defined in the file.
+void parse_top_level_strategies(const toml::table& root, const Context& file,
+                                Knowledge& knowledge, std::set<std::string>& strategy_ids) {
+  const toml::array* strategies = optional_table_array(root, "strategies", file);
+  for (std::size_t i = 0; strategies != nullptr && i < strategies->size(); ++i) {
+    const toml::table& table = *(*strategies)[i].as_table();
+    Context context = file.nested("strategy");
+    const std::string id = require_id(table, "id", context);
+    context = file.nested("strategy '" + id + "'");
+    const std::string direction_id = require_id(table, "direction", context);
+    auto direction = std::find_if(knowledge.directions.begin(), knowledge.directions.end(),
+                                  [&](const Direction& d) { return d.id == direction_id; });
+    if (direction == knowledge.directions.end()) {
+      context.fail(table.get("direction"), "direction",
+                   "expected a direction id defined in this file, got '" + direction_id + "'");
+    }
+    Strategy strategy = parse_strategy(table, *direction, file, /*top_level=*/true);
+    if (!strategy_ids.insert(strategy.id).second) {
+      context.fail(&table, "id", "duplicate strategy id '" + strategy.id + "'");
+    }
+    knowledge.strategies.push_back(std::move(strategy));
+  }
+}
+
 Knowledge parse_table(const toml::table& root, const std::string& source_name) {
   Context file(source_name, "");
-  check_keys(root, {"version", "directions", "edges"}, file);
+  check_keys(root, {"version", "directions", "strategies", "edges"}, file);
   const toml::node& version = require(root, "version", "the integer 1", file);
   if (!version.is_integer() || version.as_integer()->get() != kKnowledgeFormatVersion) {
     file.fail(&version, "version",
@@ -312,6 +344,7 @@ Knowledge parse_table(const toml::table& root, const std::string& source_name) {
     }
     knowledge.directions.push_back(std::move(direction));
   }
+  parse_top_level_strategies(root, file, knowledge, strategy_ids);
   const toml::array* edges = optional_table_array(root, "edges", file);
   std::set<std::pair<std::string, std::string>> edge_keys;
   for (std::size_t i = 0; edges != nullptr && i < edges->size(); ++i) {

@@ -6,9 +6,13 @@
 //   [[directions.strategies]]   id, title, edit_pattern, validation[], triggers[],
 //                               edits = [{ param, op, value }], backends[] (optional, a subset of
 //                               the direction's; defaults to all of them)
+//   [[strategies]]              as [[directions.strategies]] plus `direction` (the id of a
+//                               direction defined in the file): adds strategies to a direction
+//                               from elsewhere in the file, e.g. a section appended later
 //   [[edges]]                   from, to, rationale, risks, prior
 //
-// Ids are lowercase [a-z0-9_]; strategy ids are unique across the whole file. Edit ops: set
+// Ids are lowercase [a-z0-9_]; direction ids and strategy ids are unique across the whole file;
+// a strategy or edge naming a direction the file does not define is an error. Edit ops: set
 // (value), increase, decrease, max, min (param, no value) and variant (value = decomposition or
 // variant name, no param). Priors are finite utilities in [-1, 1] on the scale of a natural-log
 // speedup. Unknown fields are errors so that a typo never silently drops knowledge.

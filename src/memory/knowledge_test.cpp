@@ -12,6 +12,8 @@
 #include <string>
 
 #include "common/error.h"
+#include "generation/kernel_family.h"
+#include "memory/diagnosis.h"
 
 namespace kforge::memory {
 namespace {
@@ -23,14 +25,31 @@ const std::filesystem::path kSeedPath =
 const std::filesystem::path kSeedPath = "knowledge/seed.toml";
 #endif
 
-// The parameter names and decompositions of the kernel families (kernels/<backend>/).
-const std::map<std::string, std::set<std::string>> kParams = {
-    {"cuda",
-     {"BLOCK_THREADS", "VEC", "ROWS_PER_BLOCK", "UNROLL", "ROWS_PER_WARP", "ONLINE", "CACHE_ROW"}},
-    {"cpu", {"PARALLEL", "ACCUMULATORS", "TILE_ROWS"}}};
-const std::map<std::string, std::set<std::string>> kDecompositions = {
-    {"cuda", {"thread_per_row", "warp_per_row", "block_per_row"}},
-    {"cpu", {"row_serial", "row_simd", "row_tiled"}}};
+// The parameter names and decompositions of every kernel family under kernels/<backend>/, read
+// from their family.toml files (what the templates generator can apply).
+struct FamilySpace {
+  std::map<std::string, std::set<std::string>> params;          // by backend
+  std::map<std::string, std::set<std::string>> decompositions;  // by backend
+};
+
+FamilySpace family_space() {
+  FamilySpace space;
+  const std::filesystem::path kernels = kSeedPath.parent_path().parent_path() / "kernels";
+  for (const char* backend : {"cpu", "cuda"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(kernels / backend)) {
+      if (!std::filesystem::exists(entry.path() / "family.toml")) continue;
+      generation::KernelFamily family = generation::load_family(
+          kernels.string(), backend, entry.path().filename().string());
+      for (const generation::TemplateVariant& variant : family.variants) {
+        space.decompositions[backend].insert(variant.decomposition);
+        for (const generation::TemplateParam& param : variant.params) {
+          space.params[backend].insert(param.name);
+        }
+      }
+    }
+  }
+  return space;
+}
 
 const char* kMinimal = R"(
 version = 1
@@ -170,6 +189,45 @@ prior = 0.1
   EXPECT_NE(error_of("version = 1\n").find("field 'directions'"), std::string::npos);
 }
 
+TEST(Knowledge, TopLevelStrategiesNameAKnownDirection) {
+  const std::string added = R"(
+[[strategies]]
+id = "narrow"
+direction = "memory_access"
+title = "Narrow"
+edit_pattern = "p"
+validation = []
+triggers = []
+edits = [{ param = "VEC", op = "min" }]
+)";
+  Knowledge knowledge = parse_knowledge(variant_of("", "", added), "test.toml");
+  ASSERT_EQ(knowledge.strategies.size(), 2u);
+  EXPECT_EQ(knowledge.strategies[1].direction_id, "memory_access");
+  EXPECT_EQ(knowledge.strategies[1].backends, std::vector<std::string>{"cuda"});
+
+  std::string unknown = added;
+  unknown.replace(unknown.find("\"memory_access\""), 15, "\"teleportation\"");
+  std::string message = error_of(variant_of("", "", unknown));
+  EXPECT_NE(message.find("test.toml:"), std::string::npos) << message;
+  EXPECT_NE(message.find("strategy 'narrow': field 'direction': expected a direction id defined "
+                         "in this file, got 'teleportation'"),
+            std::string::npos)
+      << message;
+
+  std::string duplicate = added;
+  duplicate.replace(duplicate.find("\"narrow\""), 8, "\"vec\"");
+  message = error_of(variant_of("", "", duplicate));
+  EXPECT_NE(message.find("strategy 'vec': field 'id': duplicate strategy id 'vec'"),
+            std::string::npos)
+      << message;
+
+  std::string missing = added;
+  missing.replace(missing.find("title = \"Narrow\"\n"), 17, "");
+  message = error_of(variant_of("", "", missing));
+  EXPECT_NE(message.find("strategy 'narrow': field 'title': missing"), std::string::npos)
+      << message;
+}
+
 TEST(Knowledge, InvalidTomlAndMissingFileAreErrors) {
   std::string message = error_of("version = \n");
   EXPECT_NE(message.find("test.toml:1:"), std::string::npos) << message;
@@ -242,6 +300,10 @@ TEST(SeedKnowledge, EachDirectionHasThreeToSixStrategiesPerBackend) {
 
 TEST(SeedKnowledge, EditsUseFamilyNamesAndCoverEveryParamAndDecomposition) {
   Knowledge seed = load_knowledge(kSeedPath);
+  const FamilySpace space = family_space();
+  const auto& kParams = space.params;
+  const auto& kDecompositions = space.decompositions;
+  ASSERT_EQ(kParams.size(), 2u);
   std::map<std::string, std::set<std::string>> params_used;
   std::map<std::string, std::set<std::string>> variants_used;
   for (const Strategy& s : seed.strategies) {
@@ -265,6 +327,38 @@ TEST(SeedKnowledge, EditsUseFamilyNamesAndCoverEveryParamAndDecomposition) {
   for (const auto& [backend, names] : kDecompositions) {
     EXPECT_EQ(variants_used[backend], names) << backend;
   }
+}
+
+}  // namespace
+}  // namespace kforge::memory
+
+namespace kforge::memory {
+namespace {
+
+// The offline selector prefers strategies whose triggers match the diagnosis; the seed must give
+// it something to match for each kind of feedback kforge diagnoses.
+TEST(SeedKnowledge, TriggersCoverEachDiagnosisKind) {
+  Knowledge seed = load_knowledge(kSeedPath);
+  auto matched = [&](const Diagnosis& diagnosis, const std::string& backend) {
+    std::set<std::string> ids;
+    for (const Strategy& s : seed.strategies) {
+      if (s.backends[0] == backend && triggered(s, diagnosis)) ids.insert(s.id);
+    }
+    return ids;
+  };
+  Diagnosis slow;
+  slow.verdict = "ok";
+  slow.bandwidth_fraction = 0.3;
+  Diagnosis compile_error;
+  compile_error.verdict = "compile_error";
+  Diagnosis wrong;
+  wrong.verdict = "wrong_answer";
+  for (const char* backend : {"cpu", "cuda"}) {
+    EXPECT_FALSE(matched(slow, backend).empty()) << backend;
+    EXPECT_FALSE(matched(compile_error, backend).empty()) << backend;
+    EXPECT_FALSE(matched(wrong, backend).empty()) << backend;
+  }
+  EXPECT_TRUE(matched(slow, "cuda").count("cuda_vectorized_loads"));
 }
 
 }  // namespace

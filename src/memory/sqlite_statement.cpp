@@ -98,6 +98,15 @@ double Statement::real(int column) const { return sqlite3_column_double(statemen
 
 int64_t Statement::integer(int column) const { return sqlite3_column_int64(statement_, column); }
 
+bool Statement::is_null(int column) const {
+  return sqlite3_column_type(statement_, column) == SQLITE_NULL;
+}
+
+std::optional<double> Statement::optional_real(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return real(column);
+}
+
 Transaction::Transaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
 
 Transaction::~Transaction() {

@@ -61,6 +61,9 @@ class Statement {
   std::string text(int column) const;  // "" for NULL
   double real(int column) const;
   int64_t integer(int column) const;
+  bool is_null(int column) const;
+  /// nullopt for NULL, else the column as a double.
+  std::optional<double> optional_real(int column) const;
 
  private:
   void check_bind(int rc, int index);

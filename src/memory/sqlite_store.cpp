@@ -1,6 +1,7 @@
 #include "memory/sqlite_store.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,59 +13,16 @@
 #include <utility>
 
 #include "common/error.h"
+#include "memory/sqlite_schema.h"
 #include "memory/sqlite_statement.h"
 
 namespace kforge::memory {
 namespace {
 
-// A record() transaction takes milliseconds; 5 s lets a concurrent kforge process finish its
-// write, yet a stuck process surfaces as an error instead of hanging the run.
-constexpr int kBusyTimeoutMs = 5000;
-
-// The statistics columns shared by directions, strategies and edges.
-constexpr const char* kStatsColumns =
-    "attempts INTEGER NOT NULL DEFAULT 0, successes INTEGER NOT NULL DEFAULT 0, "
-    "ok_attempts INTEGER NOT NULL DEFAULT 0, mean_log_gain REAL NOT NULL DEFAULT 0, "
-    "ema_log_gain REAL NOT NULL DEFAULT 0, last_used TEXT NOT NULL DEFAULT ''";
-constexpr const char* kStatsSelect =
-    "attempts, successes, ok_attempts, mean_log_gain, ema_log_gain, last_used";
-
-// Version 0 -> 1: the initial schema. Lists are JSON arrays of strings; edits a JSON array of
-// {"param", "op", "value"} objects.
-void migrate_to_1(sqlite::Database& db) {
-  const std::string stats = kStatsColumns;
-  db.exec(
-      "CREATE TABLE directions (id TEXT PRIMARY KEY, title TEXT NOT NULL, goal TEXT NOT NULL, "
-      "triggers TEXT NOT NULL, risks TEXT NOT NULL, backends TEXT NOT NULL, prior REAL NOT NULL, " +
-      stats + ");");
-  db.exec(
-      "CREATE TABLE strategies (id TEXT PRIMARY KEY, "
-      "direction_id TEXT NOT NULL REFERENCES directions(id), title TEXT NOT NULL, "
-      "edit_pattern TEXT NOT NULL, validation TEXT NOT NULL, triggers TEXT NOT NULL, "
-      "edits TEXT NOT NULL, backends TEXT NOT NULL, " +
-      stats +
-      ");"
-      "CREATE INDEX strategies_by_direction ON strategies(direction_id);");
-  db.exec(
-      "CREATE TABLE edges (from_direction TEXT NOT NULL REFERENCES directions(id), "
-      "to_direction TEXT NOT NULL REFERENCES directions(id), rationale TEXT NOT NULL DEFAULT '', "
-      "risks TEXT NOT NULL DEFAULT '', prior REAL NOT NULL DEFAULT 0, " +
-      stats + ", PRIMARY KEY (from_direction, to_direction));");
-  db.exec(
-      "CREATE TABLE evidence (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, "
-      "direction_id TEXT NOT NULL REFERENCES directions(id), "
-      "strategy_id TEXT REFERENCES strategies(id), "
-      "previous_direction_id TEXT REFERENCES directions(id), verdict TEXT NOT NULL, "
-      "log_gain REAL, speedup_vs_baseline REAL, candidate_id TEXT NOT NULL, note TEXT NOT NULL, "
-      "backend TEXT NOT NULL, device TEXT NOT NULL, compute_capability TEXT NOT NULL, "
-      "toolchain TEXT NOT NULL, family TEXT NOT NULL, task_hash TEXT NOT NULL);"
-      "CREATE INDEX evidence_by_direction ON evidence(direction_id);");
-}
-
-// kMigrations[v] takes a database from user_version v to v + 1. Append, never edit.
-using Migration = void (*)(sqlite::Database&);
-constexpr Migration kMigrations[] = {migrate_to_1};
-static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion);
+using schema::kStatsSelect;
+using schema::stats_from;
+using schema::strings_column;
+using schema::to_json;
 
 std::string now_utc_iso8601() {
   auto now = std::chrono::system_clock::now();
@@ -81,10 +39,6 @@ std::string now_utc_iso8601() {
   return result;
 }
 
-std::string to_json(const std::vector<std::string>& values) {
-  return nlohmann::json(values).dump();
-}
-
 std::string to_json(const std::vector<ParamEdit>& edits) {
   nlohmann::json array = nlohmann::json::array();
   for (const ParamEdit& edit : edits) {
@@ -93,30 +47,11 @@ std::string to_json(const std::vector<ParamEdit>& edits) {
   return array.dump();
 }
 
-nlohmann::json parse_column(const sqlite::Database& db, const std::string& where,
-                            const std::string& text) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(db.path() + ": " + where + ": expected a JSON array, got '" + text +
-                "': " + e.what());
-  }
-}
-
-std::vector<std::string> strings_column(const sqlite::Database& db, const std::string& where,
-                                        const std::string& text) {
-  try {
-    return parse_column(db, where, text).get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(db.path() + ": " + where + ": expected a JSON array of strings: " + e.what());
-  }
-}
-
 std::vector<ParamEdit> edits_column(const sqlite::Database& db, const std::string& where,
                                     const std::string& text) {
   std::vector<ParamEdit> edits;
   try {
-    for (const nlohmann::json& item : parse_column(db, where, text)) {
+    for (const nlohmann::json& item : nlohmann::json::parse(text)) {
       edits.push_back({item.at("param").get<std::string>(), item.at("op").get<std::string>(),
                        item.at("value").get<std::string>()});
     }
@@ -124,17 +59,6 @@ std::vector<ParamEdit> edits_column(const sqlite::Database& db, const std::strin
     throw Error(db.path() + ": " + where + ": expected [{param, op, value}]: " + e.what());
   }
   return edits;
-}
-
-Stats stats_from(const sqlite::Statement& row, int first_column) {
-  Stats stats;
-  stats.attempts = row.integer(first_column);
-  stats.successes = row.integer(first_column + 1);
-  stats.ok_attempts = row.integer(first_column + 2);
-  stats.mean_log_gain = row.real(first_column + 3);
-  stats.ema_log_gain = row.real(first_column + 4);
-  stats.last_used = row.text(first_column + 5);
-  return stats;
 }
 
 bool direction_exists(sqlite::Database& db, const std::string& id) {
@@ -150,6 +74,7 @@ std::filesystem::path default_memory_path() {
     const char* value = std::getenv(name);
     return value != nullptr ? value : "";
   };
+  if (std::string path = env("KFORGE_MEMORY"); !path.empty()) return path;
   if (std::string path = env("KFORGE_MEMORY_DB"); !path.empty()) return path;
   if (std::string data = env("XDG_DATA_HOME"); !data.empty()) {
     return std::filesystem::path(data) / "kforge" / "memory.sqlite";
@@ -157,7 +82,7 @@ std::filesystem::path default_memory_path() {
   if (std::string home = env("HOME"); !home.empty()) {
     return std::filesystem::path(home) / ".local" / "share" / "kforge" / "memory.sqlite";
   }
-  throw Error("cannot locate the memory database: set KFORGE_MEMORY_DB, XDG_DATA_HOME or HOME");
+  throw Error("cannot locate the memory database: set KFORGE_MEMORY, XDG_DATA_HOME or HOME");
 }
 
 namespace {
@@ -194,31 +119,46 @@ SqliteStore::SqliteStore(std::filesystem::path path, std::unique_ptr<sqlite::Dat
 
 SqliteStore::~SqliteStore() = default;
 
-std::unique_ptr<SqliteStore> SqliteStore::open(const std::filesystem::path& path,
-                                               const std::filesystem::path& seed_knowledge_path) {
+std::unique_ptr<SqliteStore> SqliteStore::open_database(const std::filesystem::path& path,
+                                                        int busy_timeout_ms) {
   if (path != ":memory:" && path.has_parent_path()) {
     std::error_code error;
     std::filesystem::create_directories(path.parent_path(), error);
     if (error) {
       throw Error("cannot create directory " + path.parent_path().string() +
-                  " for the memory "
-                  "database: " +
-                  error.message());
+                  " for the memory database: " + error.message());
     }
   }
-  auto db = std::make_unique<sqlite::Database>(path.string(), kBusyTimeoutMs);
-  with_context(path.string() + ": not a kforge memory database (choose another --memory or "
-                               "KFORGE_MEMORY_DB)",
+  auto db = std::make_unique<sqlite::Database>(path.string(), busy_timeout_ms);
+  with_context(path.string() +
+                   ": not a kforge memory database, or corrupt (choose another "
+                   "--memory or KFORGE_MEMORY; the file was left unchanged)",
                [&] { check_ownership(*db); });
   // WAL lets readers proceed while another process records evidence; the pragma answers with
   // the mode in effect ("memory" for :memory:), which we accept as is.
   db->exec("PRAGMA journal_mode = WAL");
   db->exec("PRAGMA foreign_keys = ON");
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(db)));
-  store->migrate();
+  schema::migrate(*store->db_, path.string());
+  return store;
+}
+
+std::unique_ptr<SqliteStore> SqliteStore::open(const std::filesystem::path& path,
+                                               const std::filesystem::path& seed_knowledge_path,
+                                               int busy_timeout_ms) {
+  std::unique_ptr<SqliteStore> store = open_database(path, busy_timeout_ms);
   if (!seed_knowledge_path.empty() && store->directions("").empty()) {
     with_context("while seeding memory database " + path.string(),
                  [&] { store->seed(load_knowledge(seed_knowledge_path)); });
+  }
+  return store;
+}
+
+std::unique_ptr<SqliteStore> SqliteStore::open(const std::filesystem::path& path,
+                                               const Knowledge& seed, int busy_timeout_ms) {
+  std::unique_ptr<SqliteStore> store = open_database(path, busy_timeout_ms);
+  if (store->directions("").empty()) {
+    with_context("while seeding memory database " + path.string(), [&] { store->seed(seed); });
   }
   return store;
 }
@@ -229,46 +169,48 @@ int SqliteStore::schema_version() {
   return static_cast<int>(query.integer(0));
 }
 
-void SqliteStore::migrate() {
-  int version = schema_version();
-  if (version > kSchemaVersion) {
-    throw Error(path_.string() + ": memory schema version " + std::to_string(version) +
-                " is newer than this kforge supports (" + std::to_string(kSchemaVersion) +
-                "); upgrade kforge or point KFORGE_MEMORY_DB elsewhere");
-  }
-  for (; version < kSchemaVersion; ++version) {
-    sqlite::Transaction transaction(*db_);
-    kMigrations[version](*db_);
-    db_->exec("PRAGMA user_version = " + std::to_string(version + 1));
-    transaction.commit();
-  }
+void SqliteStore::insert_direction(const Direction& d) {
+  sqlite::Statement insert(*db_,
+                           "INSERT INTO directions (id, title, goal, triggers, risks, backends, "
+                           "prior) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  insert.bind(1, d.id).bind(2, d.title).bind(3, d.goal).bind(4, to_json(d.triggers));
+  insert.bind(5, to_json(d.risks)).bind(6, to_json(d.backends)).bind(7, d.prior).run();
+}
+
+void SqliteStore::insert_strategy(const Strategy& s) {
+  sqlite::Statement insert(*db_,
+                           "INSERT INTO strategies (id, direction_id, title, edit_pattern, "
+                           "validation, triggers, edits, backends) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  insert.bind(1, s.id).bind(2, s.direction_id).bind(3, s.title).bind(4, s.edit_pattern);
+  insert.bind(5, to_json(s.validation)).bind(6, to_json(s.triggers)).bind(7, to_json(s.edits));
+  insert.bind(8, to_json(s.backends)).run();
+}
+
+void SqliteStore::insert_edge(const Edge& e) {
+  sqlite::Statement insert(*db_,
+                           "INSERT INTO edges (from_direction, to_direction, rationale, risks, "
+                           "prior) VALUES (?1, ?2, ?3, ?4, ?5)");
+  insert.bind(1, e.from_direction).bind(2, e.to_direction).bind(3, e.rationale);
+  insert.bind(4, e.risks).bind(5, e.prior).run();
 }
 
 void SqliteStore::seed(const Knowledge& knowledge) {
   sqlite::Transaction transaction(*db_);
-  for (const Direction& d : knowledge.directions) {
-    sqlite::Statement insert(*db_,
-                             "INSERT INTO directions (id, title, goal, triggers, risks, backends, "
-                             "prior) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    insert.bind(1, d.id).bind(2, d.title).bind(3, d.goal).bind(4, to_json(d.triggers));
-    insert.bind(5, to_json(d.risks)).bind(6, to_json(d.backends)).bind(7, d.prior).run();
-  }
-  for (const Strategy& s : knowledge.strategies) {
-    sqlite::Statement insert(*db_,
-                             "INSERT INTO strategies (id, direction_id, title, edit_pattern, "
-                             "validation, triggers, edits, backends) "
-                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-    insert.bind(1, s.id).bind(2, s.direction_id).bind(3, s.title).bind(4, s.edit_pattern);
-    insert.bind(5, to_json(s.validation)).bind(6, to_json(s.triggers)).bind(7, to_json(s.edits));
-    insert.bind(8, to_json(s.backends)).run();
-  }
-  for (const Edge& e : knowledge.edges) {
-    sqlite::Statement insert(*db_,
-                             "INSERT INTO edges (from_direction, to_direction, rationale, risks, "
-                             "prior) VALUES (?1, ?2, ?3, ?4, ?5)");
-    insert.bind(1, e.from_direction).bind(2, e.to_direction).bind(3, e.rationale);
-    insert.bind(4, e.risks).bind(5, e.prior).run();
-  }
+  for (const Direction& d : knowledge.directions) insert_direction(d);
+  for (const Strategy& s : knowledge.strategies) insert_strategy(s);
+  for (const Edge& e : knowledge.edges) insert_edge(e);
+  transaction.commit();
+}
+
+void SqliteStore::reset(const Knowledge& seed) {
+  sqlite::Transaction transaction(*db_);
+  db_->exec(
+      "DELETE FROM evidence; DELETE FROM edge_lags; DELETE FROM edges; DELETE FROM strategies; "
+      "DELETE FROM directions;");
+  for (const Direction& d : seed.directions) insert_direction(d);
+  for (const Strategy& s : seed.strategies) insert_strategy(s);
+  for (const Edge& e : seed.edges) insert_edge(e);
   transaction.commit();
 }
 
@@ -321,10 +263,49 @@ std::vector<Strategy> SqliteStore::strategies(const std::string& direction_id) {
   return result;
 }
 
+namespace {
+
+// The per-lag statistics of (from, to), lag 1 first; zeros for lags without evidence.
+std::array<Stats, kMaxLag> lag_stats(sqlite::Database& db, const std::string& from,
+                                     const std::string& to) {
+  std::array<Stats, kMaxLag> result{};
+  sqlite::Statement query(db, std::string("SELECT lag, ") + kStatsSelect +
+                                  " FROM edge_lags WHERE from_direction = ?1 AND "
+                                  "to_direction = ?2");
+  query.bind(1, from).bind(2, to);
+  while (query.step()) {
+    int64_t lag = query.integer(0);
+    if (lag >= 1 && lag <= kMaxLag)
+      result[static_cast<std::size_t>(lag - 1)] = stats_from(query, 1);
+  }
+  return result;
+}
+
+Evidence evidence_from(const sqlite::Database& db, const sqlite::Statement& row) {
+  Evidence e;
+  e.created_at = row.text(0);
+  e.direction_id = row.text(1);
+  e.strategy_id = row.text(2);
+  e.prefix = strings_column(db, "evidence column prefix", row.text(3));
+  e.verdict = row.text(4);
+  e.log_gain = row.optional_real(5);
+  e.speedup_vs_baseline = row.optional_real(6);
+  e.candidate_id = row.text(7);
+  e.excerpt = row.text(8);
+  e.failure_reason = row.text(9);
+  e.diagnosis = row.text(10);
+  e.provenance = {row.text(11), row.text(12), row.text(13),
+                  row.text(14), row.text(15), row.text(16)};
+  return e;
+}
+
+}  // namespace
+
 std::optional<Edge> SqliteStore::edge(const std::string& from_direction,
                                       const std::string& to_direction) {
-  sqlite::Statement query(*db_, std::string("SELECT rationale, risks, prior, ") + kStatsSelect +
-                                    " FROM edges WHERE from_direction = ?1 AND to_direction = ?2");
+  sqlite::Statement query(*db_,
+                          "SELECT rationale, risks, prior FROM edges "
+                          "WHERE from_direction = ?1 AND to_direction = ?2");
   query.bind(1, from_direction).bind(2, to_direction);
   if (!query.step()) return std::nullopt;
   Edge e;
@@ -333,36 +314,95 @@ std::optional<Edge> SqliteStore::edge(const std::string& from_direction,
   e.rationale = query.text(0);
   e.risks = query.text(1);
   e.prior = query.real(2);
-  e.stats = stats_from(query, 3);
+  e.by_lag = lag_stats(*db_, from_direction, to_direction);
   return e;
 }
 
-// ema_log_gain is an exponential moving average with weight kEmaWeight = 0.3 on the newest
-// observation: its memory is about 1 / 0.3 ~ 3 attempts (half-life ~2), so the trend turns
-// within one HTAM run of ~6 steps, while a single noisy measurement moves it by only 30%. It
-// starts at 0 ("no change"), which shrinks the first few observations toward neutral.
-void SqliteStore::update_stats(const std::string& table, const std::string& key_condition,
+std::vector<Edge> SqliteStore::edges() {
+  // One query for all edges and their lags (a policy reads every edge at every decision).
+  sqlite::Statement query(*db_, std::string("SELECT e.from_direction, e.to_direction, e.rationale, "
+                                            "e.risks, e.prior, l.lag, ") +
+                                    "l.attempts, l.compile_successes, l.correct_successes, "
+                                    "l.successes, l.ok_attempts, l.mean_log_gain, "
+                                    "l.ema_log_gain, l.last_used FROM edges e LEFT JOIN "
+                                    "edge_lags l ON l.from_direction = e.from_direction AND "
+                                    "l.to_direction = e.to_direction ORDER BY e.rowid, l.lag");
+  std::vector<Edge> result;
+  while (query.step()) {
+    const std::string from = query.text(0), to = query.text(1);
+    if (result.empty() || result.back().from_direction != from ||
+        result.back().to_direction != to) {
+      Edge e;
+      e.from_direction = from;
+      e.to_direction = to;
+      e.rationale = query.text(2);
+      e.risks = query.text(3);
+      e.prior = query.real(4);
+      result.push_back(std::move(e));
+    }
+    if (query.is_null(5)) continue;
+    const int64_t lag = query.integer(5);
+    if (lag >= 1 && lag <= kMaxLag) {
+      result.back().by_lag[static_cast<std::size_t>(lag - 1)] = stats_from(query, 6);
+    }
+  }
+  return result;
+}
+
+std::vector<Evidence> SqliteStore::evidence(const std::string& backend) {
+  sqlite::Statement query(*db_,
+                          "SELECT created_at, direction_id, strategy_id, prefix, verdict, "
+                          "log_gain, speedup_vs_baseline, candidate_id, excerpt, failure_reason, "
+                          "diagnosis, backend, device, compute_capability, toolchain, family, "
+                          "task_hash FROM evidence WHERE ?1 = '' OR backend = ?1 ORDER BY id");
+  query.bind(1, backend);
+  std::vector<Evidence> result;
+  while (query.step()) result.push_back(evidence_from(*db_, query));
+  return result;
+}
+
+void SqliteStore::update_stats(const std::string& table, const std::string& where,
                                const std::vector<std::string>& keys, const Evidence& evidence,
                                const std::string& now) {
-  const bool has_gain = evidence.verdict == "ok" && evidence.log_gain.has_value();
-  const bool success = has_gain && *evidence.log_gain > 0.0;
-  sqlite::Statement update(
-      *db_, "UPDATE " + table +
-                " SET attempts = attempts + 1, successes = successes + ?1, "
-                "ok_attempts = ok_attempts + ?2, "
-                "mean_log_gain = CASE WHEN ?2 THEN mean_log_gain + (?3 - mean_log_gain) / "
-                "(ok_attempts + 1) ELSE mean_log_gain END, "
-                "ema_log_gain = CASE WHEN ?2 THEN ema_log_gain + ?4 * (?3 - ema_log_gain) "
-                "ELSE ema_log_gain END, last_used = ?5 WHERE " +
-                key_condition);
-  update.bind(1, int64_t{success ? 1 : 0}).bind(2, int64_t{has_gain ? 1 : 0});
-  update.bind(3, has_gain ? *evidence.log_gain : 0.0).bind(4, kEmaWeight).bind(5, now);
-  for (std::size_t i = 0; i < keys.size(); ++i) update.bind(static_cast<int>(i) + 6, keys[i]);
-  update.run();
-  if (db_->changes() != 1) {
-    throw Error(path_.string() + ": cannot record evidence: no row in " + table + " where " +
-                key_condition + " for '" + keys.front() + "'");
+  sqlite::Statement read(
+      *db_, std::string("SELECT ") + kStatsSelect + ", rowid FROM " + table + " WHERE " + where);
+  for (std::size_t i = 0; i < keys.size(); ++i) read.bind(static_cast<int>(i) + 1, keys[i]);
+  if (!read.step()) {
+    throw Error(path_.string() + ": cannot record evidence: no row in " + table + " for '" +
+                keys.front() + "'");
   }
+  Stats stats = stats_from(read, 0);
+  const int64_t rowid = read.integer(8);
+  schema::accumulate(stats, evidence, now);
+  sqlite::Statement write(*db_, "UPDATE " + table +
+                                    " SET attempts = ?1, compile_successes = ?2, "
+                                    "correct_successes = ?3, successes = ?4, ok_attempts = ?5, "
+                                    "mean_log_gain = ?6, ema_log_gain = ?7, last_used = ?8 "
+                                    "WHERE rowid = ?9");
+  write.bind(1, stats.attempts).bind(2, stats.compile_successes);
+  write.bind(3, stats.correct_successes).bind(4, stats.successes).bind(5, stats.ok_attempts);
+  write.bind(6, stats.mean_log_gain).bind(7, stats.ema_log_gain).bind(8, stats.last_used);
+  write.bind(9, rowid).run();
+}
+
+void SqliteStore::insert_evidence(const Evidence& evidence, const std::string& created_at) {
+  std::vector<std::string> prefix = evidence.prefix;
+  if (prefix.size() > static_cast<std::size_t>(kMaxLag)) prefix.resize(kMaxLag);
+  sqlite::Statement insert(
+      *db_,
+      "INSERT INTO evidence (created_at, direction_id, strategy_id, previous_direction_id, "
+      "verdict, log_gain, speedup_vs_baseline, candidate_id, excerpt, backend, device, "
+      "compute_capability, toolchain, family, task_hash, prefix, failure_reason, diagnosis) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+  const Provenance& p = evidence.provenance;
+  insert.bind(1, created_at).bind(2, evidence.direction_id);
+  insert.bind_text_or_null(3, evidence.strategy_id);
+  insert.bind_text_or_null(4, prefix.empty() ? "" : prefix.front()).bind(5, evidence.verdict);
+  insert.bind(6, evidence.log_gain).bind(7, evidence.speedup_vs_baseline);
+  insert.bind(8, evidence.candidate_id).bind(9, evidence.excerpt).bind(10, p.backend);
+  insert.bind(11, p.device).bind(12, p.compute_capability).bind(13, p.toolchain);
+  insert.bind(14, p.family).bind(15, p.task_hash).bind(16, to_json(prefix));
+  insert.bind(17, evidence.failure_reason).bind(18, evidence.diagnosis).run();
 }
 
 void SqliteStore::record(const Evidence& evidence) {
@@ -371,47 +411,43 @@ void SqliteStore::record(const Evidence& evidence) {
   if (evidence.log_gain.has_value() && !std::isfinite(*evidence.log_gain)) {
     throw Error(context + ": log_gain must be finite");
   }
-  sqlite::Transaction transaction(*db_);
-  const std::string now = now_utc_iso8601();
-  if (!direction_exists(*db_, evidence.direction_id)) {
-    throw Error(context + ": unknown direction '" + evidence.direction_id + "'");
-  }
-  update_stats("directions", "id = ?6", {evidence.direction_id}, evidence, now);
-  if (!evidence.strategy_id.empty()) {
-    sqlite::Statement owner(*db_, "SELECT 1 FROM strategies WHERE id = ?1 AND direction_id = ?2");
-    owner.bind(1, evidence.strategy_id).bind(2, evidence.direction_id);
-    if (!owner.step()) {
-      throw Error(context + ": no strategy '" + evidence.strategy_id + "' under direction '" +
-                  evidence.direction_id + "'");
+  with_context(context, [&] {
+    sqlite::Transaction transaction(*db_);
+    const std::string now = now_utc_iso8601();
+    if (!direction_exists(*db_, evidence.direction_id)) {
+      throw Error("unknown direction '" + evidence.direction_id + "'");
     }
-    update_stats("strategies", "id = ?6", {evidence.strategy_id}, evidence, now);
-  }
-  if (!evidence.previous_direction_id.empty()) {
-    if (!direction_exists(*db_, evidence.previous_direction_id)) {
-      throw Error(context + ": unknown previous direction '" + evidence.previous_direction_id +
-                  "'");
+    update_stats("directions", "id = ?1", {evidence.direction_id}, evidence, now);
+    if (!evidence.strategy_id.empty()) {
+      sqlite::Statement owner(*db_, "SELECT 1 FROM strategies WHERE id = ?1 AND direction_id = ?2");
+      owner.bind(1, evidence.strategy_id).bind(2, evidence.direction_id);
+      if (!owner.step()) {
+        throw Error("no strategy '" + evidence.strategy_id + "' under direction '" +
+                    evidence.direction_id + "'");
+      }
+      update_stats("strategies", "id = ?1", {evidence.strategy_id}, evidence, now);
     }
-    sqlite::Statement create(*db_,
-                             "INSERT OR IGNORE INTO edges (from_direction, to_direction) "
-                             "VALUES (?1, ?2)");
-    create.bind(1, evidence.previous_direction_id).bind(2, evidence.direction_id).run();
-    update_stats("edges", "from_direction = ?6 AND to_direction = ?7",
-                 {evidence.previous_direction_id, evidence.direction_id}, evidence, now);
-  }
-  sqlite::Statement insert(
-      *db_,
-      "INSERT INTO evidence (created_at, direction_id, strategy_id, previous_direction_id, "
-      "verdict, log_gain, speedup_vs_baseline, candidate_id, note, backend, device, "
-      "compute_capability, toolchain, family, task_hash) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
-  const Provenance& p = evidence.provenance;
-  insert.bind(1, now).bind(2, evidence.direction_id).bind_text_or_null(3, evidence.strategy_id);
-  insert.bind_text_or_null(4, evidence.previous_direction_id).bind(5, evidence.verdict);
-  insert.bind(6, evidence.log_gain).bind(7, evidence.speedup_vs_baseline);
-  insert.bind(8, evidence.candidate_id).bind(9, evidence.note).bind(10, p.backend);
-  insert.bind(11, p.device).bind(12, p.compute_capability).bind(13, p.toolchain);
-  insert.bind(14, p.family).bind(15, p.task_hash).run();
-  transaction.commit();
+    for (std::size_t j = 0; j < evidence.prefix.size() && j < kMaxLag; ++j) {
+      const std::string& from = evidence.prefix[j];
+      if (!direction_exists(*db_, from)) {
+        throw Error("unknown direction '" + from + "' in the prefix (lag " + std::to_string(j + 1) +
+                    ")");
+      }
+      sqlite::Statement create(*db_,
+                               "INSERT OR IGNORE INTO edges (from_direction, to_direction) "
+                               "VALUES (?1, ?2)");
+      create.bind(1, from).bind(2, evidence.direction_id).run();
+      sqlite::Statement lag_row(*db_,
+                                "INSERT OR IGNORE INTO edge_lags (from_direction, to_direction, "
+                                "lag) VALUES (?1, ?2, ?3)");
+      lag_row.bind(1, from).bind(2, evidence.direction_id).bind(3, static_cast<int64_t>(j + 1));
+      lag_row.run();
+      update_stats("edge_lags", "from_direction = ?1 AND to_direction = ?2 AND lag = ?3",
+                   {from, evidence.direction_id, std::to_string(j + 1)}, evidence, now);
+    }
+    insert_evidence(evidence, now);
+    transaction.commit();
+  });
 }
 
 int64_t SqliteStore::evidence_count() {

@@ -1,8 +1,10 @@
 // The HTG in one SQLite file: directions, strategies, edges and evidence with provenance.
 //
 // Schema version lives in PRAGMA user_version and is raised only by explicit, numbered
-// migrations (sqlite_store.cpp, kMigrations). The database runs in WAL mode with a busy timeout
-// so that several kforge processes (a suite running tasks side by side) can share one file.
+// migrations (sqlite_schema.h has the history). The database runs in WAL mode with a busy timeout
+// and writes each update in one IMMEDIATE transaction, so that several kforge processes (a suite
+// running tasks side by side) can share one file; a writer that cannot get the lock within the
+// timeout fails with an error naming the file, and nothing already committed is lost.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "memory/knowledge.h"
 #include "memory/store.h"
@@ -21,26 +25,36 @@ namespace sqlite {
 class Database;
 }
 
-/// The memory database used when the caller names none: $KFORGE_MEMORY_DB if set and non-empty,
-/// else $XDG_DATA_HOME/kforge/memory.sqlite, else $HOME/.local/share/kforge/memory.sqlite.
-/// Throws Error when none of KFORGE_MEMORY_DB, XDG_DATA_HOME and HOME is set.
+/// The memory database used when the caller names none: $KFORGE_MEMORY if set and non-empty,
+/// else $KFORGE_MEMORY_DB (the name before schema 2, still honoured), else
+/// $XDG_DATA_HOME/kforge/memory.sqlite, else $HOME/.local/share/kforge/memory.sqlite.
+/// Throws Error when none of these is set.
 std::filesystem::path default_memory_path();
+
+/// A record() transaction takes milliseconds; 5 s lets a concurrent kforge process finish its
+/// write, yet a stuck process surfaces as an error instead of hanging the run.
+inline constexpr int kDefaultBusyTimeoutMs = 5000;
 
 class SqliteStore final : public Store {
  public:
   /// The schema version this build writes (PRAGMA user_version after open()).
-  static constexpr int kSchemaVersion = 1;
-  /// Weight of the newest observation in ema_log_gain (see the definition in sqlite_store.cpp).
-  static constexpr double kEmaWeight = 0.3;
+  static constexpr int kSchemaVersion = 2;
 
   /// Opens or creates the database at `path` (":memory:" for a private in-memory one), creating
   /// parent directories, migrating the schema to kSchemaVersion, and, when the graph has no
   /// direction yet, loading `seed_knowledge_path` (skipped when that path is empty).
-  /// Throws Error when a directory cannot be created, SQLite fails, the database was written by a
-  /// newer kforge (user_version > kSchemaVersion), or the seed knowledge is malformed (the graph
-  /// then stays empty and the next open() seeds again).
+  /// Throws Error, naming the file, when a directory cannot be created, the file is not a kforge
+  /// memory (another program's database, or not SQLite at all: corrupt), it is locked longer than
+  /// `busy_timeout_ms`, it was written by a newer kforge (user_version > kSchemaVersion; the file
+  /// is left unchanged), or the seed knowledge is malformed (the graph then stays empty and the
+  /// next open() seeds again).
   static std::unique_ptr<SqliteStore> open(const std::filesystem::path& path,
-                                           const std::filesystem::path& seed_knowledge_path);
+                                           const std::filesystem::path& seed_knowledge_path,
+                                           int busy_timeout_ms = kDefaultBusyTimeoutMs);
+  /// As above, seeding an empty graph from already parsed `seed` (benchmarks, tests).
+  static std::unique_ptr<SqliteStore> open(const std::filesystem::path& path,
+                                           const Knowledge& seed,
+                                           int busy_timeout_ms = kDefaultBusyTimeoutMs);
   ~SqliteStore() override;
 
   /// Directions whose backends include `backend`, in seed order; all of them when `backend` is "".
@@ -49,15 +63,42 @@ class SqliteStore final : public Store {
   std::vector<Strategy> strategies(const std::string& direction_id) override;
   std::optional<Edge> edge(const std::string& from_direction,
                            const std::string& to_direction) override;
+  std::vector<Edge> edges() override;
+  std::vector<Evidence> evidence(const std::string& backend) override;
   /// Appends the evidence and updates, in one transaction, the statistics of its direction, its
-  /// strategy (when strategy_id is set) and the edge previous -> direction (when
-  /// previous_direction_id is set; the edge row is created with prior 0 if absent).
-  /// An attempt counts as a success when verdict == "ok" and log_gain > 0; mean_log_gain and
-  /// ema_log_gain move only on attempts with verdict "ok" and a log gain.
+  /// strategy (when strategy_id is set) and lag j of the edge prefix[j - 1] -> direction for
+  /// j = 1..min(|prefix|, kMaxLag) (edge rows are created with prior 0 if absent). Statistics
+  /// follow htg.h, Stats; a success is verdict "ok" with log_gain > 0.
   /// Throws Error (and writes nothing) for an unknown direction, a strategy that is not under the
-  /// direction, an unknown previous direction, a non-finite log gain, or an SQLite failure.
+  /// direction, an unknown direction in the prefix, a non-finite log gain, a locked file or
+  /// another SQLite failure.
   void record(const Evidence& evidence) override;
   int64_t evidence_count() override;
+
+  /// The graph and all evidence as JSON (format "kforge-memory", version 1; sqlite_transfer.cpp).
+  nlohmann::json export_json();
+  /// What import_json changed.
+  struct ImportSummary {
+    int directions_added = 0;
+    int strategies_added = 0;
+    int edges_added = 0;
+    int evidence_added = 0;
+    int evidence_skipped = 0;  // already present (same created_at, candidate, direction, ...)
+  };
+  /// Merges an export into this memory in one transaction (all or nothing):
+  ///   - directions, strategies and edges are matched by id (edges by from/to); unknown ones are
+  ///     added with their text and priors, known ones keep this memory's text and priors;
+  ///   - evidence rows are appended unless an identical row (same created_at, direction,
+  ///     strategy, candidate, verdict and task hash) is already here, so importing the same file
+  ///     twice changes nothing;
+  ///   - statistics are then recomputed from all evidence (they are never imported as numbers).
+  /// Throws Error naming `source_name` and the entry when the JSON is not a kforge-memory export,
+  /// a field is missing or of the wrong type, or evidence names a direction or strategy that
+  /// neither this memory nor the file defines.
+  ImportSummary import_json(const nlohmann::json& document, const std::string& source_name);
+  /// Deletes every evidence row and statistic, then restores the seed (reset), in one
+  /// transaction. `seed` replaces the graph's nodes and edges.
+  void reset(const Knowledge& seed);
 
   /// The schema version stored in the file (PRAGMA user_version).
   int schema_version();
@@ -65,9 +106,14 @@ class SqliteStore final : public Store {
 
  private:
   SqliteStore(std::filesystem::path path, std::unique_ptr<sqlite::Database> db);
-  void migrate();
+  static std::unique_ptr<SqliteStore> open_database(const std::filesystem::path& path,
+                                                    int busy_timeout_ms);
   void seed(const Knowledge& knowledge);
-  void update_stats(const std::string& table, const std::string& key_condition,
+  void insert_direction(const Direction& d);
+  void insert_strategy(const Strategy& s);
+  void insert_edge(const Edge& e);
+  void insert_evidence(const Evidence& e, const std::string& created_at);
+  void update_stats(const std::string& table, const std::string& where,
                     const std::vector<std::string>& keys, const Evidence& evidence,
                     const std::string& now);
 

@@ -39,12 +39,12 @@ class SqliteStoreTest : public ::testing::Test {
     Evidence e;
     e.direction_id = "memory_access";
     e.strategy_id = "cuda_vectorized_loads";
-    e.previous_direction_id = previous;
+    if (!previous.empty()) e.prefix = {previous};
     e.provenance = {"cuda", "NVIDIA H200", "9.0", "nvcc 12.8", "rmsnorm", "abc123"};
     e.verdict = verdict;
     e.log_gain = log_gain;
     e.candidate_id = "c1";
-    e.note = "VEC=4";
+    e.excerpt = "VEC=4";
     return e;
   }
 
@@ -111,6 +111,8 @@ TEST_F(SqliteStoreTest, RecordUpdatesDirectionStrategyAndEdgeStatistics) {
   const double ema = 0.3 * 0.2 + 0.3 * (-0.1 - 0.3 * 0.2);  // 0.012
   auto check = [&](const Stats& stats, const std::string& what) {
     EXPECT_EQ(stats.attempts, 3) << what;
+    EXPECT_EQ(stats.compile_successes, 2) << what;
+    EXPECT_EQ(stats.correct_successes, 2) << what;
     EXPECT_EQ(stats.successes, 1) << what;
     EXPECT_EQ(stats.ok_attempts, 2) << what;
     EXPECT_NEAR(stats.mean_log_gain, 0.05, 1e-12) << what;
@@ -122,7 +124,8 @@ TEST_F(SqliteStoreTest, RecordUpdatesDirectionStrategyAndEdgeStatistics) {
   check(strategy(*store, "memory_access", "cuda_vectorized_loads").stats, "strategy");
   std::optional<Edge> edge = store->edge("parallel_decomposition", "memory_access");
   ASSERT_TRUE(edge.has_value());
-  check(edge->stats, "edge");
+  check(edge->by_lag[0], "edge lag 1");
+  EXPECT_EQ(edge->by_lag[1].attempts, 0) << "one-step prefixes say nothing about lag 2";
   EXPECT_DOUBLE_EQ(edge->prior, 0.2) << "recording keeps the seeded prior";
   // Untouched nodes stay untouched.
   EXPECT_EQ(direction(*store, "parallel_decomposition").stats.attempts, 0);
@@ -136,9 +139,9 @@ TEST_F(SqliteStoreTest, RecordCreatesAnUnseenEdgeWithZeroPrior) {
   std::optional<Edge> edge = store->edge("fusion", "memory_access");
   ASSERT_TRUE(edge.has_value());
   EXPECT_EQ(edge->prior, 0.0);
-  EXPECT_EQ(edge->stats.attempts, 1);
-  EXPECT_EQ(edge->stats.successes, 1);
-  EXPECT_NEAR(edge->stats.mean_log_gain, 0.4, 1e-12);
+  EXPECT_EQ(edge->by_lag[0].attempts, 1);
+  EXPECT_EQ(edge->by_lag[0].successes, 1);
+  EXPECT_NEAR(edge->by_lag[0].mean_log_gain, 0.4, 1e-12);
 }
 
 TEST_F(SqliteStoreTest, FirstStepAndDirectionOnlyEvidenceTouchNoEdgeOrStrategy) {
@@ -182,7 +185,7 @@ TEST_F(SqliteStoreTest, ReopenKeepsDataAndDoesNotReseed) {
   }
   // The graph is not empty, so the (missing) seed file is never read.
   auto store = SqliteStore::open(path_, directory_ / "missing.toml");
-  EXPECT_EQ(store->schema_version(), 1);
+  EXPECT_EQ(store->schema_version(), SqliteStore::kSchemaVersion);
   EXPECT_EQ(store->evidence_count(), 1);
   EXPECT_EQ(direction(*store, "memory_access").stats.successes, 1);
   EXPECT_EQ(strategy(*store, "memory_access", "cuda_vectorized_loads").stats.attempts, 1);
@@ -256,10 +259,14 @@ TEST(DefaultMemoryPath, FollowsEnvironmentPrecedence) {
       unsetenv(name);
   };
   auto db = saved("KFORGE_MEMORY_DB"), xdg = saved("XDG_DATA_HOME"), home = saved("HOME");
+  auto memory = saved("KFORGE_MEMORY");
+  setenv("KFORGE_MEMORY", "/new/m.sqlite", 1);
   setenv("KFORGE_MEMORY_DB", "/x/m.sqlite", 1);
   setenv("XDG_DATA_HOME", "/xdg", 1);
   setenv("HOME", "/home/u", 1);
-  EXPECT_EQ(default_memory_path(), "/x/m.sqlite");
+  EXPECT_EQ(default_memory_path(), "/new/m.sqlite");
+  unsetenv("KFORGE_MEMORY");
+  EXPECT_EQ(default_memory_path(), "/x/m.sqlite") << "the pre-schema-2 name still works";
   unsetenv("KFORGE_MEMORY_DB");
   EXPECT_EQ(default_memory_path(), "/xdg/kforge/memory.sqlite");
   setenv("XDG_DATA_HOME", "", 1);
@@ -268,6 +275,7 @@ TEST(DefaultMemoryPath, FollowsEnvironmentPrecedence) {
   unsetenv("XDG_DATA_HOME");
   EXPECT_THROW(default_memory_path(), Error);
   restore("KFORGE_MEMORY_DB", db);
+  restore("KFORGE_MEMORY", memory);
   restore("XDG_DATA_HOME", xdg);
   restore("HOME", home);
 }

@@ -53,12 +53,8 @@ memory::Provenance Optimizer::provenance() const {
 }
 
 std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>& parents,
-                                                  const std::vector<std::string>& prefix,
+                                                  const memory::StateSummary& state,
                                                   std::mt19937_64& rng) {
-  memory::PolicyConfig config;
-  config.temperature = options_.temperature;
-  memory::Ucb1Selector ucb1;
-  memory::Policy policy(store_, selector_ != nullptr ? *selector_ : ucb1, config);
   std::vector<Move> moves;
   std::set<std::string> planned;
   // Parents in order of speed: the best first; slower promoted candidates are mutated only when
@@ -74,9 +70,8 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
       return proposal;
     };
     while (static_cast<int>(moves.size()) < options_.proposals_per_step) {
-      std::optional<memory::PolicyChoice> choice = policy.choose(
-          backend_, prefix,
-          [&](const memory::Strategy& s) { return proposal_for(s).has_value(); }, rng);
+      std::optional<memory::PolicyChoice> choice = policy_->choose(
+          state, [&](const memory::Strategy& s) { return proposal_for(s).has_value(); }, rng);
       if (!choice) break;
       std::optional<generation::Proposal> proposal = proposal_for(choice->strategy);
       planned.insert(proposal->id);
@@ -86,6 +81,12 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
     if (static_cast<int>(moves.size()) >= options_.proposals_per_step) break;
   }
   return moves;
+}
+
+memory::Diagnosis Optimizer::diagnose(const CandidateRecord& record) const {
+  return memory::diagnose(to_string(record.verdict), record.log_gain, record.median_ms,
+                          static_cast<double>(bytes_moved_), flops_, copy_bytes_per_s_,
+                          peak_flops_per_s_);
 }
 
 CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
@@ -231,6 +232,20 @@ OptimizeResult Optimizer::run() {
   const Workload& timed = evaluator.timed_workload();
   result.bytes_moved = min_bytes_moved(task_.signature, timed);
   result.flops = flops_per_call(task_, timed);
+  bytes_moved_ = result.bytes_moved;
+  flops_ = result.flops;
+  memory::PolicyConfig policy_config;
+  policy_config.temperature = options_.temperature;
+  policy_config.ablations = options_.ablations;
+  policy_config.weights = options_.provenance_weights;
+  policy_ = memory::make_search_policy(options_.policy, store_, policy_config, selector_);
+  if (options_.policy == memory::PolicyKind::oneshot) {
+    options_.steps = std::min(options_.steps, 1);
+    options_.proposals_per_step = 1;
+  }
+  const std::string ablated = memory::to_string(options_.ablations);
+  progress_(fmt::format("policy: {}{}", policy_->name(),
+                        ablated.empty() ? "" : " (ablated: " + ablated + ")"));
   compile::CompilePool pool(compiler_, options_.compile_jobs);
 
   // Reference: compiled with the same toolchain, checked against itself, quick-timed.
@@ -243,6 +258,11 @@ OptimizeResult Optimizer::run() {
   evaluation::TaskReport task_report = with_context(
       "reference " + reference_path, [&] { return evaluator.prepare(reference_artifact); });
   for (const std::string& warning : task_report.warnings) progress_("warning: " + warning);
+  copy_bytes_per_s_ = task_report.device.copy_bytes_per_s;
+  if (auto peak = task_report.device.peak_flops_per_s.find("f32");
+      peak != task_report.device.peak_flops_per_s.end()) {
+    peak_flops_per_s_ = peak->second;
+  }
   result.task_warnings = task_report.warnings;
   run_dir_.append_event({{"event", "task_prepared"},
                          {"warnings", task_report.warnings},
@@ -321,7 +341,11 @@ OptimizeResult Optimizer::run() {
   }
 
   std::mt19937_64 rng(options_.seed);
-  std::vector<std::string> prefix;
+  memory::StateSummary state;
+  state.context = provenance();
+  state.task_name = task_.name;
+  std::vector<std::string>& prefix = state.prefix;
+  if (best) state.last_feedback = diagnose(*best);
   for (int step = 1; step <= options_.steps && best; ++step) {
     std::vector<const CandidateRecord*> promoted;
     for (const CandidateRecord& r : records_) {
@@ -336,7 +360,11 @@ OptimizeResult Optimizer::run() {
       if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
     }
     if (generator_exhausted(result)) break;
-    std::vector<Move> moves = plan_step(parents, prefix, rng);
+    state.step = step;
+    state.best_id = best->id;
+    state.best_ms = *best->median_ms;
+    state.best_speedup = reference_ms / *best->median_ms;
+    std::vector<Move> moves = plan_step(parents, state, rng);
     if (moves.empty()) {
       progress_(fmt::format("step {}: no applicable strategy left on any correct candidate", step));
       break;
@@ -351,6 +379,7 @@ OptimizeResult Optimizer::run() {
       step_builds.push_back(submit_screened(pool, move.proposal, evaluator));
     }
     std::vector<compile::Artifact> step_artifacts = collect_builds(step_builds);
+    CandidateRecord last;
     auto annotate = [&](CandidateRecord& record, const Move& move) {
       record.direction_id = move.direction_id;
       record.strategy_id = move.strategy_id;
@@ -393,16 +422,26 @@ OptimizeResult Optimizer::run() {
       memory::Evidence evidence;
       evidence.direction_id = move.direction_id;
       evidence.strategy_id = move.strategy_id;
-      evidence.previous_direction_id = prefix.empty() ? "" : prefix.back();
+      evidence.prefix.assign(prefix.rbegin(), prefix.rend());
       evidence.provenance = provenance();
       evidence.verdict = to_string(record.verdict);
       evidence.log_gain = record.log_gain;
       if (record.median_ms) evidence.speedup_vs_baseline = reference_ms / *record.median_ms;
       evidence.candidate_id = record.artifact_key;
-      evidence.note = current.change + (record.message.empty() ? "" : " | " + record.message.substr(0, 200));
+      evidence.excerpt = current.change;
+      if (record.verdict != Verdict::ok) evidence.failure_reason = record.message.substr(0, 200);
+      evidence.diagnosis = state.last_feedback.summary();
       store_.record(evidence);
+      state.last_direction_id = move.direction_id;
+      last = record;
     }
     for (const Move& move : moves) prefix.push_back(move.direction_id);
+    // Last feedback for the next step: the verdict and gain of the latest attempt, the
+    // bandwidth and roofline position of the best (the candidate the next step refines).
+    memory::Diagnosis of_best = diagnose(*best);
+    state.last_feedback = diagnose(last);
+    state.last_feedback.bandwidth_fraction = of_best.bandwidth_fraction;
+    state.last_feedback.memory_bound = of_best.memory_bound;
   }
 
   if (best && options_.evaluation.full_rung_candidates > 0) {

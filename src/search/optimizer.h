@@ -33,6 +33,7 @@
 #include "evaluation/profiler.h"
 #include "generation/generator.h"
 #include "memory/policy.h"
+#include "memory/baselines.h"
 #include "memory/store.h"
 #include "report/run_directory.h"
 #include "task/task.h"
@@ -51,6 +52,11 @@ struct OptimizeOptions {
   // A failed step candidate goes back to the generator (compile errors, wrong-answer details)
   // at most this many times; generators that cannot repair (templates) decline at once.
   int repair_tries = 2;
+  /// Which policy picks the moves (memory/baselines.h); oneshot also limits the run to one step
+  /// of one candidate after the expert hints.
+  memory::PolicyKind policy = memory::PolicyKind::htam;
+  memory::Ablations ablations;          // htam only
+  memory::ProvenanceWeights provenance_weights;
   evaluation::EvaluationPolicy evaluation;
 };
 
@@ -123,7 +129,9 @@ class Optimizer {
   /// Up to proposals_per_step (parent, direction, strategy, proposal) moves; `parents` are
   /// correct candidates' ids, fastest first; `prefix` the directions chosen so far.
   std::vector<Move> plan_step(const std::vector<std::string>& parents,
-                              const std::vector<std::string>& prefix, std::mt19937_64& rng);
+                              const memory::StateSummary& state, std::mt19937_64& rng);
+  /// The diagnosis of one evaluated candidate (bandwidth from the timed workload's bytes).
+  memory::Diagnosis diagnose(const CandidateRecord& record) const;
   /// Gates and times one compiled proposal; writes its record and event.
   CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
                            int step, evaluation::Evaluator& evaluator);
@@ -159,6 +167,11 @@ class Optimizer {
   worker::DeviceInfo device_;
   std::string toolchain_;
   std::string task_hash_;
+  std::unique_ptr<memory::SearchPolicy> policy_;
+  double copy_bytes_per_s_ = 0.0;   // measured by the reference worker (plausibility floor)
+  double peak_flops_per_s_ = 0.0;   // f32 peak when the device reports one
+  int64_t bytes_moved_ = 0;
+  std::optional<double> flops_;
   std::vector<CandidateRecord> records_;
   std::map<std::string, int> handles_;   // candidate id -> worker handle
   std::map<std::string, compile::Artifact> artifacts_;  // candidate id -> its build

@@ -1,5 +1,6 @@
 #include "search/optimizer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -223,6 +224,55 @@ TEST_F(OptimizerTest, EveryStepCandidateIsRecordedAsEvidence) {
   EXPECT_EQ(store_->evidence_count(), step_candidates);
 }
 
+TEST_F(OptimizerTest, EvidenceCarriesThePrefixMostRecentFirstAndTheDiagnosis) {
+  OptimizeOptions options;
+  options.steps = 3;
+  options.proposals_per_step = 1;
+  OptimizeResult result = run(options);
+  std::vector<std::string> directions;
+  for (const CandidateRecord& c : result.candidates) {
+    if (c.step > 0) directions.push_back(c.direction_id);
+  }
+  std::vector<memory::Evidence> rows = store_->evidence("cpu");
+  ASSERT_EQ(rows.size(), directions.size());
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].prefix.empty());
+  EXPECT_EQ(rows[1].prefix, std::vector<std::string>{directions[0]});
+  if (rows.size() >= 3) {
+    EXPECT_EQ(rows[2].prefix, (std::vector<std::string>{directions[1], directions[0]}));
+  }
+  EXPECT_NE(rows[0].diagnosis.find("verdict=ok"), std::string::npos) << rows[0].diagnosis;
+  EXPECT_EQ(rows[0].provenance.family, "toy");
+}
+
+TEST_F(OptimizerTest, EveryPolicyRunsAndOneshotMakesOneCandidate) {
+  for (memory::PolicyKind kind : {memory::PolicyKind::flat, memory::PolicyKind::feedback,
+                                  memory::PolicyKind::random, memory::PolicyKind::oneshot}) {
+    OptimizeOptions options;
+    options.steps = 2;
+    options.policy = kind;
+    std::vector<std::string> lines;
+    OptimizeResult result = run(options, &lines);
+    ASSERT_TRUE(result.best) << memory::to_string(kind);
+    int step_candidates = 0;
+    for (const CandidateRecord& c : result.candidates) step_candidates += c.step > 0;
+    if (kind == memory::PolicyKind::oneshot) {
+      EXPECT_EQ(step_candidates, 1);
+    } else {
+      EXPECT_GT(step_candidates, 1) << memory::to_string(kind);
+    }
+    bool named = false;
+    for (const std::string& line : lines) named = named || line == "policy: " + memory::to_string(kind);
+    EXPECT_TRUE(named) << memory::to_string(kind);
+  }
+  OptimizeOptions ablated;
+  ablated.steps = 1;
+  ablated.ablations.prefix = true;
+  std::vector<std::string> lines;
+  run(ablated, &lines);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "policy: htam (ablated: prefix)"), lines.end());
+}
+
 TEST_F(OptimizerTest, SameSeedSameDecisions) {
   OptimizeOptions options;
   options.steps = 4;
@@ -373,9 +423,10 @@ class ScriptedGenerator : public generation::TemplatesGenerator {
 // Counts its calls and always takes the last candidate.
 class LastSelector : public memory::StrategySelector {
  public:
-  memory::StrategyPick select(std::span<const memory::Strategy> candidates, std::mt19937_64&) override {
+  memory::StrategyPick select(std::span<const memory::StrategyArm> arms,
+                              const memory::StateSummary&, std::mt19937_64&) override {
     ++calls;
-    return {candidates.size() - 1, "last"};
+    return {arms.size() - 1, "last"};
   }
   int calls = 0;
 };

@@ -1,0 +1,212 @@
+#include "cli/memory_command.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/paths.h"
+#include "memory/graph_dot.h"
+#include "memory/knowledge.h"
+#include "memory/sqlite_store.h"
+#include "process/subprocess.h"
+
+namespace kforge::cli {
+namespace fs = std::filesystem;
+namespace {
+
+std::string memory_path(const MemoryCommandOptions& options) {
+  return options.memory_path.empty() ? memory::default_memory_path().string() : options.memory_path;
+}
+
+fs::path seed_path() { return fs::path(resource_root()) / "knowledge" / "seed.toml"; }
+
+std::unique_ptr<memory::SqliteStore> open_store(const MemoryCommandOptions& options) {
+  return memory::SqliteStore::open(memory_path(options), seed_path());
+}
+
+std::string stats_cells(const memory::Stats& s) {
+  return fmt::format("{:>5} {:>5} {:>5} {:>5} {:>+8.3f} {:>+8.3f}", s.attempts, s.compile_successes,
+                     s.correct_successes, s.successes, s.mean_log_gain, s.ema_log_gain);
+}
+
+constexpr const char* kStatsHeader = "    n  comp    ok  fast  mean_lg   ema_lg";
+
+int show(const MemoryCommandOptions& options) {
+  auto store = open_store(options);
+  if (options.json) {
+    std::cout << store->export_json().dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("memory {} (schema {}, {} evidence rows)\n\n", store->path().string(),
+                           store->schema_version(), store->evidence_count());
+  std::cout << fmt::format("{:<24} {:<9} {:>6} {}  last used\n", "direction", "backends", "prior",
+                           kStatsHeader);
+  std::vector<memory::Direction> directions = store->directions(options.backend);
+  for (const memory::Direction& d : directions) {
+    std::string backends;
+    for (const std::string& b : d.backends) backends += (backends.empty() ? "" : ",") + b;
+    std::cout << fmt::format("{:<24} {:<9} {:>6.2f} {}  {}\n", d.id, backends, d.prior,
+                             stats_cells(d.stats), d.stats.last_used);
+  }
+  std::cout << fmt::format("\n{:<36} {:<24} {}\n", "strategy", "direction", kStatsHeader);
+  for (const memory::Direction& d : directions) {
+    for (const memory::Strategy& s : store->strategies(d.id)) {
+      if (!options.backend.empty() &&
+          std::find(s.backends.begin(), s.backends.end(), options.backend) == s.backends.end()) {
+        continue;
+      }
+      std::cout << fmt::format("{:<36} {:<24} {}\n", s.id, d.id, stats_cells(s.stats));
+    }
+  }
+  auto listed = [&](const std::string& id) {
+    for (const memory::Direction& d : directions) {
+      if (d.id == id) return true;
+    }
+    return false;
+  };
+  std::cout << fmt::format("\n{:<50} {:>6}  {:>14} {:>14} {:>14}\n", "edge", "prior", "lag1 n/mean",
+                           "lag2 n/mean", "lag3 n/mean");
+  for (const memory::Edge& e : store->edges()) {
+    if (!listed(e.from_direction) || !listed(e.to_direction)) continue;
+    std::string lags;
+    for (const memory::Stats& s : e.by_lag) {
+      lags += fmt::format(" {:>5}/{:>+8.3f}", s.attempts, s.mean_log_gain);
+    }
+    std::cout << fmt::format("{:<50} {:>6.2f} {}\n", e.from_direction + " -> " + e.to_direction,
+                             e.prior, lags);
+  }
+  return 0;
+}
+
+void render_svg(const std::string& dot, const fs::path& svg) {
+  fs::path dot_file = svg;
+  dot_file.replace_extension(".dot");
+  std::ofstream(dot_file) << dot;
+  process::SpawnOptions spawn;
+  spawn.argv = {"dot", "-Tsvg", "-o", svg.string(), dot_file.string()};
+  spawn.pipe_stdin = false;
+  std::unique_ptr<process::Subprocess> child;
+  try {
+    child = std::make_unique<process::Subprocess>(spawn);
+  } catch (const std::exception& e) {
+    throw Error("cannot render " + svg.string() + ": graphviz's dot is not installed (" + e.what() +
+                "); the DOT text is in " + dot_file.string());
+  }
+  // Graphviz lays out a few dozen nodes in well under a second; 60 s only guards a hang.
+  std::optional<process::ExitStatus> status = child->wait(60.0);
+  if (!status || !status->exited || status->exit_code != 0) {
+    throw Error("dot -Tsvg failed for " + dot_file.string() + ": " +
+                (status ? status->describe() : "timed out") + ": " + child->stderr_tail());
+  }
+}
+
+int graph(const MemoryCommandOptions& options) {
+  auto store = open_store(options);
+  std::string title = "kforge HTG" + (options.backend.empty() ? "" : " (" + options.backend + ")");
+  std::string dot = memory::render_dot(store->directions(options.backend), store->edges(), title);
+  if (options.output.empty()) {
+    std::cout << dot;
+  } else if (fs::path(options.output).extension() == ".svg") {
+    render_svg(dot, options.output);
+    std::cerr << "kforge: wrote " << options.output << "\n";
+  } else {
+    std::ofstream out(options.output);
+    out << dot;
+    if (!out) throw Error("cannot write " + options.output);
+    std::cerr << "kforge: wrote " << options.output << "\n";
+  }
+  return 0;
+}
+
+int export_memory(const MemoryCommandOptions& options) {
+  auto store = open_store(options);
+  nlohmann::json document = store->export_json();
+  std::ofstream out(options.file);
+  out << document.dump(2) << "\n";
+  if (!out) throw Error("cannot write " + options.file);
+  std::cerr << fmt::format(
+      "kforge: exported {} directions, {} strategies, {} edges, {} evidence "
+      "rows to {}\n",
+      document["directions"].size(), document["strategies"].size(), document["edges"].size(),
+      document["evidence"].size(), options.file);
+  return 0;
+}
+
+int import_memory(const MemoryCommandOptions& options) {
+  std::ifstream in(options.file);
+  if (!in) throw Error("cannot read " + options.file);
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(options.file + ": invalid JSON: " + e.what());
+  }
+  auto store = open_store(options);
+  memory::SqliteStore::ImportSummary summary = store->import_json(document, options.file);
+  std::cout << fmt::format(
+      "imported into {}: {} directions, {} strategies, {} edges, {} evidence rows added; {} "
+      "evidence rows already present\n",
+      store->path().string(), summary.directions_added, summary.strategies_added,
+      summary.edges_added, summary.evidence_added, summary.evidence_skipped);
+  return 0;
+}
+
+int reset(const MemoryCommandOptions& options) {
+  auto store = open_store(options);
+  if (!options.yes) {
+    std::cerr << fmt::format("kforge: this deletes {} evidence rows from {}; rerun with --yes\n",
+                             store->evidence_count(), store->path().string());
+    return 1;
+  }
+  store->reset(memory::load_knowledge(seed_path()));
+  std::cout << "reset " << store->path().string() << " to the seed knowledge\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_memory_command(CLI::App& app, MemoryCommandOptions& options) {
+  CLI::App* memory = app.add_subcommand("memory", "Inspect, draw, move or reset the HTG memory");
+  memory->require_subcommand(1);
+  memory->fallthrough();  // --memory also after the subcommand: `kforge memory show --memory F`
+  memory
+      ->add_option("--memory", options.memory_path,
+                   "Memory file (default $XDG_DATA_HOME/kforge/memory.sqlite)")
+      ->envname("KFORGE_MEMORY");
+  CLI::App* show = memory->add_subcommand("show", "Directions, strategies and edges as tables");
+  show->add_option("--backend", options.backend, "Only this backend (cpu, cuda)");
+  show->add_flag("--json", options.json, "Print the whole memory as JSON (the export format)");
+  CLI::App* graph = memory->add_subcommand(
+      "graph", "The HTG as Graphviz DOT (stdout), or SVG when --output ends in .svg");
+  graph->add_option("--backend", options.backend, "Only this backend (cpu, cuda)");
+  graph->add_option("-o,--output", options.output, "File to write (.dot, or .svg via dot)");
+  CLI::App* exporter = memory->add_subcommand("export", "Write the memory to a JSON file");
+  exporter->add_option("file", options.file, "JSON file to write")->required();
+  CLI::App* importer = memory->add_subcommand(
+      "import",
+      "Merge a JSON export into the memory (new nodes and evidence added, duplicates "
+      "skipped, statistics recomputed)");
+  importer->add_option("file", options.file, "JSON file to read")
+      ->required()
+      ->check(CLI::ExistingFile);
+  CLI::App* reset = memory->add_subcommand("reset", "Delete all evidence and restore the seed");
+  reset->add_flag("--yes", options.yes, "Do it without asking");
+}
+
+int run_memory(const CLI::App& memory, const MemoryCommandOptions& options) {
+  if (memory.got_subcommand("show")) return show(options);
+  if (memory.got_subcommand("graph")) return graph(options);
+  if (memory.got_subcommand("export")) return export_memory(options);
+  if (memory.got_subcommand("import")) return import_memory(options);
+  if (memory.got_subcommand("reset")) return reset(options);
+  throw Error("memory: expected show, graph, export, import or reset");
+}
+
+}  // namespace kforge::cli

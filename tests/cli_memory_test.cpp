@@ -1,0 +1,129 @@
+// End-to-end tests of `kforge memory ...` and of the policy switches of `kforge optimize`, as a
+// user runs them.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "memory/sqlite_store.h"
+#include "process/subprocess.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+class CliMemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_cli_memory_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    memory_ = dir_ / "memory.sqlite";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  process::CommandResult kforge(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env", "KFORGE_MEMORY=" + memory_.string(), KFORGE_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return process::run_command(argv, 120);
+  }
+
+  void record_one() {
+    auto store =
+        memory::SqliteStore::open(memory_, fs::path(KFORGE_SOURCE_DIR) / "knowledge" / "seed.toml");
+    memory::Evidence e;
+    e.direction_id = "vectorization";
+    e.strategy_id = "cpu_row_simd";
+    e.prefix = {"threading"};
+    e.provenance = {"cpu", "host", "", "g++ 12.2.0", "softmax", "t"};
+    e.verdict = "ok";
+    e.log_gain = 0.25;
+    store->record(e);
+  }
+
+  fs::path dir_;
+  fs::path memory_;
+};
+
+TEST_F(CliMemoryTest, ShowListsNodesStrategiesAndLaggedEdges) {
+  record_one();
+  process::CommandResult show = kforge({"memory", "show", "--backend", "cpu"});
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("schema 2, 1 evidence rows"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("cpu_row_simd"), std::string::npos);
+  EXPECT_NE(show.output.find("threading -> vectorization"), std::string::npos);
+  EXPECT_EQ(show.output.find("parallel_decomposition"), std::string::npos) << "cuda only";
+  process::CommandResult json = kforge({"memory", "show", "--json"});
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(json.output)["evidence"].size(), 1u);
+}
+
+TEST_F(CliMemoryTest, GraphIsDotWithEdgeWidthByUtility) {
+  record_one();
+  process::CommandResult graph = kforge({"memory", "graph", "--backend", "cpu"});
+  ASSERT_EQ(graph.exit_code, 0) << graph.output;
+  EXPECT_EQ(graph.output.rfind("digraph htg {", 0), 0u) << graph.output;
+  // Learned lag-1 utility 0.25: penwidth 1 + 20 * 0.25 = 6.
+  EXPECT_NE(graph.output.find("\"threading\" -> \"vectorization\" [penwidth=6.00, "
+                              "label=\"u=+0.250 n=1\"]"),
+            std::string::npos)
+      << graph.output;
+  process::CommandResult to_file = kforge({"memory", "graph", "-o", (dir_ / "g.dot").string()});
+  EXPECT_EQ(to_file.exit_code, 0) << to_file.output;
+  EXPECT_TRUE(fs::exists(dir_ / "g.dot"));
+}
+
+TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
+  record_one();
+  const std::string exported = (dir_ / "export.json").string();
+  ASSERT_EQ(kforge({"memory", "export", exported}).exit_code, 0);
+  process::CommandResult refused = kforge({"memory", "reset"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.output.find("rerun with --yes"), std::string::npos) << refused.output;
+  ASSERT_EQ(kforge({"memory", "reset", "--yes"}).exit_code, 0);
+  process::CommandResult imported = kforge({"memory", "import", exported});
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_NE(imported.output.find("1 evidence rows added"), std::string::npos) << imported.output;
+  process::CommandResult twice = kforge({"memory", "import", exported});
+  EXPECT_NE(twice.output.find("0 evidence rows added; 1 evidence rows already present"),
+            std::string::npos)
+      << twice.output;
+  std::ofstream(dir_ / "bad.json") << "{\"format\": \"kforge-memory\", \"version\": 1}";
+  process::CommandResult bad = kforge({"memory", "import", (dir_ / "bad.json").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("bad.json"), std::string::npos) << bad.output;
+}
+
+TEST_F(CliMemoryTest, PolicyAndAblationSwitchesAreValidated) {
+  const std::string task =
+      (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string();
+  process::CommandResult policy = kforge({"optimize", task, "--policy", "greedy"});
+  EXPECT_EQ(policy.exit_code, 2) << policy.output;
+  process::CommandResult ablate = kforge({"optimize", task, "--ablate", "prefix,memory"});
+  EXPECT_EQ(ablate.exit_code, 2) << ablate.output;
+  process::CommandResult mixed =
+      kforge({"optimize", task, "--policy", "flat", "--ablate", "prefix", "--backend", "cpu"});
+  EXPECT_EQ(mixed.exit_code, 1) << mixed.output;
+  EXPECT_NE(mixed.output.find("--ablate applies to --policy htam only"), std::string::npos)
+      << mixed.output;
+}
+
+TEST_F(CliMemoryTest, ANewerMemoryFileIsRefusedWithItsName) {
+  record_one();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(memory_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 7", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  process::CommandResult show = kforge({"memory", "show"});
+  EXPECT_EQ(show.exit_code, 1);
+  EXPECT_NE(show.output.find(memory_.string() + ": memory schema version 7 is newer"),
+            std::string::npos)
+      << show.output;
+}
+
+}  // namespace
+}  // namespace kforge
