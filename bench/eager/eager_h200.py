@@ -44,6 +44,42 @@ def main():
     x = torch.randn(4096, 8192, device="cuda")
     record("softmax_example", [4096, 8192], lambda: torch.softmax(x, dim=1), 2 * x.numel() * 4)
     del x
+    # KernelBench level1 19: ReLU over the same 4096 x 393216 tensor.
+    x = torch.randn(4096, 393216, device="cuda")
+    record("relu_kernelbench", [4096, 393216], lambda: torch.relu(x), 2 * x.numel() * 4)
+    del x
+    # KernelBench level1 36: RMSNorm over dim 1 (C) of NCHW, x / sqrt(mean(x^2, dim=1) + 1e-5).
+    x = torch.randn(112, 64, 512, 512, device="cuda")
+    record("rmsnorm_nchw_kernelbench", [112, 64, 512, 512],
+           lambda: x / torch.sqrt(torch.mean(x**2, dim=1, keepdim=True) + 1e-5),
+           2 * x.numel() * 4)
+    del x
+    # KernelBench level1 40: LayerNorm over the last three dims (elementwise affine).
+    x = torch.randn(16, 64, 256, 256, device="cuda")
+    ln = torch.nn.LayerNorm((64, 256, 256)).cuda()
+    with torch.no_grad():
+        record("layernorm_kernelbench", [16, 64, 256, 256], lambda: ln(x),
+               (2 * x.numel() + 2 * ln.weight.numel()) * 4)
+    del x, ln
+    # LLM inference RMSNorm (last dim, weighted) and LayerNorm at 8192 x 4096.
+    x = torch.randn(8192, 4096, device="cuda")
+    w = torch.randn(4096, device="cuda")
+    record("rmsnorm_llm", [8192, 4096],
+           lambda: x * torch.rsqrt(torch.mean(x * x, dim=1, keepdim=True) + 1e-6) * w,
+           (2 * x.numel() + w.numel()) * 4)
+    record("layernorm_llm", [8192, 4096],
+           lambda: torch.nn.functional.layer_norm(x, (4096,), w, w, 1e-5),
+           (2 * x.numel() + 2 * w.numel()) * 4)
+    del x, w
+    # KernelBench level1 4: matrix-vector, A 2048 x 1048576 times x; and A^T y.
+    a = torch.randn(2048, 1048576, device="cuda")
+    v = torch.randn(1048576, 1, device="cuda")
+    u = torch.randn(2048, 1, device="cuda")
+    record("gemv_kernelbench", [2048, 1048576], lambda: torch.matmul(a, v),
+           (a.numel() + v.numel() + u.numel()) * 4)
+    record("gemv_t_kernelbench", [2048, 1048576], lambda: torch.matmul(a.t(), u),
+           (a.numel() + v.numel() + u.numel()) * 4)
+    del a, v, u
     print(json.dumps(results, indent=1))
 
 
