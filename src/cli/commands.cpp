@@ -13,12 +13,61 @@
 namespace kforge::cli {
 namespace {
 
+// A budget limit: a positive number, refused with a message naming the flag otherwise.
+CLI::Validator positive_limit() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        double number = 0.0;
+        try {
+          number = std::stod(value);
+        } catch (const std::exception&) {
+          return "expected a positive number, got '" + value + "'";
+        }
+        if (!(number > 0.0)) {
+          return "must be a positive number (got " + value + "); leave it out for no limit";
+        }
+        return "";
+      },
+      "POSITIVE");
+}
+
 void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   CLI::App* optimize = app.add_subcommand(
       "optimize", "Optimize one task: search, verify and time candidates, keep the best");
-  optimize->add_option("task", options.task_path, "Task file (TOML), e.g. examples/rmsnorm/task.toml")
-      ->required()
+  optimize->add_option("task", options.task_path,
+                       "Task file (TOML), e.g. examples/rmsnorm/task.toml (with --resume: "
+                       "optional, checked to be the run's task)")
       ->check(CLI::ExistingFile);
+  optimize->add_option("--resume", options.resume_dir,
+                       "Continue the run in this run directory (stopped by Ctrl-C, a crash or "
+                       "kill -9) with its recorded seed and options; a finished run is reported "
+                       "as complete")
+      ->envname("KFORGE_RESUME");
+  search::BudgetLimits& budget = options.search.budget;
+  optimize
+      ->add_option_function<double>(
+          "--max-wall-s", [&budget](double v) { budget.max_wall_s = v; },
+          "Stop the search after this many seconds of wall time (summed over resumed sessions)")
+      ->envname("KFORGE_MAX_WALL_S")
+      ->check(positive_limit());
+  optimize
+      ->add_option_function<double>(
+          "--max-device-s", [&budget](double v) { budget.max_device_s = v; },
+          "Stop the search after the worker spent this many seconds evaluating candidates")
+      ->envname("KFORGE_MAX_DEVICE_S")
+      ->check(positive_limit());
+  optimize
+      ->add_option_function<int>(
+          "--max-candidates", [&budget](int v) { budget.max_candidates = v; },
+          "Stop the search after this many candidates (expert hints and repairs included)")
+      ->envname("KFORGE_MAX_CANDIDATES")
+      ->check(positive_limit());
+  optimize
+      ->add_option_function<double>(
+          "--max-cost-usd,--llm-budget-usd", [&budget](double v) { budget.max_cost_usd = v; },
+          "Stop once the LLM plane spent this many US dollars (default 1 with --generator llm)")
+      ->envname("KFORGE_MAX_COST_USD")
+      ->check(positive_limit());
   optimize->add_option("--backend", options.backend, "auto, cpu or cuda")
       ->envname("KFORGE_BACKEND")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -80,11 +129,6 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--llm-config", options.llm.config_path,
                        "LLM config file (TOML; default $XDG_CONFIG_HOME/kforge/llm.toml if present)")
       ->envname("KFORGE_LLM_CONFIG");
-  optimize->add_option("--llm-budget-usd", options.llm.budget_usd,
-                       "Stop asking the model once this many US dollars are spent (0: no cap)")
-      ->envname("KFORGE_LLM_BUDGET_USD")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
   optimize->add_option("--llm-prices", options.llm.prices_path,
                        "Price table (default knowledge/llm_prices.toml)")
       ->envname("KFORGE_LLM_PRICES");
@@ -143,7 +187,7 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
                        "gemv,gemm,matmul)")
       ->envname("KFORGE_SIMILAR_FAMILIES");
   optimize->add_flag("--explain", options.search.explain,
-                     "Print why each direction and strategy was chosen");
+                     "Print why each candidate was chosen, promoted, pruned or rejected");
   optimize->add_flag("--json", options.json, "Print result.json instead of the summary");
 }
 

@@ -52,7 +52,7 @@ LlmSession::LlmSession(const LlmCommandOptions& options, llm::LlmConfig config, 
   llm::PriceTable prices = llm::PriceTable::load(prices_path);
   if (!prices.price(config_.model)) {
     std::cerr << "kforge: note: no price for model '" << config_.model << "' in " << prices_path
-              << ": its tokens count as $0 and --llm-budget-usd cannot cap them\n";
+              << ": its tokens count as $0 and --max-cost-usd cannot cap them\n";
   }
   llm::RecorderOptions recorder;
   recorder.transcript_dir = run_dir.path() / "llm";
@@ -75,7 +75,7 @@ LlmSession::LlmSession(const LlmCommandOptions& options, llm::LlmConfig config, 
   auto stop_reason = [this]() -> std::string {
     if (interrupted_.load()) return "interrupted (Ctrl-C)";
     if (recorder_->budget_exhausted()) {
-      return fmt::format("LLM budget reached: ${:.4f} spent of ${:.4f} (--llm-budget-usd)",
+      return fmt::format("LLM budget reached: ${:.4f} spent of ${:.4f} (--max-cost-usd)",
                          recorder_->usage().cost_usd, recorder_->budget_usd());
     }
     return "";

@@ -27,7 +27,9 @@ struct LlmCommandOptions {
   std::string prices_path;        // --llm-prices; empty: <root>/knowledge/llm_prices.toml
   std::string replay_run;         // --replay: a previous run directory; empty: live
   std::string selector = "auto";  // auto (llm with --generator llm) | llm | ucb1
-  double budget_usd = 1.0;        // --llm-budget-usd; <= 0 means no cap
+  /// The plane's cap in USD: the run's --max-cost-usd less what earlier sessions of a resumed
+  /// run spent (run_optimize sets it); <= 0 means no cap.
+  double budget_usd = 1.0;
 };
 
 /// Endpoint settings for this run: the config, or in replay the model and temperature the
@@ -51,6 +53,8 @@ class LlmSession {
   /// Requests, tokens, cost and budget so far, for result.json and the summary line.
   nlohmann::json usage_json() const;
   std::string usage_line() const;
+  /// USD spent on the model so far in this session (the optimizer's cost meter).
+  double cost_usd() const { return recorder_->usage().cost_usd; }
 
  private:
   llm::LlmConfig config_;

@@ -1,8 +1,11 @@
 #include "cli/optimize_command.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,7 +14,9 @@
 
 #include <fmt/format.h>
 
+#include "cli/optimize_resume.h"
 #include "common/error.h"
+#include "report/run_database.h"
 #include "common/paths.h"
 #include "common/scratch_dir.h"
 #include "evaluation/profiler.h"
@@ -50,12 +55,22 @@ std::string resolve_backend(const std::string& requested, int device, std::strin
 
 namespace {
 
-// Set by the first Ctrl-C of an llm run; the second one terminates as usual.
+// Ctrl-C: the first press stops the search at the next candidate boundary (and cancels LLM
+// requests in flight); the second skips the final timing; the third ends the process.
+std::atomic<int> g_interrupts{0};
 std::atomic<bool> g_interrupted{false};
 
 extern "C" void on_interrupt(int) {
+  const int presses = g_interrupts.fetch_add(1) + 1;
   g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
+  // Only async-signal-safe calls here: write(2), signal(2).
+  const char* message =
+      presses == 1 ? "\nkforge: Ctrl-C: stopping after the candidate in flight (again: skip the "
+                     "final timing)\n"
+                   : "\nkforge: Ctrl-C again: skipping the final timing (again: quit now)\n";
+  ssize_t ignored = ::write(STDERR_FILENO, message, std::strlen(message));
+  (void)ignored;
+  if (presses >= 2) std::signal(SIGINT, SIG_DFL);
 }
 
 // Installs on_interrupt for SIGINT while it lives.
@@ -104,9 +119,35 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
 
 }  // namespace
 
+namespace {
+
+// Prints a finished run's summary again (--resume of a complete run).
+int report_complete(const OptimizeCommandOptions& given, const ResumePlan& plan) {
+  std::cerr << "kforge: " << fs::absolute(given.resume_dir).string()
+            << " is complete: nothing to resume; its summary:\n";
+  if (given.json) {
+    std::cout << plan.result.dump(2) << "\n";
+  } else {
+    std::cout << report::render_console_summary(plan.result, plan.result.value("task", "?"));
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_optimize(const OptimizeCommandOptions& command_options) {
-  // Everything that can be wrong with the input is checked before the run directory exists.
+  // Everything that can be wrong with the input is checked before the run directory is written.
   OptimizeCommandOptions options = command_options;
+  options.search.budget.validate();
+  const bool resume = !options.resume_dir.empty();
+  if (resume) {
+    ResumePlan plan = plan_resume(options);
+    if (plan.complete) return report_complete(options, plan);
+    options = plan.options;
+  } else if (options.task_path.empty()) {
+    throw Error("optimize: a task file is required (or --resume RUN_DIR to continue a run)");
+  }
+  const OptimizeCommandOptions recorded = options;  // before the defaults below are resolved
   options.search.policy = memory::parse_policy_kind(options.policy);
   options.search.ablations = memory::parse_ablations(options.ablate);
   if (options.search.policy != memory::PolicyKind::htam && !options.ablate.empty()) {
@@ -140,6 +181,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   std::optional<llm::LlmConfig> llm_config;
   std::unique_ptr<generation::TemplatesGenerator> templates;
   if (use_llm) {
+    // The LLM plane's own cap is the run's cost limit (default $1 with --generator llm).
+    if (!options.search.budget.max_cost_usd) options.search.budget.max_cost_usd = 1.0;
     llm_config = resolve_llm_config(options.llm);  // no endpoint: a clear error, nothing written
   } else {
     templates = std::make_unique<generation::TemplatesGenerator>(load_family_for(task, root, backend));
@@ -182,46 +225,66 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   fs::path run_path = options.run_dir.empty()
                           ? report::RunDirectory::default_path("runs", task.name)
                           : fs::path(options.run_dir);
-  report::RunDirectory run_dir(run_path);
+  report::RunDirectory run_dir(run_path, resume ? report::RunDirectory::Mode::resume
+                                                : report::RunDirectory::Mode::create);
+  run_path = run_dir.path();
+  // What earlier sessions spent on the model counts against the cost limit.
+  double prior_cost_usd = 0.0;
+  {
+    std::unique_ptr<report::RunDatabase> db = report::RunDatabase::open(run_path / "run.sqlite");
+    if (resume) {
+      prior_cost_usd = db->meta("spent").value_or(nlohmann::json::object()).value("cost_usd", 0.0);
+    } else {
+      OptimizeCommandOptions to_record = recorded;
+      to_record.backend = backend;
+      to_record.memory_path = fs::absolute(memory_path).string();
+      to_record.cache_dir = fs::absolute(toolchain.cache_dir).string();
+      db->set_meta("command", command_to_json(to_record));
+    }
+  }
   std::unique_ptr<LlmSession> llm_session;
-  std::optional<InterruptGuard> interrupt_guard;
+  InterruptGuard interrupt_guard;
   if (use_llm) {
+    options.llm.budget_usd = std::max(*options.search.budget.max_cost_usd - prior_cost_usd, 1e-9);
     try {
       llm_session = std::make_unique<LlmSession>(options.llm, *llm_config, task, backend, *store,
                                                  run_dir, g_interrupted);
     } catch (...) {
       std::error_code ec;
-      fs::remove_all(run_path, ec);
+      if (!resume) fs::remove_all(run_path, ec);
       throw;
     }
-    interrupt_guard.emplace();
   }
   generation::Generator& generator =
       use_llm ? llm_session->generator() : static_cast<generation::Generator&>(*templates);
-  fs::copy_file(options.task_path, run_path / "task.toml");
-  nlohmann::json run_json = {{"task", task.name},
-                             {"task_path", fs::absolute(options.task_path).string()},
-                             {"task_hash", task_hash(task)},
-                             {"backend", backend},
-                             {"memory", memory_path},
-                             {"policy", options.policy},
-                             {"ablate", memory::to_string(options.search.ablations)},
-                             {"artifact_cache", toolchain.cache_dir},
-                             {"seed", options.search.seed},
-                             {"steps", options.search.steps},
-                             {"proposals_per_step", options.search.proposals_per_step},
-                             {"started", report::utc_now_iso8601()},
-                             {"kforge_version", KFORGE_VERSION},
-                             {"generator", generator.name()}};
-  if (llm_session) run_json["llm"] = llm_session->describe();
-  run_dir.write_json("run.json", run_json);
-  std::cerr << "kforge: optimizing " << task.name << " on " << backend << " -> "
-            << run_path.string() << "\n";
+  if (!resume) {
+    fs::copy_file(options.task_path, run_path / "task.toml");
+    nlohmann::json run_json = {{"task", task.name},
+                               {"task_path", fs::absolute(options.task_path).string()},
+                               {"task_hash", task_hash(task)},
+                               {"backend", backend},
+                               {"memory", memory_path},
+                               {"policy", options.policy},
+                               {"ablate", memory::to_string(options.search.ablations)},
+                               {"artifact_cache", toolchain.cache_dir},
+                               {"seed", options.search.seed},
+                               {"steps", options.search.steps},
+                               {"proposals_per_step", options.search.proposals_per_step},
+                               {"started", report::utc_now_iso8601()},
+                               {"kforge_version", KFORGE_VERSION},
+                               {"generator", generator.name()}};
+    if (llm_session) run_json["llm"] = llm_session->describe();
+    run_dir.write_json("run.json", run_json);
+  }
+  std::cerr << "kforge: " << (resume ? "resuming " : "optimizing ") << task.name << " on "
+            << backend << " -> " << run_path.string() << "\n";
 
   search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler, worker,
                               reference_worker, run_dir,
                               [](const std::string& line) { std::cerr << line << "\n"; },
                               llm_session ? llm_session->selector() : nullptr);
+  optimizer.set_interrupts(&g_interrupts);
+  if (llm_session) optimizer.set_cost_meter([&] { return llm_session->cost_usd(); });
   std::unique_ptr<ScratchDir> profile_scratch;
   std::unique_ptr<evaluation::NcuProfiler> profiler;
   if (ncu && backend == "cuda") {
@@ -235,11 +298,12 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     result = optimizer.run();
   } catch (const std::exception& e) {
     // A run that evaluated nothing leaves nothing behind; one that did keeps every candidate it
-    // wrote, plus failed.txt saying why, and never a result.json.
+    // wrote (and its run database, so that --resume continues it), plus failed.txt saying why,
+    // and never a result.json.
     worker.shutdown();
     reference_worker.shutdown();
     std::error_code ec;
-    if (fs::is_empty(run_path / "candidates", ec)) {
+    if (!resume && fs::is_empty(run_path / "candidates", ec)) {
       fs::remove_all(run_path, ec);
     } else {
       run_dir.write_text("failed.txt", std::string(e.what()) + "\n");
@@ -259,13 +323,20 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     std::cerr << llm_session->usage_line() << "\n";
   }
   run_dir.write_text("report.md", report::render_markdown(json, task.name));
-  run_dir.write_json("result.json", json);  // last: its presence marks a finished run
+  if (!result.final_skipped) {
+    run_dir.write_json("result.json", json);  // last: its presence marks a finished run
+  }
   if (options.json) {
     std::cout << json.dump(2) << "\n";
   } else {
     std::cout << report::render_console_summary(json, task.name);
   }
-  return g_interrupted.load() ? 130 : 0;
+  if (result.interrupted) {
+    std::cerr << "kforge: interrupted; continue with: kforge optimize --resume "
+              << run_path.string() << "\n";
+    return 130;
+  }
+  return 0;
 }
 
 }  // namespace kforge::cli

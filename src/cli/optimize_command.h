@@ -10,7 +10,8 @@
 namespace kforge::cli {
 
 struct OptimizeCommandOptions {
-  std::string task_path;
+  std::string task_path;          // required unless resume_dir is set
+  std::string resume_dir;         // --resume: continue this run (optimize_resume.h)
   std::string backend = "auto";   // auto | cpu | cuda
   std::string run_dir;            // default: runs/<task>-<timestamp>
   std::string memory_path;        // default: memory::default_memory_path()
@@ -29,10 +30,12 @@ struct OptimizeCommandOptions {
   search::OptimizeOptions search;
 };
 
-/// Runs `kforge optimize`; prints progress to stderr and the summary (or JSON) to stdout.
-/// Throws Error for bad input or a broken environment (with --generator llm: no endpoint
-/// configured). Returns 0, or 130 when Ctrl-C stopped an llm search early (the run still ends
-/// with its best kernel and result.json).
+/// Runs `kforge optimize` (or with resume_dir, continues a run; a finished one is reported as
+/// complete and its summary printed again); prints progress to stderr and the summary (or JSON)
+/// to stdout. Throws Error for bad input or a broken environment (with --generator llm: no
+/// endpoint configured; a zero or negative budget limit), before the run directory is written.
+/// Returns 0, or 130 when Ctrl-C stopped the search early (the run still ends with its best
+/// kernel and result.json unless Ctrl-C was pressed twice, and can be continued with --resume).
 int run_optimize(const OptimizeCommandOptions& options);
 
 /// Resolves "auto" by asking a cuda worker for its device; "cpu" when none answers.

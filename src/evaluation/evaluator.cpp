@@ -278,6 +278,10 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
   return result;
 }
 
+worker::LoadResult Evaluator::load(const compile::Artifact& artifact) {
+  return candidates_.load({artifact.path}, policy_.load_timeout_s);
+}
+
 TimingVerdict Evaluator::time_reference() {
   worker::TimeResult result = reference_worker_.time(
       time_request(oracle_->handle(), timed_workload_, policy_.quick, timing_seed_),

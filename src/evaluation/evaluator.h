@@ -124,6 +124,11 @@ class Evaluator {
   /// Rung 0 and rung 1 of one compiled candidate (loaded into the candidate worker).
   CandidateEvaluation evaluate(const compile::Artifact& artifact);
 
+  /// Loads a compiled candidate into the candidate worker without gating or timing it: a
+  /// resumed run re-obtains the handle of a candidate whose verdict it restored. A verdict
+  /// other than ok (wrong_signature, worker_crashed, timeout) says why it could not.
+  worker::LoadResult load(const compile::Artifact& artifact);
+
   /// The reference's rung-1 timing (in the reference worker). Throws Error if it fails.
   TimingVerdict time_reference();
 

@@ -53,6 +53,10 @@ RecordingChatClient::RecordingChatClient(ChatClient* live, PriceTable prices,
   std::error_code ec;
   fs::create_directories(options_.transcript_dir / "cache", ec);
   if (ec) throw Error(options_.transcript_dir.string() + ": cannot create: " + ec.message());
+  // A resumed run writes into the same folder: number its exchanges after the recorded ones.
+  for (const auto& entry : fs::directory_iterator(options_.transcript_dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") ++next_index_;
+  }
   if (!options_.replay_dir.empty()) index_replay_transcripts();
 }
 

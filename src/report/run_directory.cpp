@@ -26,9 +26,18 @@ std::string utc_format(const char* format) {
 
 std::string utc_now_iso8601() { return utc_format("%Y-%m-%dT%H:%M:%SZ"); }
 
-RunDirectory::RunDirectory(fs::path path) : path_(fs::absolute(path).lexically_normal()) {
+RunDirectory::RunDirectory(fs::path path, Mode mode)
+    : path_(fs::absolute(path).lexically_normal()) {
   std::error_code ec;
-  if (fs::exists(path_) && !fs::is_empty(path_, ec)) {
+  if (mode == Mode::resume) {
+    if (!fs::is_directory(path_)) {
+      throw Error("--resume " + path_.string() + ": no such run directory");
+    }
+    if (!fs::exists(path_ / "run.sqlite")) {
+      throw Error("--resume " + path_.string() + ": not a kforge run directory (no run.sqlite; "
+                  "runs made before kforge recorded one cannot be resumed)");
+    }
+  } else if (fs::exists(path_) && !fs::is_empty(path_, ec)) {
     throw Error("run directory " + path_.string() +
                 " already exists and is not empty (choose another --run-dir)");
   }

@@ -21,10 +21,15 @@ namespace kforge::report {
 
 class RunDirectory {
  public:
-  /// Creates `path` (and parents); a relative path is made absolute against the current
-  /// directory, so every path this object returns is absolute. Throws Error if it exists and is
-  /// not empty, so that a run never mixes with another's files.
-  explicit RunDirectory(std::filesystem::path path);
+  enum class Mode {
+    create,  // a new run: the folder must not exist or be empty
+    resume,  // an existing run (kforge optimize --resume): its files are kept, events appended
+  };
+  /// Creates `path` (and parents), or with Mode::resume opens it; a relative path is made
+  /// absolute against the current directory, so every path this object returns is absolute.
+  /// Throws Error if, to create, it exists and is not empty (a run never mixes with another's
+  /// files), or, to resume, it is not a directory holding run.sqlite.
+  explicit RunDirectory(std::filesystem::path path, Mode mode = Mode::create);
 
   const std::filesystem::path& path() const { return path_; }
   /// A new folder path()/candidates/NNN-<label>/ (NNN counts from 000), absolute.

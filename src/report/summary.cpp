@@ -21,6 +21,25 @@ std::string ms(const nlohmann::json& value) {
   return value.is_number() ? fmt::format("{:.4f}", value.get<double>()) : "-";
 }
 
+// "steps 6/6, wall 12.3 s (max 60), device 4.1 s, candidates 21, cost $0.0000; stopped by steps"
+std::string budget_line(const nlohmann::json& result) {
+  const auto budget = result.find("budget");
+  if (budget == result.end() || !budget->is_object() || !budget->contains("spent")) return "";
+  const nlohmann::json& spent = budget->at("spent");
+  const nlohmann::json& limits = budget->at("limits");
+  auto of = [&](const char* key) {
+    const nlohmann::json& limit = limits.value(key, nlohmann::json());
+    return limit.is_number() ? " (max " + limit.dump() + ")" : std::string();
+  };
+  return fmt::format(
+      "steps {}/{}, wall {:.1f} s{}, device {:.1f} s{}, candidates {}{}, cost ${:.4f}{}; "
+      "stopped by {}",
+      spent.value("steps", 0), limits.value("steps", 0), spent.value("wall_s", 0.0),
+      of("max_wall_s"), spent.value("device_s", 0.0), of("max_device_s"),
+      spent.value("candidates", 0), of("max_candidates"), spent.value("cost_usd", 0.0),
+      of("max_cost_usd"), budget->value("stopped_by", "?"));
+}
+
 }  // namespace
 
 std::string render_console_summary(const nlohmann::json& result, const std::string& task_name) {
@@ -28,9 +47,22 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
                                  device_line(result), result.value("wall_s", 0.0));
   int ok = 0;
   for (const auto& c : result.at("candidates")) ok += c.value("verdict", "") == "ok";
-  text += fmt::format("  candidates: {} evaluated, {} correct\n", result.at("candidates").size(), ok);
+  text += fmt::format("  candidates: {} evaluated, {} correct{}\n", result.at("candidates").size(),
+                      ok,
+                      result.value("replayed_candidates", 0) > 0
+                          ? fmt::format(" ({} restored from the run database)",
+                                        result.value("replayed_candidates", 0))
+                          : "");
+  if (const std::string budget = budget_line(result); !budget.empty()) {
+    text += "  budget:     " + budget + "\n";
+  }
   if (result.at("best").is_null()) {
     return text + "  no candidate passed the correctness gate; nothing to report as faster\n";
+  }
+  if (result.value("final", nlohmann::json()).is_null()) {
+    return text + fmt::format("  best:       {} (final timing skipped: continue with kforge "
+                              "optimize --resume {})\n",
+                              result.at("best").value("id", "?"), result.value("run_dir", "?"));
   }
   const nlohmann::json& final = result.at("final");
   const nlohmann::json& speedup = final.at("speedup");
@@ -65,7 +97,13 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
   text += fmt::format("- backend and device: {}\n", device_line(result));
   text += fmt::format("- wall time: {:.1f} s\n", result.value("wall_s", 0.0));
   text += fmt::format("- bytes moved per call (timed workload): {}\n", result.value("bytes_moved", int64_t{0}));
-  if (!result.at("best").is_null()) {
+  if (const std::string budget = budget_line(result); !budget.empty()) {
+    text += "- budget spent: " + budget + "\n";
+  }
+  if (!result.at("best").is_null() && result.value("final", nlohmann::json()).is_null()) {
+    text += fmt::format("- best so far: `{}`; the final timing was skipped (Ctrl-C twice)\n",
+                        result.at("best").value("id", "?"));
+  } else if (!result.at("best").is_null()) {
     const nlohmann::json& final = result.at("final");
     const nlohmann::json& speedup = final.at("speedup");
     text += fmt::format("- best: `{}` ({})\n", result.at("best").value("id", "?"),

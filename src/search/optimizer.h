@@ -1,24 +1,53 @@
-// The optimization loop of one run (first version): HTAM's step-by-step evolution over a
-// generator (templates or llm), gated and timed by the evaluation plane.
+// The optimization loop of one run: HTAM's step-by-step evolution over a generator (templates
+// or llm), gated and timed by the evaluation plane, bounded by a budget, recorded as it happens
+// in the run database so that it can be resumed.
 //
 //   step 0   expert hints: every parallel decomposition at its default parameters (coarse cover)
 //   step t   the policy picks (direction, strategy) pairs applicable to the current best; the
 //            generator turns each into a candidate; the compile pool builds them in parallel;
 //            each is gated and quick-timed; a failed one goes back to the generator for up to
 //            repair_tries repairs; the feedback (log gain over its parent) is written back
-//            into the HTG; a faster candidate becomes the new best. The search stops early
-//            when the generator is exhausted (LLM budget spent, Ctrl-C).
+//            into the HTG; a candidate that looks faster becomes the new best only when a
+//            paired comparison shows the gain beyond noise. The search stops at the first
+//            candidate boundary where the budget (budget.h) is spent, Ctrl-C was pressed, or
+//            the generator is exhausted.
+//   full     rung 2 on the fastest correct candidates (every timed workload) (final_rung.cpp)
 //   final    the best and the reference are timed interleaved (paired rounds) and the speedup is
-//            reported with a bootstrap confidence interval
+//            reported with a bootstrap confidence interval; a second Ctrl-C skips it
+//
+// Resume (`options.resume`, `kforge optimize --resume`): the loop runs again from the start with
+// the same seed and options, and every thing that would be measured or chosen again is read back
+// from the run database (run_journal.h) instead, so the same decisions follow:
+//   - a candidate with a row is restored from it (verdict, medians, build log) without being
+//     compiled or timed; its worker handle is obtained only when needed (an acceptance
+//     comparison with a new challenger, rung 2, the final rung) by compiling it again, which the
+//     artifact cache answers, and loading it, without re-timing;
+//   - the reference's quick median and the device's measured bandwidth and FMA rate come from
+//     the run's meta (prompts, the policy's state and the diagnoses depend on them);
+//   - each step's moves (parent, direction, strategy) and the rng state after planning come from
+//     the recorded `plan`: the memory store has changed since (this run's own evidence, maybe
+//     other runs'), so asking the policy again could choose differently;
+//   - acceptance comparisons and rung-2 results already decided are replayed, not re-measured;
+//   - memory evidence already written for a move is not written again (the `evidence` decision
+//     is written before the store's row, so a crash between the two loses that row instead of
+//     duplicating it);
+//   - budget: replayed candidates count again with their recorded device seconds; wall time and
+//     LLM cost add to what earlier sessions recorded.
+// Limits: the device, the toolchain and the task must be the ones recorded (checked; an Error
+// names the difference). With --generator llm, a step replays its source requests through the
+// transcript cache; a request whose prompt changed goes to the model again. The final rung is
+// always measured again (it was either never reached or is what the resume must redo).
 //
 // Decision code talks only to seams (Store, Generator, Compiler, Worker), so tests run it with
-// fakes. The full budget-aware multi-fidelity scheduler is a later issue.
+// fakes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -27,15 +56,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compile/compiler.h"
 #include "compile/compile_pool.h"
+#include "compile/compiler.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/profiler.h"
 #include "generation/generator.h"
-#include "memory/policy.h"
 #include "memory/baselines.h"
+#include "memory/policy.h"
 #include "memory/store.h"
 #include "report/run_directory.h"
+#include "search/budget.h"
+#include "search/run_journal.h"
 #include "task/task.h"
 #include "worker/worker.h"
 
@@ -48,7 +79,7 @@ struct OptimizeOptions {
   double temperature = 0.5;       // softmax temperature of the direction choice
   int compile_jobs = 0;           // compile pool depth; 0 = hardware threads
   double min_gain = 0.01;         // a candidate replaces the best only if >= 1% faster (noise)
-  bool explain = false;           // print why each direction/strategy was chosen
+  bool explain = false;           // print why each candidate was chosen, promoted, pruned, rejected
   // A failed step candidate goes back to the generator (compile errors, wrong-answer details)
   // at most this many times; generators that cannot repair (templates) decline at once.
   int repair_tries = 2;
@@ -58,6 +89,11 @@ struct OptimizeOptions {
   memory::Ablations ablations;          // htam only
   memory::ProvenanceWeights provenance_weights;
   evaluation::EvaluationPolicy evaluation;
+  BudgetLimits budget;                  // besides `steps`
+  /// Continue the run recorded in the run directory's run.sqlite (see the header comment).
+  bool resume = false;
+  /// The options that decide the search, for the run database's meta.
+  nlohmann::json to_json() const;
 };
 
 /// One evaluated candidate, as recorded in the run directory.
@@ -80,6 +116,9 @@ struct CandidateRecord {
   std::string source_file;         // path of the candidate's standalone source in the run dir
   /// Rung 2: geomean speedup over the reference across every timed workload, when it ran.
   std::optional<double> full_geomean_speedup;
+  std::string build_log;           // the compiler's output (feedback for repairs)
+  double device_s = 0.0;           // candidate-worker seconds its gate and quick rungs took
+  bool replayed = false;           // restored from the run database on resume
 };
 
 /// What a run produced.
@@ -101,7 +140,12 @@ struct OptimizeResult {
   /// The final rung's hardware profile of the best candidate, when a profiler was set.
   std::optional<evaluation::ProfileReport> profile;
   int generation_failures = 0;     // planned candidates the generator could not write
-  std::string stopped_early;       // why the search stopped before its steps (budget, Ctrl-C)
+  std::string stopped_early;       // why the search stopped before its steps, in words
+  StopReason stopped_by = StopReason::none;
+  nlohmann::json budget;           // BudgetTracker::to_json() plus "stopped_by"
+  bool interrupted = false;        // Ctrl-C stopped the search (the run can be resumed)
+  bool final_skipped = false;      // a second Ctrl-C skipped rungs 2-3: no final numbers
+  int replayed_candidates = 0;     // restored from the run database on resume
   nlohmann::json to_json() const;
 };
 
@@ -115,43 +159,74 @@ class Optimizer {
             worker::Worker& candidate_worker, worker::Worker& reference_worker,
             report::RunDirectory& run_dir, ProgressSink progress,
             memory::StrategySelector* selector = nullptr);
+  ~Optimizer();
 
   /// Runs the loop. Candidate failures are recorded, never thrown; throws Error only when the
-  /// harness or the task is broken (reference does not compile or fails against itself).
+  /// harness or the task is broken (reference does not compile or fails against itself), or, on
+  /// resume, when the run database does not belong to this task, device or toolchain, or the
+  /// replay diverges from what it recorded.
   OptimizeResult run();
 
   /// Profiles the best candidate at the final rung (Nsight Compute on cuda); null = no profiling.
   /// Keeps a reference.
   void set_profiler(evaluation::Profiler* profiler) { profiler_ = profiler; }
+  /// Counts Ctrl-C presses (a signal handler increments it): 1 stops the search at the next
+  /// candidate boundary, 2 also skips rungs 2 and 3. Keeps a reference; null: never.
+  void set_interrupts(const std::atomic<int>* interrupts) { interrupts_ = interrupts; }
+  /// The LLM cost spent so far in this session, in USD (for the max_cost_usd limit).
+  void set_cost_meter(std::function<double()> cost_usd) { cost_usd_ = std::move(cost_usd); }
+  /// Monotonic seconds for the wall-time limit (tests pass a fake). Default: steady_clock.
+  void set_clock(std::function<double()> now_s) { now_s_ = std::move(now_s); }
 
  private:
   struct Move;
-  /// Up to proposals_per_step (parent, direction, strategy, proposal) moves; `parents` are
-  /// correct candidates' ids, fastest first; `prefix` the directions chosen so far.
-  std::vector<Move> plan_step(const std::vector<std::string>& parents,
-                              const memory::StateSummary& state, std::mt19937_64& rng);
-  /// The diagnosis of one evaluated candidate (bandwidth from the timed workload's bytes).
-  memory::Diagnosis diagnose(const CandidateRecord& record) const;
-  /// Gates and times one compiled proposal; writes its record and event.
-  CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
-                           int step, evaluation::Evaluator& evaluator);
+  // optimizer.cpp: setup, stops, progress
+  void open_journal();
+  void prepare_reference();
+  /// True (after recording why) when the search must stop before the next candidate: Ctrl-C,
+  /// a spent budget, or (at a `generator_boundary`: a step's start, before a repair) an
+  /// exhausted generator.
+  bool should_stop(bool generator_boundary = false);
+  void stop(StopReason reason, const std::string& detail);
+  void progress_line(const std::string& where);
+  int interrupts() const { return interrupts_ != nullptr ? interrupts_->load() : 0; }
   memory::Provenance provenance() const;
+  memory::Diagnosis diagnose(const CandidateRecord& record) const;
+
+  // optimizer_loop.cpp: the expert hints, the steps and their planning
+  void run_hints();
+  void run_steps();
+  std::vector<Move> plan_step(const std::vector<std::string>& parents,
+                              const std::map<std::string, double>& parent_ms, int step);
+  std::vector<Move> replay_plan(const nlohmann::json& plan,
+                                const std::map<std::string, double>& parent_ms);
+  void write_sources(std::vector<Move>& moves, int step);
+  /// Runs one step's moves (each with its repairs and its memory evidence).
+  void run_moves(std::vector<Move>& moves, int step);
+
+  // optimizer_candidate.cpp: one candidate's life
+  std::future<compile::Artifact> submit_screened(const generation::Proposal& proposal);
+  /// One candidate: restored from the journal when recorded, else evaluated (its artifact from
+  /// `build`) and recorded; then judged against the best and reported to the generator.
+  CandidateRecord attempt(const generation::Proposal& proposal,
+                          const std::function<compile::Artifact()>& build, int step,
+                          const Move* move, generation::Feedback* feedback);
+  CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
+                           int step, const Move* move);
+  CandidateRecord restore(const generation::Proposal& proposal, const report::CandidateRow& row);
+  void consider(CandidateRecord& record);
+  void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
+  /// The candidate worker's handle of a correct candidate, loading it (on resume, after
+  /// compiling it again from the cache) when this session has not.
+  int handle_of(const std::string& id);
+
+  // final_rung.cpp: rungs 2 and 3
   /// Rung 2 on the fastest correct candidates (EvaluationPolicy::full_rung_candidates); returns
   /// the id of the one the final rung takes: `best_id` unless another's geomean speedup over
   /// all timed workloads is higher by more than min_gain.
-  std::string run_full_rung(evaluation::Evaluator& evaluator, const std::string& best_id);
-  /// Waits for every build of a batch, in order (so no compile overlaps the batch's timings).
-  std::vector<compile::Artifact> collect_builds(
-      std::vector<std::future<compile::Artifact>>& builds) const;
-  /// Screens the proposal's source with the task's static policy, then submits it to `pool`;
-  /// a rejected source is never compiled (its artifact carries rejected_by_policy).
-  std::future<compile::Artifact> submit_screened(compile::CompilePool& pool,
-                                                 const generation::Proposal& proposal,
-                                                 const evaluation::Evaluator& evaluator);
-  /// Asks the generator to write the moves' sources; drops (and logs) the ones it could not.
-  void write_sources(std::vector<Move>& moves, int step);
-  /// True (after saying why) when the generator can write nothing more.
-  bool generator_exhausted(OptimizeResult& result);
+  std::string run_full_rung(const std::string& best_id);
+  /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu.
+  void run_final();
 
   const Task& task_;
   std::string backend_;
@@ -164,18 +239,30 @@ class Optimizer {
   report::RunDirectory& run_dir_;
   ProgressSink progress_;
   memory::StrategySelector* selector_;  // null: UCB1
+  evaluation::Profiler* profiler_ = nullptr;
+  const std::atomic<int>* interrupts_ = nullptr;
+  std::function<double()> cost_usd_;
+  std::function<double()> now_s_;
+
+  // State of one run().
   worker::DeviceInfo device_;
   std::string toolchain_;
   std::string task_hash_;
   std::unique_ptr<memory::SearchPolicy> policy_;
+  std::unique_ptr<evaluation::Evaluator> evaluator_;
+  std::unique_ptr<compile::CompilePool> pool_;
+  std::unique_ptr<RunJournal> journal_;
+  std::unique_ptr<BudgetTracker> budget_;
+  OptimizeResult result_;
+  double reference_ms_ = 0.0;       // the reference's quick-rung median
   double copy_bytes_per_s_ = 0.0;   // measured by the reference worker (plausibility floor)
   double peak_flops_per_s_ = 0.0;   // f32 peak when the device reports one
-  int64_t bytes_moved_ = 0;
-  std::optional<double> flops_;
+  std::optional<CandidateRecord> best_;
+  memory::StateSummary state_;
+  std::mt19937_64 rng_;
   std::vector<CandidateRecord> records_;
-  std::map<std::string, int> handles_;   // candidate id -> worker handle
+  std::map<std::string, int> handles_;   // candidate id -> worker handle (this session)
   std::map<std::string, compile::Artifact> artifacts_;  // candidate id -> its build
-  evaluation::Profiler* profiler_ = nullptr;
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;
 };

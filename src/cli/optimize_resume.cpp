@@ -1,0 +1,166 @@
+#include "cli/optimize_resume.h"
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "report/run_database.h"
+#include "task/task_loader.h"
+
+namespace kforge::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// What the search reads back must mean the same (Optimizer's kResumeFormat guards its part).
+constexpr int kCommandFormat = 1;
+
+nlohmann::json optional_json(const auto& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+template <typename T>
+void read_optional(const nlohmann::json& j, const char* key, std::optional<T>& out) {
+  if (j.contains(key) && !j.at(key).is_null()) out = j.at(key).get<T>();
+}
+
+}  // namespace
+
+nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
+  const search::OptimizeOptions& s = o.search;
+  const memory::ProvenanceWeights& w = s.provenance_weights;
+  return {{"format", kCommandFormat},
+          {"task_path", o.task_path.empty() ? "" : fs::absolute(o.task_path).string()},
+          {"backend", o.backend},
+          {"memory_path", o.memory_path},
+          {"cache_dir", o.cache_dir},
+          {"cuda_arch", o.cuda_arch},
+          {"device", o.device},
+          {"profile", o.profile},
+          {"generator", o.generator},
+          {"llm",
+           {{"config_path", o.llm.config_path},
+            {"prices_path", o.llm.prices_path},
+            {"replay_run", o.llm.replay_run},
+            {"selector", o.llm.selector}}},
+          {"policy", o.policy},
+          {"ablate", o.ablate},
+          {"similar_families", o.similar_families},
+          {"steps", s.steps},
+          {"proposals_per_step", s.proposals_per_step},
+          {"seed", s.seed},
+          {"temperature", s.temperature},
+          {"compile_jobs", s.compile_jobs},
+          {"final_rounds", s.evaluation.final_rounds},
+          {"repair_tries", s.repair_tries},
+          {"weights",
+           {{"other_device", w.other_device},
+            {"other_toolchain", w.other_toolchain},
+            {"similar_family", w.similar_family},
+            {"other_family", w.other_family}}},
+          {"budget",
+           {{"max_wall_s", optional_json(s.budget.max_wall_s)},
+            {"max_device_s", optional_json(s.budget.max_device_s)},
+            {"max_candidates", optional_json(s.budget.max_candidates)},
+            {"max_cost_usd", optional_json(s.budget.max_cost_usd)}}}};
+}
+
+OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::string& source) {
+  return with_context(source + ": meta 'command'", [&] {
+    if (j.value("format", 0) != kCommandFormat) {
+      throw Error("format " + j.value("format", nlohmann::json()).dump() + " (this kforge reads " +
+                  std::to_string(kCommandFormat) + ")");
+    }
+    OptimizeCommandOptions o;
+    o.task_path = j.at("task_path").get<std::string>();
+    o.backend = j.at("backend").get<std::string>();
+    o.memory_path = j.at("memory_path").get<std::string>();
+    o.cache_dir = j.at("cache_dir").get<std::string>();
+    o.cuda_arch = j.at("cuda_arch").get<std::string>();
+    o.device = j.at("device").get<int>();
+    o.profile = j.at("profile").get<std::string>();
+    o.generator = j.at("generator").get<std::string>();
+    const nlohmann::json& llm = j.at("llm");
+    o.llm.config_path = llm.at("config_path").get<std::string>();
+    o.llm.prices_path = llm.at("prices_path").get<std::string>();
+    o.llm.replay_run = llm.at("replay_run").get<std::string>();
+    o.llm.selector = llm.at("selector").get<std::string>();
+    o.policy = j.at("policy").get<std::string>();
+    o.ablate = j.at("ablate").get<std::vector<std::string>>();
+    o.similar_families = j.at("similar_families").get<std::vector<std::string>>();
+    search::OptimizeOptions& s = o.search;
+    s.steps = j.at("steps").get<int>();
+    s.proposals_per_step = j.at("proposals_per_step").get<int>();
+    s.seed = j.at("seed").get<uint64_t>();
+    s.temperature = j.at("temperature").get<double>();
+    s.compile_jobs = j.at("compile_jobs").get<int>();
+    s.evaluation.final_rounds = j.at("final_rounds").get<int>();
+    s.repair_tries = j.at("repair_tries").get<int>();
+    const nlohmann::json& w = j.at("weights");
+    s.provenance_weights.other_device = w.at("other_device").get<double>();
+    s.provenance_weights.other_toolchain = w.at("other_toolchain").get<double>();
+    s.provenance_weights.similar_family = w.at("similar_family").get<double>();
+    s.provenance_weights.other_family = w.at("other_family").get<double>();
+    const nlohmann::json& b = j.at("budget");
+    read_optional(b, "max_wall_s", s.budget.max_wall_s);
+    read_optional(b, "max_device_s", s.budget.max_device_s);
+    read_optional(b, "max_candidates", s.budget.max_candidates);
+    read_optional(b, "max_cost_usd", s.budget.max_cost_usd);
+    return o;
+  });
+}
+
+ResumePlan plan_resume(const OptimizeCommandOptions& given) {
+  const fs::path dir = fs::absolute(given.resume_dir).lexically_normal();
+  if (!fs::is_directory(dir)) throw Error("--resume " + dir.string() + ": no such run directory");
+  const fs::path db_path = dir / "run.sqlite";
+  if (!fs::exists(db_path)) {
+    throw Error("--resume " + dir.string() + ": not a kforge run directory (no run.sqlite; runs "
+                "made before kforge recorded one cannot be resumed)");
+  }
+  std::unique_ptr<report::RunDatabase> db = report::RunDatabase::open(db_path);
+  const std::optional<nlohmann::json> command = db->meta("command");
+  if (!command) {
+    throw Error("--resume " + dir.string() + ": " + db_path.string() +
+                " records no 'kforge optimize' command (not a run this kforge can resume)");
+  }
+  ResumePlan plan;
+  plan.options = command_from_json(*command, db_path.string());
+  const std::string status = db->meta("status").value_or("running").get<std::string>();
+  if (status == "finished" && fs::exists(dir / "result.json")) {
+    plan.complete = true;
+    plan.result = nlohmann::json::parse(read_file(dir / "result.json"));
+    return plan;
+  }
+  // The task: the one given, else the file the run was started from; either must be the task
+  // the run recorded.
+  const std::string recorded_hash = db->meta("task_hash").value_or("").get<std::string>();
+  const std::string task_path = given.task_path.empty() ? plan.options.task_path : given.task_path;
+  if (!fs::exists(task_path)) {
+    throw Error("--resume " + dir.string() + ": the run's task file " + task_path +
+                " is gone; give the task file after 'optimize'");
+  }
+  const std::string hash = task_hash(load_task(task_path));
+  if (hash != recorded_hash) {
+    throw Error("--resume " + dir.string() + ": the run was made for task '" +
+                db->meta("task").value_or("?").get<std::string>() + "' (task hash " +
+                recorded_hash + "), but " + task_path + " has task hash " + hash +
+                " (another task, or the task file changed since)");
+  }
+  plan.options.task_path = task_path;
+  plan.options.resume_dir = dir.string();
+  plan.options.run_dir = dir.string();
+  plan.options.json = given.json;
+  plan.options.search.explain = given.search.explain;
+  plan.options.search.resume = true;
+  // Limits given with --resume replace the recorded ones (a run may be given more room).
+  const search::BudgetLimits& limits = given.search.budget;
+  search::BudgetLimits& budget = plan.options.search.budget;
+  if (limits.max_wall_s) budget.max_wall_s = limits.max_wall_s;
+  if (limits.max_device_s) budget.max_device_s = limits.max_device_s;
+  if (limits.max_candidates) budget.max_candidates = limits.max_candidates;
+  if (limits.max_cost_usd) budget.max_cost_usd = limits.max_cost_usd;
+  return plan;
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,148 @@
+// Rungs 2 and 3 of Optimizer::run (optimizer.h): every timed workload on the fastest correct
+// candidates, then the best and the reference timed interleaved.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "search/optimizer.h"
+
+namespace kforge::search {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Rung 2's outcome for one candidate, as recorded in the run database.
+nlohmann::json full_rung_decision(const std::string& id, const evaluation::FullRung& full) {
+  return {{"candidate", id},
+          {"verdict", to_string(full.verdict)},
+          {"message", full.message},
+          {"geomean_speedup", full.geomean_speedup}};
+}
+
+}  // namespace
+
+std::string Optimizer::run_full_rung(const std::string& best_id) {
+  std::vector<CandidateRecord*> ranked;
+  for (CandidateRecord& r : records_) {
+    if (r.verdict == Verdict::ok && r.median_ms && r.id != best_id) ranked.push_back(&r);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const CandidateRecord* a,
+                                                    const CandidateRecord* b) {
+    return *a->median_ms < *b->median_ms;
+  });
+  for (CandidateRecord& r : records_) {
+    if (r.id == best_id) ranked.insert(ranked.begin(), &r);
+  }
+  ranked.resize(std::min<size_t>(ranked.size(),
+                                 static_cast<size_t>(options_.evaluation.full_rung_candidates)));
+  std::string chosen = best_id;
+  double chosen_geomean = 0.0;
+  std::string considered;
+  for (CandidateRecord* record : ranked) {
+    if (interrupts() >= 2) {
+      result_.final_skipped = true;
+      return chosen;
+    }
+    considered += (considered.empty() ? "" : ",") + record->id;
+    // Measured once per run: a resumed run replays what rung 2 found.
+    std::optional<nlohmann::json> decided = journal_->recorded("full_rung", record->id);
+    if (!decided) {
+      progress_(fmt::format("rung 2: {} on every timed workload", record->id));
+      const double started = now_s_();
+      const evaluation::FullRung full = evaluator_->full_rung(handle_of(record->id));
+      nlohmann::json workloads = nlohmann::json::array();
+      for (const evaluation::FullRung::Entry& e : full.workloads) {
+        workloads.push_back({{"workload", e.workload},
+                             {"median_ms", e.candidate.summary.median_ms},
+                             {"reference_median_ms", e.reference_median_ms},
+                             {"speedup", e.speedup}});
+      }
+      nlohmann::json rung = full_rung_decision(record->id, full);
+      rung["workloads"] = workloads;
+      journal_->record_rung({record->id, "full", to_string(full.verdict), now_s_() - started, rung});
+      decided = full_rung_decision(record->id, full);
+      journal_->decide(record->step, "full_rung", record->id, *decided);
+      rung["event"] = "full_rung";
+      run_dir_.append_event(rung);
+      // Next to the candidate's evaluation.json (rungs 0-1): its history of rungs.
+      run_dir_.write_json(fs::path(record->source_file).parent_path() / "full_rung.json", rung);
+    } else {
+      progress_(fmt::format("rung 2: {} (recorded)", record->id));
+    }
+    if (decided->at("verdict") != "ok") {
+      progress_(fmt::format("  {}: {}", decided->at("verdict").get<std::string>(),
+                            decided->value("message", "")));
+      continue;
+    }
+    const double geomean = decided->at("geomean_speedup").get<double>();
+    record->full_geomean_speedup = geomean;
+    progress_(fmt::format("  geomean speedup {:.3f}x over every timed workload", geomean));
+    // The best comes first; another replaces it only when clearly faster over all workloads,
+    // or when the best itself failed here.
+    if (chosen_geomean == 0.0 ||
+        geomean > chosen_geomean * (1.0 + options_.evaluation.min_gain)) {
+      if (record->id != chosen) {
+        progress_(fmt::format("  {} replaces {} for the final rung", record->id, chosen));
+      }
+      chosen = record->id;
+      chosen_geomean = geomean;
+    }
+  }
+  const std::string reason =
+      chosen == best_id
+          ? "the best of the search keeps its place (no other is faster by more than min_gain "
+            "over every timed workload)"
+          : fmt::format("{:.3f}x geomean over every timed workload beats the search's best",
+                        chosen_geomean);
+  if (options_.explain) progress_("  final rung takes " + chosen + ": " + reason);
+  journal_->decide(state_.step, "full_choice", considered,
+                   {{"chosen", chosen}, {"considered", considered}, {"reason", reason}});
+  return chosen;
+}
+
+void Optimizer::run_final() {
+  const CandidateRecord& best = *best_;
+  std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
+  run_dir_.write_text("best" + extension, generator_.standalone_source(proposals_.at(best.id)));
+  result_.best_source_path = (run_dir_.path() / ("best" + extension)).string();
+  if (interrupts() >= 2 || result_.final_skipped) {
+    result_.final_skipped = true;
+    progress_("final: skipped (second Ctrl-C); --resume measures it later");
+    return;
+  }
+  progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best.id,
+                        options_.evaluation.final_rounds));
+  const double started = now_s_();
+  evaluation::Evaluator::PairedSamples paired = evaluator_->time_paired(handle_of(best.id));
+  if (!paired.failure.empty()) {
+    throw Error("the best candidate failed during final timing: " + paired.failure);
+  }
+  result_.reference_final = evaluation::summarize(paired.reference_ms());
+  result_.best_final = evaluation::summarize(paired.candidate_ms());
+  result_.speedup = evaluation::judge_paired(paired.reference_rounds, paired.candidate_rounds,
+                                             options_.evaluation.acceptance_level,
+                                             options_.evaluation.min_gain,
+                                             options_.evaluation.gate.base_seed)
+                        .speedup;
+  const nlohmann::json final = {{"best", best.id},
+                                {"reference_median_ms", result_.reference_final.median_ms},
+                                {"best_median_ms", result_.best_final.median_ms},
+                                {"speedup", result_.speedup.speedup}};
+  journal_->record_rung({best.id, "final", "ok", now_s_() - started, final});
+  nlohmann::json event = final;
+  event["event"] = "final";
+  run_dir_.append_event(event);
+  if (profiler_ != nullptr) {
+    progress_(fmt::format("final: profiling {} under Nsight Compute on '{}'", best.id,
+                          evaluator_->timed_workload().name));
+    handle_of(best.id);  // its artifact
+    result_.profile =
+        profiler_->profile(artifacts_.at(best.id), task_, evaluator_->timed_workload());
+    run_dir_.append_event({{"event", "profile"}, {"best", best.id},
+                           {"profile", result_.profile->to_json()}});
+    if (!result_.profile->ok) progress_("final: no profile: " + result_.profile->message);
+  }
+}
+
+}  // namespace kforge::search

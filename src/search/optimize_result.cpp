@@ -1,0 +1,69 @@
+// OptimizeResult::to_json: result.json's schema (report/summary.cpp renders it).
+#include "search/optimizer.h"
+
+namespace kforge::search {
+
+namespace {
+
+nlohmann::json optional_json(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+nlohmann::json record_json(const CandidateRecord& r) {
+  nlohmann::json j = {{"index", r.index},          {"step", r.step},
+                      {"id", r.id},                {"parent", r.parent_id},
+                      {"change", r.change},        {"direction", r.direction_id},
+                      {"strategy", r.strategy_id}, {"verdict", to_string(r.verdict)},
+                      {"message", r.message},      {"artifact_key", r.artifact_key},
+                      {"compile_s", r.compile_s},  {"source", r.source_file}};
+  j["median_ms"] = optional_json(r.median_ms);
+  j["log_gain"] = optional_json(r.log_gain);
+  j["acceptance"] = r.acceptance;
+  j["full_geomean_speedup"] = optional_json(r.full_geomean_speedup);
+  j["device_s"] = r.device_s;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json OptimizeResult::to_json() const {
+  nlohmann::json j;
+  j["run_dir"] = run_dir;
+  j["backend"] = backend;
+  j["device"] = device;
+  j["toolchain"] = toolchain;
+  j["wall_s"] = wall_s;
+  j["bytes_moved"] = bytes_moved;
+  j["task_warnings"] = task_warnings;
+  j["flops"] = optional_json(flops);
+  j["generation_failures"] = generation_failures;
+  j["stopped_early"] = stopped_early;
+  j["stopped_by"] = to_string(stopped_by);
+  j["budget"] = budget;
+  j["interrupted"] = interrupted;
+  j["final_skipped"] = final_skipped;
+  j["replayed_candidates"] = replayed_candidates;
+  j["candidates"] = nlohmann::json::array();
+  for (const CandidateRecord& r : candidates) j["candidates"].push_back(record_json(r));
+  if (best) {
+    j["best"] = record_json(*best);
+    j["best"]["source"] = best_source_path;
+  } else {
+    j["best"] = nullptr;
+  }
+  if (best && !final_skipped) {
+    double seconds = best_final.median_ms * 1e-3;
+    j["final"] = {{"reference", reference_final},
+                  {"best", best_final},
+                  {"speedup", speedup},
+                  {"achieved_gbps", bytes_moved / seconds * 1e-9},
+                  {"reference_gbps", bytes_moved / (reference_final.median_ms * 1e-3) * 1e-9}};
+    if (flops) j["final"]["achieved_gflops"] = *flops / seconds * 1e-9;
+  } else {
+    j["final"] = nullptr;
+  }
+  j["profile"] = profile ? profile->to_json() : nlohmann::json();
+  return j;
+}
+
+}  // namespace kforge::search

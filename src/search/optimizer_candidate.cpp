@@ -1,0 +1,277 @@
+// One candidate's life in Optimizer::run (optimizer.h): screened, built, gated and timed (or
+// restored from the run database on resume), judged against the best, reported to the
+// generator, and written to the run directory and the run database.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "search/optimizer.h"
+#include "search/optimizer_move.h"
+
+namespace kforge::search {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A build log kept in the run database for a repair prompt: the head, where errors start.
+constexpr size_t kBuildLogBytes = 64 * 1024;
+
+std::string describe(const CandidateRecord& record, double reference_ms) {
+  if (record.verdict != Verdict::ok) {
+    std::string message = record.message.substr(0, 160);
+    return fmt::format("{:<44} {}{}", record.id, to_string(record.verdict),
+                       message.empty() ? "" : ": " + message);
+  }
+  return fmt::format("{:<44} ok  {:9.4f} ms  {:5.2f}x vs reference", record.id,
+                     *record.median_ms, reference_ms / *record.median_ms);
+}
+
+
+}  // namespace
+
+std::future<compile::Artifact> Optimizer::submit_screened(const generation::Proposal& proposal) {
+  const std::string violations =
+      evaluator_->screen(proposal.job.source, proposal.job.source_name, backend_);
+  if (violations.empty()) return pool_->submit(proposal.job);
+  std::promise<compile::Artifact> rejected;
+  compile::Artifact artifact;
+  artifact.verdict = Verdict::rejected_by_policy;
+  artifact.log = "rejected by the task's source policy:\n" + violations;
+  rejected.set_value(std::move(artifact));
+  return rejected.get_future();
+}
+
+CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
+                                   const std::function<compile::Artifact()>& build, int step,
+                                   const Move* move, generation::Feedback* feedback_out) {
+  CandidateRecord record;
+  if (const report::CandidateRow* row = journal_->recorded_candidate(proposal.id)) {
+    record = restore(proposal, *row);
+  } else {
+    record = evaluate(proposal, build(), step, move);
+  }
+  proposals_[proposal.id] = proposal;
+  budget_->add_candidate(record.device_s);
+  consider(record);
+  generation::Feedback feedback;
+  feedback.verdict = record.verdict;
+  feedback.message = record.message;
+  feedback.build_log = record.build_log;
+  feedback.median_ms = record.median_ms;
+  feedback.reference_ms = reference_ms_;
+  feedback.is_best = best_ && best_->id == record.id;
+  generator_.observe(proposal, feedback);
+  if (feedback_out != nullptr) *feedback_out = feedback;
+  return record;
+}
+
+CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
+                                    const compile::Artifact& artifact, int step,
+                                    const Move* move) {
+  CandidateRecord record;
+  record.index = static_cast<int>(records_.size());
+  record.step = step;
+  record.id = proposal.id;
+  record.parent_id = proposal.parent_id;
+  record.change = proposal.change;
+  record.artifact_key = artifact.key;
+  record.from_cache = artifact.from_cache;
+  record.compile_s = artifact.compile_s;
+  record.build_log = artifact.log.substr(0, kBuildLogBytes);
+  evaluation::CandidateEvaluation outcome = evaluator_->evaluate(artifact);
+  record.verdict = outcome.verdict;
+  record.message = outcome.message;
+  if (outcome.verdict == Verdict::ok) {
+    record.median_ms = outcome.timing.median_ms;
+    handles_[proposal.id] = outcome.handle;
+    artifacts_[proposal.id] = artifact;
+  }
+  if (move != nullptr) {
+    record.direction_id = move->direction_id;
+    record.strategy_id = move->strategy_id;
+    record.parent_id = move->parent_id;
+    if (record.median_ms) record.log_gain = std::log(move->parent_ms / *record.median_ms);
+  }
+  for (const evaluation::RungRecord& rung : outcome.rungs) record.device_s += rung.seconds;
+
+  fs::path dir = run_dir_.candidate_dir(record.index, proposal.point.variant.empty()
+                                                          ? proposal.id
+                                                          : proposal.point.variant);
+  std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
+  run_dir_.write_text(dir / ("source" + extension), generator_.standalone_source(proposal));
+  run_dir_.write_text(dir / "build.log", artifact.log);
+  record.source_file = (dir / ("source" + extension)).string();
+  nlohmann::json evaluation = {{"id", record.id},
+                               {"verdict", to_string(record.verdict)},
+                               {"message", record.message},
+                               {"artifact_key", record.artifact_key},
+                               {"compile_s", record.compile_s},
+                               {"from_cache", record.from_cache},
+                               {"rungs", outcome.rungs},
+                               {"samples_ms", outcome.samples_ms},
+                               {"timing", outcome.timing}};
+  run_dir_.write_json(dir / "evaluation.json", evaluation);
+
+  // The run database's row, written before anything is decided about the candidate: a crash
+  // from here on loses no measurement.
+  evaluation["source_file"] = record.source_file;
+  evaluation["build_log"] = record.build_log;
+  report::CandidateRow row{record.id,           record.index,        record.step,
+                           record.parent_id,    record.direction_id, record.strategy_id,
+                           record.change,       to_string(record.verdict), record.message,
+                           record.artifact_key, record.compile_s,    record.median_ms,
+                           record.log_gain,     evaluation};
+  journal_->record_candidate(row);
+  for (const evaluation::RungRecord& rung : outcome.rungs) {
+    journal_->record_rung({record.id, rung.rung, to_string(rung.verdict), rung.seconds,
+                           rung.detail});
+  }
+  return record;
+}
+
+CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
+                                   const report::CandidateRow& row) {
+  if (row.index != static_cast<int>(records_.size())) {
+    throw Error(fmt::format("cannot resume {}: candidate {} was #{} when recorded but comes #{} "
+                            "in the replay (the search took another path)",
+                            run_dir_.path().string(), row.id, row.index, records_.size()));
+  }
+  CandidateRecord record;
+  record.index = row.index;
+  record.step = row.step;
+  record.id = row.id;
+  record.parent_id = row.parent_id;
+  record.change = proposal.change;
+  record.direction_id = row.direction_id;
+  record.strategy_id = row.strategy_id;
+  record.verdict = parse_verdict(row.verdict);
+  record.message = row.message;
+  record.artifact_key = row.artifact_key;
+  record.compile_s = row.compile_s;
+  record.median_ms = row.median_ms;
+  record.log_gain = row.log_gain;
+  record.from_cache = row.evaluation.value("from_cache", false);
+  record.source_file = row.evaluation.value("source_file", "");
+  record.build_log = row.evaluation.value("build_log", "");
+  record.device_s = journal_->recorded_device_s(row.id);
+  record.replayed = true;
+  ++result_.replayed_candidates;
+  return record;
+}
+
+void Optimizer::consider(CandidateRecord& record) {
+  progress_(fmt::format("  [{:03d}] {}{}", record.index, describe(record, reference_ms_),
+                        record.replayed ? "  (replayed)" : ""));
+  std::string outcome = "pruned";
+  std::string reason;
+  if (record.verdict != Verdict::ok) {
+    outcome = "rejected";
+    reason = to_string(record.verdict) +
+             (record.message.empty() ? "" : ": " + record.message.substr(0, 200));
+  } else if (!best_) {
+    outcome = "promoted";
+    reason = "first correct candidate";
+  } else if (*record.median_ms >= *best_->median_ms * (1.0 - options_.min_gain)) {
+    reason = fmt::format("quick median {:.4f} ms is not {:.0f}% below the best's ({}, {:.4f} ms)",
+                         *record.median_ms, 100 * options_.min_gain, best_->id,
+                         *best_->median_ms);
+  } else {
+    // Looks faster on the quick rung: accepted only if a paired, interleaved comparison with
+    // the best shows the gain beyond noise. Decided once: a resumed run replays the verdict.
+    std::optional<nlohmann::json> decided = journal_->recorded("acceptance", record.id);
+    if (!decided) {
+      const double started = now_s_();
+      std::optional<evaluation::PairedComparison> paired =
+          evaluator_->compare(handle_of(best_->id), handle_of(record.id));
+      const double seconds = now_s_() - started;
+      budget_->add_device_s(seconds);
+      decided = nlohmann::json{{"incumbent", best_->id},
+                               {"challenger", record.id},
+                               {"outcome", paired ? evaluation::to_string(paired->outcome) : "failed"},
+                               {"speedup", paired ? paired->speedup.speedup : 0.0},
+                               {"ci_low", paired ? paired->speedup.ci_low : 0.0},
+                               {"ci_high", paired ? paired->speedup.ci_high : 0.0}};
+      journal_->record_rung({record.id, "compare", decided->at("outcome"), seconds, *decided});
+      journal_->decide(record.step, "acceptance", record.id, *decided);
+      nlohmann::json event = *decided;
+      event["event"] = "acceptance";
+      run_dir_.append_event(event);
+    }
+    record.acceptance = decided->at("outcome").get<std::string>();
+    progress_(fmt::format("        vs best {}: {} ({:.3f}x, {:.0f}% CI [{:.3f}, {:.3f}])",
+                          best_->id, record.acceptance, decided->value("speedup", 0.0),
+                          100 * options_.evaluation.acceptance_level,
+                          decided->value("ci_low", 0.0), decided->value("ci_high", 0.0)));
+    outcome = record.acceptance == "faster" ? "promoted" : "pruned";
+    reason = fmt::format("paired comparison with {}: {} ({:.3f}x, CI [{:.3f}, {:.3f}])", best_->id,
+                         record.acceptance, decided->value("speedup", 0.0),
+                         decided->value("ci_low", 0.0), decided->value("ci_high", 0.0));
+  }
+  if (options_.explain) progress_(fmt::format("        {}: {}", outcome, reason));
+  journal_->decide(record.step, "outcome", record.id,
+                   {{"candidate", record.id}, {"outcome", outcome}, {"reason", reason}});
+  if (outcome == "promoted") {
+    best_ = record;
+    if (!record.replayed) {
+      run_dir_.append_event(
+          {{"event", "new_best"}, {"id", record.id}, {"median_ms", *record.median_ms}});
+    }
+  }
+  run_dir_.append_event({{"event", record.replayed ? "candidate_replayed" : "candidate"},
+                         {"index", record.index},
+                         {"id", record.id},
+                         {"step", record.step},
+                         {"verdict", to_string(record.verdict)},
+                         {"outcome", outcome},
+                         {"median_ms", record.median_ms ? nlohmann::json(*record.median_ms)
+                                                        : nlohmann::json()}});
+  records_.push_back(record);
+}
+
+void Optimizer::record_evidence(const Move& move, const CandidateRecord& record, int step,
+                                size_t slot) {
+  // The decision first: a crash between the two writes loses this row rather than writing it
+  // twice on resume.
+  const std::string key = fmt::format("step:{}:{}", step, slot);
+  if (!journal_->decide(step, "evidence", key,
+                        {{"candidate", record.id},
+                         {"direction", move.direction_id},
+                         {"strategy", move.strategy_id}})) {
+    return;
+  }
+  memory::Evidence evidence;
+  evidence.direction_id = move.direction_id;
+  evidence.strategy_id = move.strategy_id;
+  evidence.prefix.assign(state_.prefix.rbegin(), state_.prefix.rend());
+  evidence.provenance = provenance();
+  evidence.verdict = to_string(record.verdict);
+  evidence.log_gain = record.log_gain;
+  if (record.median_ms) evidence.speedup_vs_baseline = reference_ms_ / *record.median_ms;
+  evidence.candidate_id = record.artifact_key;
+  evidence.excerpt = proposals_.at(record.id).change;
+  if (record.verdict != Verdict::ok) evidence.failure_reason = record.message.substr(0, 200);
+  evidence.diagnosis = state_.last_feedback.summary();
+  store_.record(evidence);
+}
+
+int Optimizer::handle_of(const std::string& id) {
+  if (auto it = handles_.find(id); it != handles_.end()) return it->second;
+  // A candidate restored from the run database: built again (the artifact cache answers) and
+  // loaded, never timed again.
+  compile::Artifact artifact = pool_->submit(proposals_.at(id).job).get();
+  if (artifact.verdict != Verdict::ok) {
+    throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
+                "build now: " + artifact.log.substr(0, 400));
+  }
+  worker::LoadResult loaded = evaluator_->load(artifact);
+  if (loaded.verdict != Verdict::ok) {
+    throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
+                "load now: " + to_string(loaded.verdict) + ": " + loaded.message);
+  }
+  artifacts_[id] = artifact;
+  handles_[id] = loaded.handle;
+  return loaded.handle;
+}
+
+}  // namespace kforge::search

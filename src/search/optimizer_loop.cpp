@@ -1,0 +1,247 @@
+// The expert hints and the search steps of Optimizer::run (optimizer.h).
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "search/optimizer.h"
+#include "search/optimizer_move.h"
+
+namespace kforge::search {
+
+void Optimizer::run_hints() {
+  // Expert hints, built in parallel, evaluated one at a time on the worker. A batch's builds all
+  // finish before any of its timings start: on cpu the compilers would share the cores with the
+  // timed kernel, and on cuda with the host thread that launches it.
+  progress_("step 0: expert hints (one kernel per parallel decomposition)");
+  std::vector<generation::Proposal> hints = generator_.initial_proposals();
+  std::vector<std::future<compile::Artifact>> builds(hints.size());
+  for (size_t i = 0; i < hints.size(); ++i) {
+    if (!journal_->recorded_candidate(hints[i].id)) builds[i] = submit_screened(hints[i]);
+  }
+  std::vector<std::optional<compile::Artifact>> artifacts(hints.size());
+  for (size_t i = 0; i < hints.size(); ++i) {
+    if (builds[i].valid()) artifacts[i] = builds[i].get();
+  }
+  for (size_t i = 0; i < hints.size(); ++i) {
+    if (should_stop()) return;
+    attempt(hints[i], [&] { return *artifacts[i]; }, 0, nullptr, nullptr);
+  }
+}
+
+std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>& parents,
+                                                  const std::map<std::string, double>& parent_ms,
+                                                  int step) {
+  std::vector<Move> moves;
+  std::set<std::string> planned;
+  // Parents in order of speed: the best first; slower promoted candidates are mutated only when
+  // the best has no untried neighbour left (so the search does not stall on a corner).
+  for (const std::string& parent_id : parents) {
+    const generation::Proposal& parent = proposals_.at(parent_id);
+    // A strategy is applicable when it turns the parent into a candidate not yet tried.
+    auto proposal_for = [&](const memory::Strategy& s) -> std::optional<generation::Proposal> {
+      std::optional<generation::Proposal> proposal = generator_.apply(parent, s);
+      if (!proposal || proposals_.count(proposal->id) || planned.count(proposal->id)) {
+        return std::nullopt;
+      }
+      return proposal;
+    };
+    while (static_cast<int>(moves.size()) < options_.proposals_per_step) {
+      std::optional<memory::PolicyChoice> choice = policy_->choose(
+          state_, [&](const memory::Strategy& s) { return proposal_for(s).has_value(); }, rng_);
+      if (!choice) break;
+      std::optional<generation::Proposal> proposal = proposal_for(choice->strategy);
+      planned.insert(proposal->id);
+      moves.push_back({parent_id, parent_ms.at(parent_id), choice->direction.id,
+                       choice->strategy.id, choice->explanation, std::move(*proposal)});
+    }
+    if (static_cast<int>(moves.size()) >= options_.proposals_per_step) break;
+  }
+  // Recorded with the rng state after planning, so that a resumed run plans nothing again.
+  nlohmann::json recorded = nlohmann::json::array();
+  for (const Move& move : moves) {
+    recorded.push_back({{"parent", move.parent_id},
+                        {"direction", move.direction_id},
+                        {"strategy", move.strategy_id},
+                        {"candidate", move.proposal.id},
+                        {"explanation", move.explanation}});
+  }
+  std::ostringstream rng_state;
+  rng_state << rng_;
+  journal_->decide(step, "plan", "step:" + std::to_string(step),
+                   {{"step", step}, {"moves", recorded}, {"rng", rng_state.str()}});
+  return moves;
+}
+
+std::vector<Optimizer::Move> Optimizer::replay_plan(const nlohmann::json& plan,
+                                                    const std::map<std::string, double>& parent_ms) {
+  const int step = plan.at("step").get<int>();
+  std::vector<Move> moves;
+  for (const nlohmann::json& recorded : plan.at("moves")) {
+    const std::string parent_id = recorded.at("parent");
+    const std::string direction_id = recorded.at("direction");
+    const std::string strategy_id = recorded.at("strategy");
+    const std::string candidate_id = recorded.at("candidate");
+    std::optional<memory::Strategy> strategy;
+    for (const memory::Strategy& s : store_.strategies(direction_id)) {
+      if (s.id == strategy_id) strategy = s;
+    }
+    auto parent = proposals_.find(parent_id);
+    if (!strategy || parent == proposals_.end() || !parent_ms.count(parent_id)) {
+      throw Error(fmt::format("cannot resume: step {} was planned as {} applied to {}, which this "
+                              "replay {}", step, strategy_id, parent_id,
+                              strategy ? "has not evaluated as a correct candidate"
+                                       : "cannot find in the memory"));
+    }
+    std::optional<generation::Proposal> proposal = generator_.apply(parent->second, *strategy);
+    if (!proposal || proposal->id != candidate_id) {
+      throw Error(fmt::format("cannot resume: step {} recorded candidate {} from {} on {}; the "
+                              "generator now gives {}", step, candidate_id, strategy_id,
+                              parent_id, proposal ? proposal->id : "nothing"));
+    }
+    moves.push_back({parent_id, parent_ms.at(parent_id), direction_id, strategy_id,
+                     recorded.value("explanation", ""), std::move(*proposal)});
+  }
+  std::istringstream rng_state(plan.at("rng").get<std::string>());
+  rng_state >> rng_;
+  return moves;
+}
+
+void Optimizer::write_sources(std::vector<Move>& moves, int step) {
+  std::vector<generation::Proposal*> pending;
+  for (Move& move : moves) pending.push_back(&move.proposal);
+  generator_.write_sources(pending);
+  std::vector<Move> written;
+  for (Move& move : moves) {
+    if (move.proposal.failure.empty()) {
+      written.push_back(std::move(move));
+      continue;
+    }
+    // Not an attempt of the strategy (the generator failed, not the kernel): no evidence, but
+    // the (parent, strategy) pair is not planned again.
+    progress_(fmt::format("  [---] {:<44} generation failed: {}", move.proposal.id,
+                          move.proposal.failure));
+    run_dir_.append_event({{"event", "generation_failed"},
+                           {"step", step},
+                           {"id", move.proposal.id},
+                           {"strategy", move.strategy_id},
+                           {"parent", move.parent_id},
+                           {"reason", move.proposal.failure}});
+    proposals_[move.proposal.id] = move.proposal;
+    ++generation_failures_;
+  }
+  moves = std::move(written);
+}
+
+void Optimizer::run_steps() {
+  rng_.seed(options_.seed);
+  state_ = memory::StateSummary{};
+  state_.context = provenance();
+  state_.task_name = task_.name;
+  if (result_.stopped_by != StopReason::none) return;
+  if (!best_) {
+    stop(StopReason::no_correct, "no expert hint passed the gate: nothing to refine");
+    return;
+  }
+  state_.last_feedback = diagnose(*best_);
+  for (int step = 1; step <= options_.steps; ++step) {
+    std::vector<const CandidateRecord*> promoted;
+    for (const CandidateRecord& r : records_) {
+      if (r.median_ms) promoted.push_back(&r);
+    }
+    std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
+      return *a->median_ms < *b->median_ms;
+    });
+    std::vector<std::string> parents = {best_->id};
+    std::map<std::string, double> parent_ms = {{best_->id, *best_->median_ms}};
+    for (const CandidateRecord* r : promoted) {
+      if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
+    }
+    state_.step = step;
+    if (should_stop(true)) return;
+    budget_->start_step();
+    state_.best_id = best_->id;
+    state_.best_ms = *best_->median_ms;
+    state_.best_speedup = reference_ms_ / *best_->median_ms;
+    std::optional<nlohmann::json> plan = journal_->recorded("plan", "step:" + std::to_string(step));
+    std::vector<Move> moves = plan ? replay_plan(*plan, parent_ms) : plan_step(parents, parent_ms, step);
+    if (moves.empty()) {
+      stop(StopReason::exhausted,
+           fmt::format("step {}: no applicable strategy left on any correct candidate", step));
+      return;
+    }
+    progress_line(fmt::format("step {}/{}", step, options_.steps));
+    progress_(fmt::format("step {}/{}: {} candidates, best so far {} ({:.4f} ms){}", step,
+                          options_.steps, moves.size(), best_->id, *best_->median_ms,
+                          plan ? " (plan replayed from the run database)" : ""));
+    run_dir_.append_event({{"event", "step"}, {"step", step}, {"candidates", moves.size()},
+                           {"best", best_->id}});
+    write_sources(moves, step);
+    run_moves(moves, step);
+    if (result_.stopped_by != StopReason::none) return;
+  }
+  result_.stopped_by = StopReason::steps;
+  journal_->decide(options_.steps, "stopped", "steps", {{"by", "steps"}});
+}
+
+void Optimizer::run_moves(std::vector<Move>& moves, int step) {
+  std::vector<std::future<compile::Artifact>> builds(moves.size());
+  for (size_t i = 0; i < moves.size(); ++i) {
+    if (!journal_->recorded_candidate(moves[i].proposal.id)) {
+      builds[i] = submit_screened(moves[i].proposal);
+    }
+  }
+  std::vector<std::optional<compile::Artifact>> artifacts(moves.size());
+  for (size_t i = 0; i < moves.size(); ++i) {
+    if (builds[i].valid()) artifacts[i] = builds[i].get();
+  }
+  CandidateRecord last;
+  bool any = false;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    const Move& move = moves[i];
+    if (should_stop()) break;
+    if (options_.explain) progress_("    why " + move.proposal.id + ": " + move.explanation);
+    generation::Proposal current = move.proposal;
+    generation::Feedback feedback;
+    CandidateRecord record =
+        attempt(current, [&] { return *artifacts[i]; }, step, &move, &feedback);
+    // Bounded repair loop: the failure goes back to the generator, each try a new candidate.
+    for (int attempt_number = 1;
+         record.verdict != Verdict::ok && attempt_number <= options_.repair_tries;
+         ++attempt_number) {
+      if (should_stop(true)) break;
+      progress_(fmt::format("        repair {}/{} of {} ({})", attempt_number,
+                            options_.repair_tries, current.id, to_string(record.verdict)));
+      std::optional<generation::Proposal> repaired = generator_.repair(current, feedback);
+      if (!repaired || proposals_.count(repaired->id)) break;
+      if (!repaired->failure.empty()) {
+        progress_(fmt::format("  [---] {:<44} repair failed: {}", repaired->id, repaired->failure));
+        run_dir_.append_event({{"event", "generation_failed"}, {"step", step},
+                               {"id", repaired->id}, {"reason", repaired->failure}});
+        proposals_[repaired->id] = *repaired;
+        ++generation_failures_;
+        break;
+      }
+      current = std::move(*repaired);
+      record = attempt(current, [&] { return submit_screened(current).get(); }, step, &move,
+                       &feedback);
+    }
+    // One piece of evidence per move: its final outcome after any repairs.
+    record_evidence(move, record, step, i);
+    state_.last_direction_id = move.direction_id;
+    last = record;
+    any = true;
+  }
+  if (!any) return;
+  for (const Move& move : moves) state_.prefix.push_back(move.direction_id);
+  // Last feedback for the next step: the verdict and gain of the latest attempt, the
+  // bandwidth and roofline position of the best (the candidate the next step refines).
+  memory::Diagnosis of_best = diagnose(*best_);
+  state_.last_feedback = diagnose(last);
+  state_.last_feedback.bandwidth_fraction = of_best.bandwidth_fraction;
+  state_.last_feedback.memory_bound = of_best.memory_bound;
+}
+
+}  // namespace kforge::search

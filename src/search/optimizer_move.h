@@ -1,0 +1,22 @@
+// Optimizer::Move, shared by the optimizer's implementation files (not a public header).
+#pragma once
+
+#include <string>
+
+#include "generation/generator.h"
+#include "search/optimizer.h"
+
+namespace kforge::search {
+
+/// One planned candidate of a step: which parent it refines with which (direction, strategy),
+/// why the policy chose it, and the generator's proposal.
+struct Optimizer::Move {
+  std::string parent_id;
+  double parent_ms = 0.0;  // the parent's quick-rung median (the gain is measured against it)
+  std::string direction_id;
+  std::string strategy_id;
+  std::string explanation;
+  generation::Proposal proposal;
+};
+
+}  // namespace kforge::search

@@ -1,0 +1,177 @@
+// End-to-end tests of `kforge optimize --resume` and the budget flags, as a user runs them:
+// real compiler, real worker processes, on the cpu backend.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/optimize_resume.h"
+#include "common/files.h"
+#include "process/subprocess.h"
+#include "report/run_database.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+class CliResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::vector<std::string> environment() const {
+    std::vector<std::string> env = {"KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
+                                    "KFORGE_CACHE_DIR=" + (dir_ / "cache").string()};
+    for (const char* name : {"PATH", "HOME"}) {
+      if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+    }
+    return env;
+  }
+  process::CommandResult kforge(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env"};
+    for (const std::string& e : environment()) argv.push_back(e);
+    argv.push_back(KFORGE_CLI_PATH);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return process::run_command(argv, 600);
+  }
+  static std::string task() {
+    return (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string();
+  }
+  std::vector<std::string> optimize_args(const fs::path& run) const {
+    // Small: one step of one candidate after the three expert hints.
+    return {"optimize", task(), "--backend", "cpu", "--run-dir", run.string(), "--steps", "1",
+            "--proposals", "1", "--final-rounds", "2"};
+  }
+  static int events(const fs::path& run, const std::string& kind) {
+    std::ifstream in(run / "events.jsonl");
+    int count = 0;
+    for (std::string line; std::getline(in, line);) {
+      count += line.find("\"event\":\"" + kind + "\"") != std::string::npos;
+    }
+    return count;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliResumeTest, ZeroOrNegativeBudgetsAreRefusedAtOnce) {
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--max-wall-s", "0"},
+           {"--max-device-s", "-1"},
+           {"--max-candidates", "0"},
+           {"--max-cost-usd", "-2.5"}}) {
+    const fs::path run = dir_ / "run";
+    std::vector<std::string> args = optimize_args(run);
+    args.insert(args.end(), {flag, value});
+    process::CommandResult result = kforge(args);
+    EXPECT_EQ(result.exit_code, 2) << flag << "\n" << result.output;
+    EXPECT_NE(result.output.find(flag), std::string::npos) << result.output;
+    EXPECT_FALSE(fs::exists(run)) << flag;
+  }
+}
+
+TEST_F(CliResumeTest, ResumeOfWhatIsNotARunSaysSoAndTouchesNothing) {
+  process::CommandResult missing = kforge({"optimize", "--resume", (dir_ / "nope").string()});
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("no such run directory"), std::string::npos) << missing.output;
+  EXPECT_FALSE(fs::exists(dir_ / "nope"));
+
+  fs::create_directories(dir_ / "plain");
+  std::ofstream(dir_ / "plain" / "notes.txt") << "mine\n";
+  process::CommandResult plain = kforge({"optimize", "--resume", (dir_ / "plain").string()});
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_NE(plain.output.find("not a kforge run directory"), std::string::npos) << plain.output;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "plain"), fs::directory_iterator()), 1);
+}
+
+TEST_F(CliResumeTest, ResumeOfAnotherTaskOrANewerSchemaIsRefused) {
+  const fs::path other = dir_ / "other";
+  fs::create_directories(other);
+  {
+    auto db = report::RunDatabase::open(other / "run.sqlite");
+    cli::OptimizeCommandOptions options;
+    options.task_path = task();
+    options.backend = "cpu";
+    db->set_meta("command", cli::command_to_json(options));
+    db->set_meta("task", "some_other_task");
+    db->set_meta("task_hash", "0123abcd");
+  }
+  const auto size_before = fs::file_size(other / "run.sqlite");
+  process::CommandResult result = kforge({"optimize", "--resume", other.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("made for task 'some_other_task' (task hash 0123abcd)"),
+            std::string::npos)
+      << result.output;
+  EXPECT_FALSE(fs::exists(other / "events.jsonl"));
+  EXPECT_EQ(fs::file_size(other / "run.sqlite"), size_before);
+
+  const fs::path newer = dir_ / "newer";
+  fs::create_directories(newer);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open((newer / "run.sqlite").c_str(), &raw), SQLITE_OK);
+  sqlite3_exec(raw, "CREATE TABLE meta (key TEXT); PRAGMA user_version = 99;", nullptr, nullptr,
+               nullptr);
+  sqlite3_close(raw);
+  process::CommandResult newer_result = kforge({"optimize", "--resume", newer.string()});
+  EXPECT_EQ(newer_result.exit_code, 1);
+  EXPECT_NE(newer_result.output.find("schema version 99, newer than this kforge supports"),
+            std::string::npos)
+      << newer_result.output;
+}
+
+// The user's promise: kill -9 mid-run loses nothing but the candidate in flight.
+TEST_F(CliResumeTest, KilledRunResumesToTheEndAndAFinishedRunIsReportedComplete) {
+  const fs::path run = dir_ / "run";
+  process::SpawnOptions spawn;
+  spawn.argv = {KFORGE_CLI_PATH};
+  for (const std::string& arg : optimize_args(run)) spawn.argv.push_back(arg);
+  spawn.environment = environment();
+  spawn.pipe_stdin = false;
+  spawn.merge_stderr = true;
+  {
+    process::Subprocess optimize(spawn);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    while (events(run, "candidate") < 2 && std::chrono::steady_clock::now() < deadline &&
+           !optimize.poll_exit()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_GE(events(run, "candidate"), 2) << "the run ended or stalled before its 2nd candidate";
+    optimize.kill();  // SIGKILL to the orchestrator: no handler runs
+  }
+  ASSERT_FALSE(fs::exists(run / "result.json"));
+  const size_t recorded = report::RunDatabase::open(run / "run.sqlite")->candidates().size();
+  ASSERT_GE(recorded, 2u);
+
+  process::CommandResult resumed = kforge({"optimize", "--resume", run.string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("(replayed)"), std::string::npos) << resumed.output;
+  ASSERT_TRUE(fs::exists(run / "result.json"));
+  nlohmann::json json = nlohmann::json::parse(read_file(run / "result.json"));
+  EXPECT_FALSE(json["best"].is_null());
+  EXPECT_GE(json["replayed_candidates"].get<size_t>(), recorded);
+  EXPECT_EQ(json["budget"]["stopped_by"], "steps");
+  std::set<std::string> ids;
+  for (const auto& c : json["candidates"]) ids.insert(c["id"].get<std::string>());
+  EXPECT_EQ(ids.size(), json["candidates"].size());  // no candidate twice
+  EXPECT_EQ(events(run, "run_resumed"), 1);
+
+  process::CommandResult again = kforge({"optimize", "--resume", run.string()});
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("is complete: nothing to resume"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("speedup:"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("stopped by steps"), std::string::npos) << again.output;
+}
+
+}  // namespace
+}  // namespace kforge
