@@ -1,10 +1,10 @@
 // LayerNorm over the last dimension (cpu), each row split across the OpenMP threads: for few,
 // very long rows (KernelBench 40_LayerNorm: 16 rows of 4,194,304 floats), where spreading rows
-// over threads leaves threads idle or unbalanced. Per row, each thread reduces a contiguous
-// chunk (an `omp simd` reduction in double), the partials are merged (WELFORD = 1: Chan et al.'s
-// pairwise merge of (count, mean, M2) per chunk, each chunk's M2 from a second pass over it
-// while it is in cache; WELFORD = 0: plain sums, var = E[x^2] - mean^2), then every thread
-// writes its chunk. fp32 in and out.
+// over threads leaves threads idle or unbalanced. Each thread owns the same contiguous column
+// chunk of every row: it reduces its chunk of each row (an `omp simd` reduction in double), the
+// rows' partials are merged (WELFORD = 1: Chan et al.'s pairwise merge of (count, mean, M2) per
+// chunk, each chunk's M2 from a second pass over it, from cache when the chunk fits; WELFORD = 0:
+// plain sums, var = E[x^2] - mean^2), then every thread writes its chunk of each row. fp32.
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -105,8 +105,12 @@ void combine(const std::vector<Partial>& parts, int64_t cols, double& mean, doub
 
 void layernorm(const float* x, const float* w, const float* b, float* y, int64_t rows,
                int64_t cols, double eps) {
-  std::vector<Partial> parts(static_cast<size_t>(omp_get_max_threads()));
-  double mean = 0.0, var = 0.0;
+  const int max_threads = omp_get_max_threads();
+  // parts[t * rows + r]: thread t's chunk of row r. stats[r]: (mean, rstd) of row r.
+  std::vector<Partial> parts(static_cast<size_t>(max_threads) * static_cast<size_t>(rows));
+  std::vector<float> stats(2 * static_cast<size_t>(rows));
+  // Three phases, two barriers whatever the row count (a barrier per row costs a scheduler
+  // time slice whenever a thread is descheduled on a busy machine).
 #pragma omp parallel
   {
     const int threads = omp_get_num_threads(), t = omp_get_thread_num();
@@ -115,18 +119,20 @@ void layernorm(const float* x, const float* w, const float* b, float* y, int64_t
     const int64_t begin = std::min(cols, lines * t / threads * 16);
     const int64_t end = std::min(cols, lines * (t + 1) / threads * 16);
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * cols;
-      parts[static_cast<size_t>(t)] = chunk_stats(xr, begin, end);
+      parts[static_cast<size_t>(t * rows + r)] = chunk_stats(x + r * cols, begin, end);
+    }
 #pragma omp barrier
-#pragma omp single
-      {
-        parts.resize(static_cast<size_t>(threads));
-        combine(parts, cols, mean, var);
-      }  // implicit barrier: every thread sees mean and var
-      write_row(xr, w, b, y + r * cols, begin, end, static_cast<float>(mean),
-                static_cast<float>(1.0 / std::sqrt(var + eps)));
-      // No barrier here: a thread reaches the next row's `single` (which overwrites mean and
-      // var) only after every thread passed the barrier that follows its write of this row.
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<Partial> row_parts(static_cast<size_t>(threads));
+      for (int k = 0; k < threads; ++k) row_parts[k] = parts[static_cast<size_t>(k * rows + r)];
+      double mean = 0.0, var = 0.0;
+      combine(row_parts, cols, mean, var);
+      stats[2 * r] = static_cast<float>(mean);
+      stats[2 * r + 1] = static_cast<float>(1.0 / std::sqrt(var + eps));
+    }  // implicit barrier: every row's statistics are ready
+    for (int64_t r = 0; r < rows; ++r) {
+      write_row(x + r * cols, w, b, y + r * cols, begin, end, stats[2 * r], stats[2 * r + 1]);
     }
   }
 }
