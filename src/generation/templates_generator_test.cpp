@@ -115,12 +115,12 @@ TEST_F(TemplatesGeneratorTest, MissingFamilyIsAClearError) {
   }
 }
 
-TEST(BundledFamilies, EveryExampleFamilyHasThreeVariantsPerBackend) {
+TEST(BundledFamilies, EveryExampleFamilyHasTwoOrMoreVariantsPerBackend) {
   for (const char* backend : {"cpu", "cuda"}) {
-    for (const char* family : {"rmsnorm", "softmax", "gemv"}) {
+    for (const char* family : {"rmsnorm", "softmax", "gemv", "log_softmax", "layernorm"}) {
       KernelFamily loaded =
           load_family((fs::path(KFORGE_SOURCE_DIR) / "kernels").string(), backend, family);
-      EXPECT_GE(loaded.variants.size(), 3u) << backend << "/" << family;
+      EXPECT_GE(loaded.variants.size(), 2u) << backend << "/" << family;
     }
   }
 }

@@ -1,0 +1,407 @@
+// Log-softmax over the last dimension, one block per row:
+//   y[r, c] = (x[r, c] - m) - log(sum_c exp(x[r, c] - m)),  m = max_c x[r, :]
+// (in that order: x - m is exact near the max, so an output near 0 keeps its relative accuracy
+// even when |m| is large, which x - (m + log sum) would not).
+// BLOCK_THREADS threads share a row, each a strided slice (VEC floats per load, UNROLL loads in
+// flight); block reductions are warp shuffles plus one shared-memory step.
+// ONLINE = 0: max pass, sum-of-exponentials pass, write pass.
+// ONLINE = 1: one pass keeps a running (max, sum) per thread (the sum rescaled when the max
+//             grows), merged across the block; then the write pass.
+// CACHE_ROW = 1: the first pass stages the row in dynamic shared memory and later passes read it
+//             from there (x is read from global memory exactly once; the write pass needs x
+//             itself, (x - m) - log(sum), so no exponential is stored back). CACHE_ROW = 0 re-reads
+//             x from global memory (L1/L2 hits when the rows in flight fit there).
+// Grid-stride over rows. fp32, __expf (a few ulp for the arguments here, which are <= 0). Vector
+// loads only when every row start is VEC*4-byte aligned (base pointers aligned and
+// cols % VEC == 0); otherwise the scalar instantiation runs. If a cached row does not fit the
+// device's shared memory, the uncached kernel runs.
+#include <kforge/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+
+#ifndef KF_BLOCK_THREADS
+#define KF_BLOCK_THREADS 256
+#endif
+#ifndef KF_VEC
+#define KF_VEC 4
+#endif
+#ifndef KF_UNROLL
+#define KF_UNROLL 1
+#endif
+#ifndef KF_CACHE_ROW
+#define KF_CACHE_ROW 0
+#endif
+#ifndef KF_ONLINE
+#define KF_ONLINE 0
+#endif
+
+static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 32 && KF_BLOCK_THREADS <= 1024,
+              "BLOCK_THREADS must be a multiple of 32 in [32, 1024]");
+static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
+static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
+static_assert(KF_CACHE_ROW == 0 || KF_CACHE_ROW == 1, "CACHE_ROW is 0 or 1");
+static_assert(KF_ONLINE == 0 || KF_ONLINE == 1, "ONLINE is 0 or 1");
+
+namespace {
+
+constexpr int kThreads = KF_BLOCK_THREADS;
+constexpr int kWarps = KF_BLOCK_THREADS / 32;
+// Register budget: the UNROLL*VEC floats in flight plus ~32 for addressing and sums, turned
+// into a cap through __launch_bounds__ (65536 registers per SM) so ptxas does not squeeze to
+// 32 registers and spill.
+constexpr int kRegBudget = 2 * KF_UNROLL * KF_VEC + 32;
+// Clamped to [1, 32]: an SM holds at most 32 blocks, ptxas ignores larger values.
+constexpr int kMinBlocksRaw = 65536 / (kRegBudget * kThreads);
+constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kMinBlocksRaw);
+
+bool is_f32(const DLTensor& t) {
+  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
+}
+
+bool is_compact(const DLTensor& t) {
+  if (t.strides == nullptr) return true;
+  int64_t expect = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
+    expect *= t.shape[i];
+  }
+  return true;
+}
+
+template <typename T>
+T* data_of(const DLTensor& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
+}
+
+bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// Global loads go through the read-only path; shared-memory loads are plain.
+template <int V>
+__device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
+  if constexpr (V == 4) {
+    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+  } else if constexpr (V == 2) {
+    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
+    v[0] = t.x; v[1] = t.y;
+  } else {
+    v[0] = __ldg(p);
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void load_shared(const float* p, float (&v)[V]) {
+  if constexpr (V == 4) {
+    const float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+  } else if constexpr (V == 2) {
+    const float2 t = *reinterpret_cast<const float2*>(p);
+    v[0] = t.x; v[1] = t.y;
+  } else {
+    v[0] = p[0];
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
+  if constexpr (V == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (V == 2) {
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+  } else {
+    p[0] = v[0];
+  }
+}
+
+// Reads chunk i (VEC floats) of the row: from the staging buffer when it holds the row.
+template <int V, bool FROM_CACHE>
+__device__ __forceinline__ void load_row(const float* xr, const float* cache, int64_t i,
+                                         float (&v)[V]) {
+  if constexpr (FROM_CACHE)
+    load_shared<V>(cache + i * V, v);
+  else
+    load_vec<V>(xr + i * V, v);
+}
+
+#if !KF_ONLINE
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Block-wide sum / max; every thread gets the result. red[] holds kWarps partials and the
+// result in red[32]. Safe to call again right away: a later call writes red[0..kWarps) only,
+// and red[32] only after a barrier that every reader of the previous result has passed.
+__device__ __forceinline__ float block_sum(float v, float* red) {
+  v = warp_sum(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float t = lane < kWarps ? red[lane] : 0.0f;
+    t = warp_sum(t);
+    if (lane == 0) red[32] = t;
+  }
+  __syncthreads();
+  return red[32];
+}
+
+__device__ __forceinline__ float block_max(float v, float* red) {
+  v = warp_max(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float t = lane < kWarps ? red[lane] : -FLT_MAX;
+    t = warp_max(t);
+    if (lane == 0) red[32] = t;
+  }
+  __syncthreads();
+  return red[32];
+}
+#else
+// Merges running (max, sum) pairs across the warp. -FLT_MAX / 0 is the identity: exp of
+// (-FLT_MAX - m) underflows to 0 and exp(0) * 0 stays 0, so no inf - inf appears.
+__device__ __forceinline__ void warp_merge(float& m, float& s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, o);
+    const float os = __shfl_xor_sync(0xffffffffu, s, o);
+    const float nm = fmaxf(m, om);
+    s = s * __expf(m - nm) + os * __expf(om - nm);
+    m = nm;
+  }
+}
+
+// Block-wide merge; same buffer discipline as a block sum (results in red_m[32], red_s[32]).
+__device__ __forceinline__ void block_merge(float& m, float& s, float* red_m, float* red_s) {
+  warp_merge(m, s);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    red_m[warp] = m;
+    red_s[warp] = s;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    float tm = lane < kWarps ? red_m[lane] : -FLT_MAX;
+    float ts = lane < kWarps ? red_s[lane] : 0.0f;
+    warp_merge(tm, ts);
+    if (lane == 0) {
+      red_m[32] = tm;
+      red_s[32] = ts;
+    }
+  }
+  __syncthreads();
+  m = red_m[32];
+  s = red_s[32];
+}
+#endif
+
+// CACHE: the row is staged in dynamic shared memory (cols floats). Thread t only ever touches
+// the chunks t, t + kThreads, ... of the row in every pass, so no barrier guards the staging
+// buffer: each thread reads back exactly what it wrote itself.
+template <int V, bool CACHE>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, int64_t rows,
+                      int64_t cols) {
+  constexpr int U = KF_UNROLL;
+  extern __shared__ float4 row_cache_raw[];  // float4: 16-byte aligned
+  float* row_cache = reinterpret_cast<float*>(row_cache_raw);
+  __shared__ float red_m[33];
+  __shared__ float red_s[33];
+  const int64_t nvec = cols / V;  // V divides cols on the vector path
+
+#pragma unroll 1
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * cols;
+    float* yr = y + row * cols;
+    float m = -FLT_MAX, s = 0.0f;
+    int64_t i;
+
+#if KF_ONLINE
+    // Pass 1: running (max, sum); stage the row if caching.
+    i = threadIdx.x;
+#pragma unroll 1
+    for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
+      float v[U][V];
+#pragma unroll
+      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
+      float cm = v[0][0];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if constexpr (CACHE) store_vec<V>(row_cache + (i + u * kThreads) * V, v[u]);
+#pragma unroll
+        for (int k = 0; k < V; ++k) cm = fmaxf(cm, v[u][k]);
+      }
+      const float nm = fmaxf(m, cm);
+      float cs = 0.0f;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < V; ++k) cs += __expf(v[u][k] - nm);
+      s = s * __expf(m - nm) + cs;
+      m = nm;
+    }
+#pragma unroll 1
+    for (; i < nvec; i += kThreads) {
+      float v[V];
+      load_vec<V>(xr + i * V, v);
+      if constexpr (CACHE) store_vec<V>(row_cache + i * V, v);
+      float cm = v[0];
+#pragma unroll
+      for (int k = 1; k < V; ++k) cm = fmaxf(cm, v[k]);
+      const float nm = fmaxf(m, cm);
+      float cs = 0.0f;
+#pragma unroll
+      for (int k = 0; k < V; ++k) cs += __expf(v[k] - nm);
+      s = s * __expf(m - nm) + cs;
+      m = nm;
+    }
+    block_merge(m, s, red_m, red_s);
+#else
+    // Pass 1: maximum; stage the row if caching.
+    {
+      float mu[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) mu[u] = -FLT_MAX;
+      i = threadIdx.x;
+#pragma unroll 1
+      for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
+        float v[U][V];
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if constexpr (CACHE) store_vec<V>(row_cache + (i + u * kThreads) * V, v[u]);
+#pragma unroll
+          for (int k = 0; k < V; ++k) mu[u] = fmaxf(mu[u], v[u][k]);
+        }
+      }
+#pragma unroll 1
+      for (; i < nvec; i += kThreads) {
+        float v[V];
+        load_vec<V>(xr + i * V, v);
+        if constexpr (CACHE) store_vec<V>(row_cache + i * V, v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) mu[0] = fmaxf(mu[0], v[k]);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) m = fmaxf(m, mu[u]);
+      m = block_max(m, red_m);
+    }
+    // Pass 2: sum of exponentials (from the staged row when caching).
+    {
+      float su[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) su[u] = 0.0f;
+      i = threadIdx.x;
+#pragma unroll 1
+      for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
+        float v[U][V];
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_row<V, CACHE>(xr, row_cache, i + u * kThreads, v[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+          for (int k = 0; k < V; ++k) su[u] += __expf(v[u][k] - m);
+        }
+      }
+#pragma unroll 1
+      for (; i < nvec; i += kThreads) {
+        float v[V];
+        load_row<V, CACHE>(xr, row_cache, i, v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) su[0] += __expf(v[k] - m);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) s += su[u];
+      s = block_sum(s, red_s);
+    }
+#endif
+
+    // Write pass: y = (x - m) - log(sum), no exponential.
+    const float log_sum = logf(s);  // accurate log: once per row
+    i = threadIdx.x;
+#pragma unroll 1
+    for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
+      float v[U][V];
+#pragma unroll
+      for (int u = 0; u < U; ++u) load_row<V, CACHE>(xr, row_cache, i + u * kThreads, v[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[u][k] = (v[u][k] - m) - log_sum;
+        store_vec<V>(yr + (i + u * kThreads) * V, v[u]);
+      }
+    }
+#pragma unroll 1
+    for (; i < nvec; i += kThreads) {
+      float v[V];
+      load_row<V, CACHE>(xr, row_cache, i, v);
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] = (v[k] - m) - log_sum;
+      store_vec<V>(yr + i * V, v);
+    }
+  }
+}
+
+template <int V>
+int launch(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream) {
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, 0x7fffffff));
+  if constexpr (KF_CACHE_ROW != 0) {
+    const size_t smem = static_cast<size_t>((cols + 3) / 4) * 16;
+    int device = 0, optin = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+      err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err != cudaSuccess) return static_cast<int>(err);
+    // Leave room for the static reduction buffers.
+    if (smem + 1024 <= static_cast<size_t>(optin)) {
+      if (smem > 48 * 1024) {
+        err = cudaFuncSetAttribute(log_softmax_block_per_row<V, true>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem));
+        if (err != cudaSuccess) return static_cast<int>(err);
+      }
+      log_softmax_block_per_row<V, true><<<grid, kThreads, smem, stream>>>(x, y, rows, cols);
+      return static_cast<int>(cudaGetLastError());
+    }
+  }
+  log_softmax_block_per_row<V, false><<<grid, kThreads, 0, stream>>>(x, y, rows, cols);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 wrong dtype,
+// -4 non-compact strides, otherwise a cudaError_t.
+KFORGE_API int kforge_run(const kforge_args* args) {
+  if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
+  const DLTensor& x = args->inputs[0];
+  const DLTensor& y = args->outputs[0];
+  if (x.ndim != 2 || y.ndim != 2) return -2;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  if (y.shape[0] != rows || y.shape[1] != cols) return -2;
+  if (!is_f32(x) || !is_f32(y)) return -3;
+  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (rows == 0 || cols == 0) return 0;
+
+  const float* xp = data_of<const float>(x);
+  float* yp = data_of<float>(y);
+  cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
+  constexpr int bytes = KF_VEC * 4;
+  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(yp, bytes);
+  if (vec) return launch<KF_VEC>(xp, yp, rows, cols, stream);
+  return launch<1>(xp, yp, rows, cols, stream);
+}

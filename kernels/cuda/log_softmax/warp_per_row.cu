@@ -1,0 +1,285 @@
+// Log-softmax over the last dimension, one warp per row:
+//   y[r, c] = (x[r, c] - m) - log(sum_c exp(x[r, c] - m)),  m = max_c x[r, :]
+// (in that order: x - m is exact near the max, so an output near 0 keeps its relative accuracy
+// even when |m| is large, which x - (m + log sum) would not).
+// ONLINE = 0: three passes over the row (max, sum of exponentials, write (x - m) - log(sum)).
+// ONLINE = 1: one pass keeps a running (max, sum) per lane, rescaling the sum when the max grows,
+// lanes merge their pairs by shuffles; then the write pass. x is read twice instead of three
+// times (the re-reads hit L1/L2 when the rows in flight fit there).
+// Each lane takes a strided slice of the row (VEC floats per load, UNROLL loads in flight);
+// ROWS_PER_BLOCK warps per block, grid-stride over rows. fp32, __expf (ex2.approx: a few ulp on
+// the arguments here, which are <= 0; the write pass needs no exponential). Vector loads only when every row start is VEC*4-byte
+// aligned (base pointers aligned and cols % VEC == 0); otherwise the scalar instantiation runs.
+#include <kforge/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+
+#ifndef KF_VEC
+#define KF_VEC 4
+#endif
+#ifndef KF_ROWS_PER_BLOCK
+#define KF_ROWS_PER_BLOCK 4
+#endif
+#ifndef KF_UNROLL
+#define KF_UNROLL 1
+#endif
+#ifndef KF_ONLINE
+#define KF_ONLINE 0
+#endif
+
+static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
+static_assert(KF_ROWS_PER_BLOCK >= 1 && KF_ROWS_PER_BLOCK <= 32, "ROWS_PER_BLOCK in [1, 32]");
+static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
+static_assert(KF_ONLINE == 0 || KF_ONLINE == 1, "ONLINE is 0 or 1");
+
+namespace {
+
+constexpr int kThreads = KF_ROWS_PER_BLOCK * 32;
+// Register budget: the UNROLL*VEC floats in flight plus ~32 for addressing and sums, turned
+// into a cap through __launch_bounds__ (65536 registers per SM) so ptxas does not squeeze to
+// 32 registers and spill.
+constexpr int kRegBudget = 2 * KF_UNROLL * KF_VEC + 32;
+// Clamped to [1, 32]: an SM holds at most 32 blocks, ptxas ignores larger values.
+constexpr int kMinBlocksRaw = 65536 / (kRegBudget * kThreads);
+constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kMinBlocksRaw);
+
+bool is_f32(const DLTensor& t) {
+  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
+}
+
+bool is_compact(const DLTensor& t) {
+  if (t.strides == nullptr) return true;
+  int64_t expect = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
+    expect *= t.shape[i];
+  }
+  return true;
+}
+
+template <typename T>
+T* data_of(const DLTensor& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
+}
+
+bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+template <int V>
+__device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
+  if constexpr (V == 4) {
+    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+  } else if constexpr (V == 2) {
+    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
+    v[0] = t.x; v[1] = t.y;
+  } else {
+    v[0] = __ldg(p);
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
+  if constexpr (V == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (V == 2) {
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+  } else {
+    p[0] = v[0];
+  }
+}
+
+#if !KF_ONLINE
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+#else
+// Merges running (max, sum) pairs across the warp. -FLT_MAX / 0 is the identity: exp of
+// (-FLT_MAX - m) underflows to 0 and exp(0) * 0 stays 0, so no inf - inf appears.
+__device__ __forceinline__ void warp_merge(float& m, float& s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, o);
+    const float os = __shfl_xor_sync(0xffffffffu, s, o);
+    const float nm = fmaxf(m, om);
+    s = s * __expf(m - nm) + os * __expf(om - nm);
+    m = nm;
+  }
+}
+
+#endif
+
+template <int V>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+log_softmax_warp_per_row(const float* __restrict__ x, float* __restrict__ y, int64_t rows,
+                     int64_t cols) {
+  constexpr int U = KF_UNROLL;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int64_t nvec = cols / V;  // V divides cols on the vector path
+
+  // The row is the same for all 32 lanes, so the loop and the shuffles are warp-uniform.
+#pragma unroll 1
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * KF_ROWS_PER_BLOCK + warp; row < rows;
+       row += static_cast<int64_t>(gridDim.x) * KF_ROWS_PER_BLOCK) {
+    const float* xr = x + row * cols;
+    float* yr = y + row * cols;
+    float m = -FLT_MAX, s = 0.0f;
+    int64_t i;
+
+#if KF_ONLINE
+    i = lane;
+#pragma unroll 1
+    for (; i + (U - 1) * 32 < nvec; i += U * 32) {
+      float v[U][V];
+#pragma unroll
+      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * 32) * V, v[u]);
+      float cm = v[0][0];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < V; ++k) cm = fmaxf(cm, v[u][k]);
+      const float nm = fmaxf(m, cm);
+      float cs = 0.0f;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < V; ++k) cs += __expf(v[u][k] - nm);
+      s = s * __expf(m - nm) + cs;
+      m = nm;
+    }
+#pragma unroll 1
+    for (; i < nvec; i += 32) {
+      float v[V];
+      load_vec<V>(xr + i * V, v);
+      float cm = v[0];
+#pragma unroll
+      for (int k = 1; k < V; ++k) cm = fmaxf(cm, v[k]);
+      const float nm = fmaxf(m, cm);
+      float cs = 0.0f;
+#pragma unroll
+      for (int k = 0; k < V; ++k) cs += __expf(v[k] - nm);
+      s = s * __expf(m - nm) + cs;
+      m = nm;
+    }
+    warp_merge(m, s);
+#else
+    {
+      float mu[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) mu[u] = -FLT_MAX;
+      i = lane;
+#pragma unroll 1
+      for (; i + (U - 1) * 32 < nvec; i += U * 32) {
+        float v[U][V];
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * 32) * V, v[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int k = 0; k < V; ++k) mu[u] = fmaxf(mu[u], v[u][k]);
+      }
+#pragma unroll 1
+      for (; i < nvec; i += 32) {
+        float v[V];
+        load_vec<V>(xr + i * V, v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) mu[0] = fmaxf(mu[0], v[k]);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) m = fmaxf(m, mu[u]);
+      m = warp_max(m);
+
+      float su[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) su[u] = 0.0f;
+      i = lane;
+#pragma unroll 1
+      for (; i + (U - 1) * 32 < nvec; i += U * 32) {
+        float v[U][V];
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * 32) * V, v[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int k = 0; k < V; ++k) su[u] += __expf(v[u][k] - m);
+      }
+#pragma unroll 1
+      for (; i < nvec; i += 32) {
+        float v[V];
+        load_vec<V>(xr + i * V, v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) su[0] += __expf(v[k] - m);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) s += su[u];
+      s = warp_sum(s);
+    }
+#endif
+
+    const float log_sum = logf(s);  // accurate log: once per row
+    i = lane;
+#pragma unroll 1
+    for (; i + (U - 1) * 32 < nvec; i += U * 32) {
+      float v[U][V];
+#pragma unroll
+      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * 32) * V, v[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[u][k] = (v[u][k] - m) - log_sum;
+        store_vec<V>(yr + (i + u * 32) * V, v[u]);
+      }
+    }
+#pragma unroll 1
+    for (; i < nvec; i += 32) {
+      float v[V];
+      load_vec<V>(xr + i * V, v);
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] = (v[k] - m) - log_sum;
+      store_vec<V>(yr + i * V, v);
+    }
+  }
+}
+
+}  // namespace
+
+// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 wrong dtype,
+// -4 non-compact strides, otherwise the cudaError_t of the launch.
+KFORGE_API int kforge_run(const kforge_args* args) {
+  if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
+  const DLTensor& x = args->inputs[0];
+  const DLTensor& y = args->outputs[0];
+  if (x.ndim != 2 || y.ndim != 2) return -2;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  if (y.shape[0] != rows || y.shape[1] != cols) return -2;
+  if (!is_f32(x) || !is_f32(y)) return -3;
+  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (rows == 0 || cols == 0) return 0;
+
+  const float* xp = data_of<const float>(x);
+  float* yp = data_of<float>(y);
+  cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
+
+  const int64_t blocks = (rows + KF_ROWS_PER_BLOCK - 1) / KF_ROWS_PER_BLOCK;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, 0x7fffffff));
+  constexpr int bytes = KF_VEC * 4;
+  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(yp, bytes);
+  if (vec)
+    log_softmax_warp_per_row<KF_VEC><<<grid, kThreads, 0, stream>>>(xp, yp, rows, cols);
+  else
+    log_softmax_warp_per_row<1><<<grid, kThreads, 0, stream>>>(xp, yp, rows, cols);
+  return static_cast<int>(cudaGetLastError());
+}
