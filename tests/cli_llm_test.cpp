@@ -239,8 +239,10 @@ TEST_F(CliLlmTest, CtrlCCancelsTheRequestInFlightAndTheRunEndsWithItsBest) {
     return ScriptedReply::answer("too late");
   });
   fs::path run = dir_ / "run";
-  std::vector<std::string> args = {"timeout", "--preserve-status", "--signal=INT", "20",
-                                   KFORGE_CLI_PATH};
+  // --foreground: one SIGINT to kforge only. Without it, timeout signals the child and then its
+  // whole process group, and a second Ctrl-C means "skip the final timing".
+  std::vector<std::string> args = {"timeout", "--foreground", "--preserve-status",
+                                   "--signal=INT", "20", KFORGE_CLI_PATH};
   std::vector<std::string> optimize = optimize_args(run);
   args.insert(args.end(), optimize.begin(), optimize.end());
   process::CommandResult result = kforge_with_launcher(args, endpoint(server));
