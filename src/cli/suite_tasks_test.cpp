@@ -13,7 +13,10 @@ namespace fs = std::filesystem;
 class SuiteTasksTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / "kforge_suite_tasks_test";
+    // One folder per test: ctest runs the tests of this fixture in parallel processes.
+    dir_ = fs::temp_directory_path() /
+           ("kforge_suite_tasks_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
