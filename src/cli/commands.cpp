@@ -8,6 +8,7 @@
 
 #include "cli/memory_command.h"
 #include "cli/optimize_command.h"
+#include "cli/suite_command.h"
 #include "common/error.h"
 
 namespace kforge::cli {
@@ -235,6 +236,8 @@ int run_cli(int argc, char** argv) {
   add_optimize(app, optimize);
   MemoryCommandOptions memory;
   add_memory_command(app, memory);
+  SuiteCommandOptions suite;
+  add_suite_command(app, suite, add_optimize);
   if (std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
@@ -247,6 +250,7 @@ int run_cli(int argc, char** argv) {
   try {
     if (app.got_subcommand("optimize")) return run_optimize(optimize);
     if (app.got_subcommand("memory")) return run_memory(*app.get_subcommand("memory"), memory);
+    if (app.got_subcommand("suite")) return run_suite(suite, add_optimize);
   } catch (const std::exception& e) {
     std::cerr << "kforge: error: " << e.what() << "\n";
     return static_cast<int>(ExitCode::error);

@@ -5,7 +5,18 @@
 #include <numeric>
 #include <random>
 
+#include "common/error.h"
+
 namespace kforge::evaluation {
+namespace {
+
+// The q-quantile of an ascending `sorted` (non-empty): the element at floor(q * (n - 1)).
+double sorted_quantile(const std::vector<double>& sorted, double q) {
+  double position = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size() - 1);
+  return sorted[static_cast<size_t>(position)];
+}
+
+}  // namespace
 
 double median(std::span<const double> values) {
   if (values.empty()) return 0.0;
@@ -56,13 +67,29 @@ SpeedupEstimate estimate_speedup(std::span<const double> baseline_ms,
     ratios.push_back(base / cand);
   }
   std::sort(ratios.begin(), ratios.end());
-  auto quantile = [&ratios](double q) {
-    size_t index = static_cast<size_t>(std::clamp(q, 0.0, 1.0) * (ratios.size() - 1));
-    return ratios[index];
-  };
-  estimate.ci_low = quantile((1.0 - level) / 2.0);
-  estimate.ci_high = quantile((1.0 + level) / 2.0);
+  estimate.ci_low = sorted_quantile(ratios, (1.0 - level) / 2.0);
+  estimate.ci_high = sorted_quantile(ratios, (1.0 + level) / 2.0);
   return estimate;
+}
+
+BootstrapInterval bootstrap_interval(
+    std::span<const double> values,
+    const std::function<double(std::span<const double>)>& statistic, double level,
+    int resamples, uint64_t seed) {
+  if (values.empty()) throw Error("bootstrap_interval: no values to resample");
+  if (resamples < 1) throw Error("bootstrap_interval: resamples must be at least 1");
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
+  std::vector<double> statistics;
+  statistics.reserve(static_cast<size_t>(resamples));
+  std::vector<double> resample(values.size());
+  for (int i = 0; i < resamples; ++i) {
+    for (double& x : resample) x = values[pick(rng)];
+    statistics.push_back(statistic(resample));
+  }
+  std::sort(statistics.begin(), statistics.end());
+  return {sorted_quantile(statistics, (1.0 - level) / 2.0),
+          sorted_quantile(statistics, (1.0 + level) / 2.0), level};
 }
 
 void to_json(nlohmann::json& j, const SampleSummary& s) {

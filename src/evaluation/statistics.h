@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -39,6 +40,21 @@ struct SpeedupEstimate {
 SpeedupEstimate estimate_speedup(std::span<const double> baseline_ms,
                                  std::span<const double> candidate_ms, double level = 0.95,
                                  int resamples = 2000, uint64_t seed = 1);
+
+/// A percentile-bootstrap confidence interval of `statistic` over `values` (Efron & Tibshirani,
+/// 1993, ch. 13, as estimate_speedup): `values` is resampled with replacement `resamples` times
+/// with a fixed seed, `statistic` is taken of each resample, and the (1-level)/2 and
+/// (1+level)/2 quantiles of those bound the interval. One value gives the degenerate interval
+/// [statistic, statistic]. Throws Error for an empty span or resamples < 1.
+struct BootstrapInterval {
+  double low = 0.0;
+  double high = 0.0;
+  double level = 0.95;
+};
+BootstrapInterval bootstrap_interval(
+    std::span<const double> values,
+    const std::function<double(std::span<const double>)>& statistic, double level = 0.95,
+    int resamples = 2000, uint64_t seed = 1);
 
 void to_json(nlohmann::json& j, const SampleSummary& s);
 void to_json(nlohmann::json& j, const SpeedupEstimate& s);

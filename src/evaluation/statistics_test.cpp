@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error.h"
+
 namespace kforge::evaluation {
 namespace {
 
@@ -49,6 +51,28 @@ TEST(Statistics, NoisierSamplesGiveAWiderInterval) {
   }
   SpeedupEstimate narrow = estimate_speedup(base, t), wide = estimate_speedup(base, l);
   EXPECT_LT(narrow.ci_high - narrow.ci_low, wide.ci_high - wide.ci_low);
+}
+
+TEST(Statistics, BootstrapIntervalBracketsTheStatisticWithinTheValuesRange) {
+  std::vector<double> values = {1.0, 2.0, 3.0, 4.0, 10.0};
+  auto mean = [](std::span<const double> v) {
+    double sum = 0.0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  BootstrapInterval interval = bootstrap_interval(values, mean);
+  EXPECT_GE(interval.low, 1.0);
+  EXPECT_LE(interval.low, 4.0);
+  EXPECT_GE(interval.high, 4.0);
+  EXPECT_LE(interval.high, 10.0);
+  BootstrapInterval again = bootstrap_interval(values, mean);
+  EXPECT_DOUBLE_EQ(again.low, interval.low);
+  EXPECT_DOUBLE_EQ(again.high, interval.high);
+  std::vector<double> one = {7.0};
+  BootstrapInterval single = bootstrap_interval(one, mean);
+  EXPECT_DOUBLE_EQ(single.low, 7.0);
+  EXPECT_DOUBLE_EQ(single.high, 7.0);
+  EXPECT_THROW(bootstrap_interval({}, mean), Error);
 }
 
 }  // namespace

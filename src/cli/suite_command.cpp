@@ -1,0 +1,447 @@
+#include "cli/suite_command.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "cli/suite_tasks.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "process/subprocess.h"
+#include "report/run_directory.h"
+#include "report/suite_report.h"
+
+namespace kforge::cli {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Set by Ctrl-C (SIGINT) or SIGTERM while a suite runs: the current task's child is killed and
+// the suite stops after writing what it has.
+std::atomic<bool> g_suite_stopped{false};
+
+extern "C" void on_suite_signal(int) { g_suite_stopped.store(true); }
+
+// Routes SIGINT and SIGTERM to on_suite_signal while it lives. The children run in their own
+// process groups, so a terminal's Ctrl-C reaches only the suite, which then kills the child.
+class StopSignalGuard {
+ public:
+  StopSignalGuard() {
+    g_suite_stopped.store(false);
+    struct sigaction action = {};
+    action.sa_handler = on_suite_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~StopSignalGuard() {
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  StopSignalGuard(const StopSignalGuard&) = delete;
+  StopSignalGuard& operator=(const StopSignalGuard&) = delete;
+
+ private:
+  struct sigaction previous_int_ = {};
+  struct sigaction previous_term_ = {};
+};
+
+// optimize's options that the suite sets itself or that make no sense for many tasks.
+const std::set<std::string> kNotPassedThrough = {"--help", "--run-dir", "--json", "--replay"};
+
+// The optimize arguments the user gave to the suite, in declaration order.
+std::vector<std::string> collect_optimize_args(const SuiteCommandOptions& options) {
+  std::vector<std::string> args;
+  for (const std::string& name : options.passthrough) {
+    if (auto flag = options.passthrough_flags.find(name); flag != options.passthrough_flags.end()) {
+      if (flag->second > 0) args.push_back(name);
+      continue;
+    }
+    auto values = options.passthrough_values.find(name);
+    if (values == options.passthrough_values.end()) continue;
+    for (const std::string& value : values->second) {
+      args.push_back(name);
+      args.push_back(value);
+    }
+  }
+  return args;
+}
+
+// Refuses, before any task runs, what `kforge optimize` would refuse for every task: the same
+// option table parses the same arguments.
+void check_optimize_args(AddOptimizeFunction add_optimize, const std::vector<std::string>& args,
+                         const fs::path& some_task) {
+  CLI::App probe;
+  OptimizeCommandOptions ignored;
+  add_optimize(probe, ignored);
+  std::vector<std::string> argv = {"optimize", some_task.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::reverse(argv.begin(), argv.end());  // CLI11 takes the arguments last first
+  try {
+    probe.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    throw Error(std::string("suite: an option passed to kforge optimize was refused: ") + e.what());
+  }
+}
+
+// How one child ended.
+struct ChildRun {
+  std::optional<process::ExitStatus> status;  // nullopt when killed for time or by Ctrl-C
+  bool timed_out = false;
+  bool stopped = false;  // Ctrl-C / SIGTERM of the suite
+  double wall_s = 0.0;
+  std::string last_error;  // the child's last "kforge: error: ..." line, else its last line
+};
+
+void note_line(const std::string& line, std::ofstream& log, std::deque<std::string>& tail,
+               const std::string& echo_prefix) {
+  log << line << '\n';
+  tail.push_back(line);
+  if (tail.size() > 40) tail.pop_front();
+  if (!echo_prefix.empty()) std::cerr << echo_prefix << line << '\n';
+}
+
+std::string last_error_line(const std::deque<std::string>& tail) {
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    if (auto at = it->find("kforge: error: "); at != std::string::npos) return it->substr(at + 15);
+  }
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    if (!it->empty()) return *it;
+  }
+  return "";
+}
+
+// Runs argv with its stdout and stderr going to `log_path` line by line, for at most
+// `timeout_s` seconds, killing its process group at the deadline or when the suite is stopped.
+ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log_path, double timeout_s,
+                   const std::string& echo_prefix) {
+  std::ofstream log(log_path);
+  if (!log) throw Error("suite: cannot write " + log_path.string());
+  log << "$";
+  for (const std::string& arg : argv) log << ' ' << arg;
+  log << "\n" << std::flush;
+  process::SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.pipe_stdin = false;
+  spawn.merge_stderr = true;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  auto remaining_s = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
+  process::Subprocess child(spawn);
+  ChildRun run;
+  std::deque<std::string> tail;
+  bool output_open = true;
+  // Short slices, so that Ctrl-C and the deadline are noticed within a quarter second.
+  constexpr double kSliceS = 0.25;
+  while (!run.status) {
+    if (g_suite_stopped.load()) {
+      run.stopped = true;
+      break;
+    }
+    if (remaining_s() <= 0.0) {
+      run.timed_out = true;
+      break;
+    }
+    double slice_s = std::min(kSliceS, std::max(remaining_s(), 0.0));
+    if (output_open) {
+      std::string line;
+      process::ReadStatus read = child.read_line(&line, slice_s);
+      if (read == process::ReadStatus::line) note_line(line, log, tail, echo_prefix);
+      if (read == process::ReadStatus::eof) output_open = false;
+      if (read == process::ReadStatus::overflow) {
+        note_line("[line too long, dropped]", log, tail, "");
+      }
+      // A process the child left behind may hold the pipe open after the child exited.
+      if (read == process::ReadStatus::timeout) run.status = child.poll_exit();
+    } else {
+      run.status = child.wait(slice_s);
+    }
+  }
+  if (!run.status) child.kill();
+  std::istringstream rest(child.take_stdout());
+  for (std::string line; std::getline(rest, line);) note_line(line, log, tail, echo_prefix);
+  run.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  run.last_error = last_error_line(tail);
+  return run;
+}
+
+// The run directory's run.json names the task it ran; true when it is `task_path`.
+bool run_is_of_task(const fs::path& run_dir, const fs::path& task_path) {
+  try {
+    nlohmann::json run = nlohmann::json::parse(read_file(run_dir / "run.json"));
+    return fs::weakly_canonical(run.at("task_path").get<std::string>()) ==
+           fs::weakly_canonical(task_path);
+  } catch (const std::exception&) {
+    return true;  // no readable run.json: a run killed before it said what it ran
+  }
+}
+
+// Reads run_dir/result.json into `row`; false (with row.failure saying why) when it cannot.
+bool read_result(const fs::path& run_dir, report::SuiteRow& row) {
+  fs::path path = run_dir / "result.json";
+  if (!fs::exists(path)) {
+    row.failure = "no result.json in " + run_dir.string();
+    return false;
+  }
+  try {
+    report::read_result_into(nlohmann::json::parse(read_file(path)), row);
+    return true;
+  } catch (const std::exception& e) {
+    row.completed = false;
+    row.correct = false;
+    row.failure = path.string() + ": unreadable: " + e.what();
+    return false;
+  }
+}
+
+// Moves an unfinished run directory out of the way (never deletes it): SUITE_DIR/.incomplete/.
+fs::path move_aside(const fs::path& suite_dir, const fs::path& run_dir, const std::string& label) {
+  fs::path aside_dir = suite_dir / ".incomplete";
+  fs::create_directories(aside_dir);
+  fs::path target = aside_dir / label;
+  for (int n = 2; fs::exists(target); ++n) target = aside_dir / (label + "-" + std::to_string(n));
+  fs::rename(run_dir, target);
+  return target;
+}
+
+class SuiteRunner {
+ public:
+  SuiteRunner(const SuiteCommandOptions& options, std::vector<std::string> optimize_args,
+              fs::path suite_dir)
+      : options_(options),
+        optimize_args_(std::move(optimize_args)),
+        suite_dir_(std::move(suite_dir)) {}
+
+  // Runs every task in order; false when stopped by a signal before the end.
+  bool run(const std::vector<SuiteTask>& tasks) {
+    fs::create_directories(suite_dir_ / "logs");
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      std::string progress = fmt::format("[{}/{}] {}", i + 1, tasks.size(), tasks[i].label);
+      rows_.push_back(run_task(tasks[i], progress));
+      say(progress + ": " + describe(rows_.back()));
+      write_outputs();
+      if (g_suite_stopped.load()) return false;
+    }
+    return true;
+  }
+
+  const std::vector<report::SuiteRow>& rows() const { return rows_; }
+  report::SuiteMetrics metrics() const {
+    std::vector<report::SuiteTaskOutcome> outcomes;
+    for (const report::SuiteRow& row : rows_) outcomes.push_back(row.outcome());
+    return report::compute_suite_metrics(outcomes);
+  }
+  nlohmann::json json() const {
+    return report::suite_json(rows_, metrics(), suite_dir_.string(), optimize_args_);
+  }
+
+ private:
+  static void say(const std::string& line) { std::cerr << "kforge: suite: " << line << "\n"; }
+
+  static std::string describe(const report::SuiteRow& row) {
+    if (row.correct) {
+      return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x), {:.1f} s", row.speedup,
+                         row.speedup_ci_low, row.speedup_ci_high, row.wall_s);
+    }
+    return "not correct: " + row.failure;
+  }
+
+  report::SuiteRow run_task(const SuiteTask& task, const std::string& progress) {
+    report::SuiteRow row;
+    row.name = task.label;
+    row.task_path = task.task_path.string();
+    fs::path run_dir = suite_dir_ / task.label;
+    row.run_dir = run_dir.string();
+    row.log_path = (suite_dir_ / "logs" / (task.label + ".log")).string();
+    if (fs::exists(run_dir)) {
+      if (!run_is_of_task(run_dir, task.task_path)) {
+        row.failure = run_dir.string() +
+                      " holds a run of another task; not overwritten "
+                      "(choose another --suite-dir)";
+        return row;
+      }
+      if (read_result(run_dir, row)) {
+        row.resumed = true;
+        row.wall_s = nlohmann::json::parse(read_file(run_dir / "result.json")).value("wall_s", 0.0);
+        say(progress + ": already complete in " + run_dir.string() + " (result.json), not re-run");
+        return row;
+      }
+      fs::path aside = move_aside(suite_dir_, run_dir, task.label);
+      say(progress + ": " + run_dir.string() + " is unfinished; moved to " + aside.string() +
+          " and run again");
+      row.failure.clear();
+    }
+    say(progress + ": optimizing " + task.task_path.string());
+    std::vector<std::string> argv = {self_path(), "optimize", task.task_path.string(), "--run-dir",
+                                     run_dir.string()};
+    argv.insert(argv.end(), optimize_args_.begin(), optimize_args_.end());
+    ChildRun child = run_child(argv, row.log_path, options_.task_timeout_s,
+                               options_.verbose ? "  " + task.label + ": " : "");
+    row.wall_s = child.wall_s;
+    if (child.timed_out) {
+      row.exit = fmt::format("timed out after {:g} s", options_.task_timeout_s);
+      row.failure = "killed at the --task-timeout-s limit; what it wrote stays in " + row.run_dir;
+      return row;
+    }
+    if (child.stopped) {
+      row.exit = "stopped";
+      row.failure = "the suite was stopped (Ctrl-C) while this task ran";
+      return row;
+    }
+    row.exit = child.status->describe();
+    // 130: an llm run stopped early by the model budget or Ctrl-C still writes its result.json.
+    bool ended_normally =
+        child.status->exited && (child.status->exit_code == 0 || child.status->exit_code == 130);
+    if (!read_result(run_dir, row) && !ended_normally) {
+      row.failure = child.last_error.empty() ? "kforge optimize failed" : child.last_error;
+    }
+    return row;
+  }
+
+  static std::string self_path() {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec)
+      throw Error("suite: cannot find the kforge executable (/proc/self/exe): " + ec.message());
+    return self.string();
+  }
+
+  void write_outputs() {
+    report::SuiteMetrics m = metrics();
+    write_file_atomically(
+        suite_dir_ / "suite.json",
+        report::suite_json(rows_, m, suite_dir_.string(), optimize_args_).dump(2) + "\n");
+    write_file_atomically(suite_dir_ / "suite.md", report::render_suite_markdown(rows_, m));
+  }
+
+  const SuiteCommandOptions& options_;
+  std::vector<std::string> optimize_args_;
+  fs::path suite_dir_;
+  std::vector<report::SuiteRow> rows_;
+};
+
+fs::path default_suite_dir(const std::vector<std::string>& inputs) {
+  fs::path first = fs::absolute(inputs.front()).lexically_normal();
+  if (!first.has_filename()) first = first.parent_path();
+  std::string name = fs::is_directory(first) ? first.filename().string() : first.stem().string();
+  return report::RunDirectory::default_path("suites", name.empty() ? "suite" : name);
+}
+
+// Says so when an existing suite ran with other optimize options: its finished tasks are kept.
+void warn_if_options_changed(const fs::path& suite_dir, const std::vector<std::string>& args) {
+  try {
+    nlohmann::json previous = nlohmann::json::parse(read_file(suite_dir / "suite.json"));
+    auto before = previous.at("optimize_args").get<std::vector<std::string>>();
+    if (before != args) {
+      std::cerr << "kforge: suite: note: " << suite_dir.string()
+                << " was run with other optimize options; its finished tasks are kept as they "
+                   "are\n";
+    }
+  } catch (const std::exception&) {
+    // No readable suite.json: nothing to compare with.
+  }
+}
+
+}  // namespace
+
+void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
+                       AddOptimizeFunction add_optimize) {
+  CLI::App* suite = app.add_subcommand(
+      "suite", "Optimize every task of a folder; report correct %, fast_p and geomean speedup");
+  suite
+      ->add_option("tasks", options.inputs,
+                   "Folders of tasks (every task.toml below, sorted) or task files")
+      ->required();
+  suite
+      ->add_option("--suite-dir", options.suite_dir,
+                   "Where the suite goes: one run directory per task, logs/, suite.json, "
+                   "suite.md (default suites/<name>-<time>); an existing one is continued")
+      ->envname("KFORGE_SUITE_DIR");
+  suite
+      ->add_option("--task-timeout-s", options.task_timeout_s,
+                   "Wall-clock limit of one task's optimize, seconds (> 0)")
+      ->envname("KFORGE_TASK_TIMEOUT_S")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  suite->add_flag("--verbose", options.verbose, "Echo each task's optimize output to stderr");
+  suite->add_flag("--json", options.json, "Print suite.json instead of the table");
+
+  // Every option of `kforge optimize` is accepted and passed on. No environment variable is
+  // declared here: the children inherit the environment and read KFORGE_* themselves.
+  CLI::App probe;
+  OptimizeCommandOptions defaults;
+  add_optimize(probe, defaults);
+  for (const CLI::Option* option : probe.get_subcommand("optimize")->get_options()) {
+    std::string name = option->get_name();
+    if (!option->nonpositional() || kNotPassedThrough.count(name) ||
+        suite->get_option_no_throw(name) != nullptr) {
+      continue;
+    }
+    std::string description = option->get_description();
+    if (!option->get_default_str().empty()) description += " [" + option->get_default_str() + "]";
+    CLI::Option* added = nullptr;
+    if (option->get_expected_max() == 0) {
+      added = suite->add_flag(name, options.passthrough_flags[name], description);
+    } else {
+      added = suite->add_option(name, options.passthrough_values[name], description)
+                  ->allow_extra_args(false)
+                  ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                  ->type_name(option->get_type_name());
+    }
+    added->group("Passed to each kforge optimize");
+    options.passthrough.push_back(name);
+  }
+}
+
+int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize) {
+  if (!(options.task_timeout_s > 0.0)) {
+    throw Error(fmt::format("--task-timeout-s: expected a number of seconds > 0, got {}",
+                            options.task_timeout_s));
+  }
+  std::vector<SuiteTask> tasks = discover_suite_tasks(options.inputs);
+  std::vector<std::string> optimize_args = collect_optimize_args(options);
+  check_optimize_args(add_optimize, optimize_args, tasks.front().task_path);
+  fs::path suite_dir = fs::absolute(options.suite_dir.empty() ? default_suite_dir(options.inputs)
+                                                              : fs::path(options.suite_dir))
+                           .lexically_normal();
+  if (fs::exists(suite_dir) && !fs::is_directory(suite_dir)) {
+    throw Error(suite_dir.string() + ": exists and is not a folder (expected a suite directory)");
+  }
+  if (fs::exists(suite_dir)) warn_if_options_changed(suite_dir, optimize_args);
+  std::cerr << "kforge: suite: " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s")
+            << " -> " << suite_dir.string() << "\n";
+
+  StopSignalGuard guard;
+  SuiteRunner runner(options, optimize_args, suite_dir);
+  bool finished = runner.run(tasks);
+  if (options.json) {
+    std::cout << runner.json().dump(2) << "\n";
+  } else {
+    std::cout << report::render_suite_markdown(runner.rows(), runner.metrics());
+  }
+  if (!finished) {
+    std::cerr << "kforge: suite: stopped after " << runner.rows().size() << " of " << tasks.size()
+              << " tasks; run the same command with --suite-dir " << suite_dir.string()
+              << " to continue\n";
+    return 130;
+  }
+  std::cerr << "kforge: suite: wrote " << (suite_dir / "suite.json").string() << " and "
+            << (suite_dir / "suite.md").string() << "\n";
+  return 0;
+}
+
+}  // namespace kforge::cli

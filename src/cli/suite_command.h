@@ -1,0 +1,59 @@
+// `kforge suite DIR...`: runs `kforge optimize` over every task of a folder and reports the
+// field's metrics (correct %, fast_p, geomean speedup with a confidence interval, cost per task).
+//
+// Each task runs as a child process of the same kforge binary,
+//   kforge optimize TASK --run-dir SUITE_DIR/<label> [the suite's optimize options]
+// so that a task that crashes or hangs costs only its own row; its output goes to
+// SUITE_DIR/logs/<label>.log. The suite reads each run's result.json into a row and writes
+// SUITE_DIR/suite.json and SUITE_DIR/suite.md after every task, so a killed suite leaves what it
+// had. Given an existing SUITE_DIR, tasks whose run already wrote result.json are not re-run; an
+// unfinished run directory is moved aside to SUITE_DIR/.incomplete/ (never deleted) and re-run.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/optimize_command.h"
+
+namespace CLI {
+class App;
+}
+
+namespace kforge::cli {
+
+struct SuiteCommandOptions {
+  std::vector<std::string> inputs;  // folders (every task.toml below) and task files
+  std::string suite_dir;            // default: suites/<first input's name>-<UTC time>
+  /// Wall-clock limit of one task's optimize, seconds; past it the child's process group is
+  /// killed and the task counts as incorrect. Must be > 0.
+  double task_timeout_s = 3600.0;
+  bool verbose = false;  // also echo every child's output to stderr
+  bool json = false;     // print suite.json instead of the table
+  /// Names of the `kforge optimize` options the suite accepts and passes on ("--steps", ...),
+  /// in their declaration order, filled by add_suite_command; CLI11 writes what the user gave
+  /// into the maps below (so this object must not move between add_suite_command and parsing).
+  std::vector<std::string> passthrough;
+  std::map<std::string, std::vector<std::string>> passthrough_values;  // value options
+  std::map<std::string, int> passthrough_flags;                        // flags: times given
+};
+
+/// How `kforge optimize`'s options are declared (commands.cpp's add_optimize): the suite takes
+/// its pass-through options from there, so every optimize option works in a suite and is
+/// checked by the same rules.
+using AddOptimizeFunction = void (*)(CLI::App& app, OptimizeCommandOptions& options);
+
+/// Adds the `suite` subcommand to `app`: its own options (--suite-dir, --task-timeout-s,
+/// --verbose, --json) and every non-positional option of `kforge optimize` except --run-dir,
+/// --json, --replay and --help, to be passed on to each task.
+void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
+                       AddOptimizeFunction add_optimize);
+
+/// Runs the suite that `options` (as parsed) describes. Prints progress to stderr and
+/// the table (or suite.json with --json) to stdout. Returns 0 when every task ran (correct or
+/// not), 130 after Ctrl-C (suite.json holds the tasks done so far). Throws Error before any task
+/// runs for bad input: no task below a folder, a timeout <= 0, an optimize option that
+/// `kforge optimize` would refuse.
+int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize);
+
+}  // namespace kforge::cli

@@ -1,0 +1,220 @@
+#include "report/suite_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "report/run_directory.h"
+
+namespace kforge::report {
+namespace {
+
+// The JSON value at `pointer` (e.g. "/final/speedup/speedup"), or an Error naming it.
+const nlohmann::json& field(const nlohmann::json& result, const std::string& pointer) {
+  nlohmann::json::json_pointer at(pointer);
+  if (!result.contains(at)) throw Error("result.json: " + pointer + ": missing");
+  return result.at(at);
+}
+
+double number_field(const nlohmann::json& result, const std::string& pointer) {
+  const nlohmann::json& value = field(result, pointer);
+  if (!value.is_number()) {
+    throw Error("result.json: " + pointer + ": expected a number, got " + value.dump());
+  }
+  return value.get<double>();
+}
+
+std::optional<double> optional_number(const nlohmann::json& result, const std::string& pointer) {
+  nlohmann::json::json_pointer at(pointer);
+  if (!result.contains(at) || !result.at(at).is_number()) return std::nullopt;
+  return result.at(at).get<double>();
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+std::string or_dash(const std::optional<double>& value, const char* format) {
+  return value ? fmt::format(fmt::runtime(format), *value) : "-";
+}
+
+// A cell of a Markdown table: one line, no column separators.
+std::string cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c == '|') {
+      out += "\\|";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string cost_line(const char* what, const CostSummary& cost, int tasks, const char* unit,
+                      const char* format) {
+  if (cost.reported == 0) return fmt::format("- {}: not reported\n", what);
+  std::string mean = fmt::format(fmt::runtime(format), cost.mean);
+  std::string total = fmt::format(fmt::runtime(format), cost.total);
+  return fmt::format("- {}: {}{} per task, {}{} in all ({} of {} tasks reported it)\n", what, mean,
+                     unit, total, unit, cost.reported, tasks);
+}
+
+std::string aggregate_table(const SuiteMetrics& metrics) {
+  std::string header = "| tasks | correct |";
+  std::string rule = "| ---: | ---: |";
+  std::string values = fmt::format("| {} | {} ({}) |", metrics.task_count,
+                                   percent(metrics.correct_fraction), metrics.correct_count);
+  for (const FastP& f : metrics.fast_p) {
+    header += " " + fast_p_name(f.p) + " |";
+    rule += " ---: |";
+    values += " " + percent(f.fraction) + " |";
+  }
+  header += " geomean speedup (correct tasks) |\n";
+  rule += " --- |\n";
+  if (const std::optional<GeomeanSpeedup>& g = metrics.geomean_speedup) {
+    values += fmt::format(" {:.3f}x ({:.0f}% CI {:.3f}x-{:.3f}x, {} tasks) |\n", g->geomean,
+                          100.0 * g->level, g->ci_low, g->ci_high, g->count);
+  } else {
+    values += " - (no correct task) |\n";
+  }
+  return header + rule + values;
+}
+
+std::string task_table(const std::vector<SuiteRow>& rows) {
+  std::string text =
+      "| task | run | correct | speedup | CI | best | candidates (correct) | wall s | device s "
+      "| LLM $ |\n"
+      "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n";
+  for (const SuiteRow& r : rows) {
+    std::string run = r.completed ? (r.resumed ? "earlier run" : "completed") : "failed";
+    std::string speedup = r.correct ? fmt::format("{:.3f}x", r.speedup) : "-";
+    std::string interval =
+        r.correct ? fmt::format("{:.3f}-{:.3f}x", r.speedup_ci_low, r.speedup_ci_high) : "-";
+    std::string candidates =
+        r.completed ? fmt::format("{} ({})", r.candidates, r.correct_candidates) : "-";
+    text += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.1f} | {} | {} |\n", cell(r.name),
+                        run, r.correct ? "yes" : "no", speedup, interval,
+                        r.best.empty() ? "-" : cell(r.best), candidates, r.wall_s,
+                        or_dash(r.device_s, "{:.1f}"), or_dash(r.llm_cost_usd, "{:.4f}"));
+  }
+  return text;
+}
+
+}  // namespace
+
+SuiteTaskOutcome SuiteRow::outcome() const {
+  SuiteTaskOutcome o;
+  o.name = name;
+  o.correct = correct;
+  o.speedup = speedup;
+  o.wall_s = wall_s;
+  o.device_s = device_s;
+  o.llm_cost_usd = llm_cost_usd;
+  return o;
+}
+
+nlohmann::json SuiteRow::to_json() const {
+  nlohmann::json j = {{"name", name},
+                      {"task_path", task_path},
+                      {"run_dir", run_dir},
+                      {"log", log_path},
+                      {"completed", completed},
+                      {"resumed", resumed},
+                      {"task", task},
+                      {"backend", backend},
+                      {"correct", correct},
+                      {"best", best},
+                      {"candidates", candidates},
+                      {"correct_candidates", correct_candidates},
+                      {"wall_s", wall_s},
+                      {"exit", exit},
+                      {"failure", failure}};
+  j["speedup"] = correct ? nlohmann::json{{"speedup", speedup},
+                                          {"ci_low", speedup_ci_low},
+                                          {"ci_high", speedup_ci_high},
+                                          {"level", speedup_ci_level}}
+                         : nlohmann::json();
+  j["device_s"] = device_s ? nlohmann::json(*device_s) : nlohmann::json();
+  j["llm_cost_usd"] = llm_cost_usd ? nlohmann::json(*llm_cost_usd) : nlohmann::json();
+  return j;
+}
+
+std::optional<double> device_seconds(const nlohmann::json& result) {
+  if (std::optional<double> top = optional_number(result, "/device_s")) return top;
+  return optional_number(result, "/budget/spent/device_s");
+}
+
+void read_result_into(const nlohmann::json& result, SuiteRow& row) {
+  if (!result.is_object()) throw Error("result.json: expected a JSON object");
+  const nlohmann::json& candidates = field(result, "/candidates");
+  if (!candidates.is_array()) throw Error("result.json: /candidates: expected an array");
+  row.candidates = static_cast<int>(candidates.size());
+  row.correct_candidates = 0;
+  for (const nlohmann::json& c : candidates) {
+    row.correct_candidates += c.is_object() && c.value("verdict", "") == "ok";
+  }
+  row.task = result.value("task", "");
+  row.backend = result.value("backend", "");
+  row.device_s = device_seconds(result);
+  row.llm_cost_usd = optional_number(result, "/llm/cost_usd");
+  const nlohmann::json& best = field(result, "/best");
+  row.correct = !best.is_null();
+  if (!row.correct) {
+    row.best.clear();
+    row.failure =
+        fmt::format("no candidate passed the correctness gate ({} evaluated)", row.candidates);
+    row.completed = true;
+    return;
+  }
+  row.best = best.value("id", "");
+  row.speedup = number_field(result, "/final/speedup/speedup");
+  if (!std::isfinite(row.speedup) || row.speedup <= 0.0) {
+    throw Error(fmt::format("result.json: /final/speedup/speedup: expected a number > 0, got {}",
+                            row.speedup));
+  }
+  row.speedup_ci_low = number_field(result, "/final/speedup/ci_low");
+  row.speedup_ci_high = number_field(result, "/final/speedup/ci_high");
+  row.speedup_ci_level = optional_number(result, "/final/speedup/level").value_or(0.95);
+  row.failure.clear();
+  row.completed = true;
+}
+
+nlohmann::json suite_json(const std::vector<SuiteRow>& rows, const SuiteMetrics& metrics,
+                          const std::string& suite_dir,
+                          const std::vector<std::string>& optimize_args) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const SuiteRow& row : rows) tasks.push_back(row.to_json());
+  return {{"kforge_version", KFORGE_VERSION},
+          {"suite_dir", suite_dir},
+          {"optimize_args", optimize_args},
+          {"updated", utc_now_iso8601()},
+          {"tasks", tasks},
+          {"aggregate", metrics.to_json()}};
+}
+
+std::string render_suite_markdown(const std::vector<SuiteRow>& rows, const SuiteMetrics& metrics) {
+  std::string text = fmt::format("# kforge suite: {} task{}\n\n", metrics.task_count,
+                                 metrics.task_count == 1 ? "" : "s");
+  text += aggregate_table(metrics) + "\n";
+  text +=
+      "fast_p: share of all tasks that are correct with speedup > p (KernelBench); the "
+      "geomean is over correct tasks, its interval a bootstrap over tasks.\n\n";
+  text += "Cost:\n";
+  text += cost_line("wall time", metrics.wall_s, metrics.task_count, " s", "{:.1f}");
+  text += cost_line("device time", metrics.device_s, metrics.task_count, " device-s", "{:.1f}");
+  text += cost_line("LLM cost", metrics.llm_cost_usd, metrics.task_count, " USD", "{:.4f}");
+  text += "\n" + task_table(rows);
+  std::string failures;
+  for (const SuiteRow& r : rows) {
+    if (r.correct) continue;
+    std::string how = r.exit.empty() || r.exit == "exit code 0" ? "" : " (" + r.exit + ")";
+    failures += fmt::format("- {}{}: {}\n", r.name, how, cell(r.failure));
+    if (!r.log_path.empty() && !r.completed) failures += fmt::format("  log: {}\n", r.log_path);
+  }
+  if (!failures.empty()) text += "\nNot correct:\n" + failures;
+  return text;
+}
+
+}  // namespace kforge::report

@@ -1,0 +1,68 @@
+// The rows and tables of `kforge suite`: one row per task, read from the task's result.json (the
+// schema OptimizeResult::to_json and run_optimize write), and the views derived from the rows and
+// the aggregate (report/suite_metrics.h): suite.json, suite.md and the console table.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/suite_metrics.h"
+
+namespace kforge::report {
+
+/// One task of a suite: where it ran, how its run ended and what it found.
+struct SuiteRow {
+  std::string name;       // the task's label in the suite (its folder name), unique in the suite
+  std::string task_path;  // the task file, absolute
+  std::string run_dir;    // the task's run directory (SUITE_DIR/<name>)
+  std::string log_path;   // the optimize child's stdout and stderr
+  /// True when the run finished and wrote a result.json the suite could read; false when the
+  /// child failed (bad task, crash, timeout, Ctrl-C) or its result.json was unreadable.
+  bool completed = false;
+  bool resumed = false;  // result.json came from an earlier suite run and was not re-run
+  std::string task;      // the task's own name (result.json "task"), empty when unknown
+  std::string backend;
+  bool correct = false;  // a candidate passed the gate and was timed at the final rung
+  double speedup = 0.0;  // final rung: reference median / best median (correct tasks only)
+  double speedup_ci_low = 0.0;
+  double speedup_ci_high = 0.0;
+  double speedup_ci_level = 0.95;
+  std::string best;    // id of the best candidate
+  int candidates = 0;  // evaluated
+  int correct_candidates = 0;
+  double wall_s = 0.0;  // the child's wall time (the run's own wall_s for a resumed task)
+  std::optional<double> device_s;      // see device_seconds()
+  std::optional<double> llm_cost_usd;  // result.json llm.cost_usd
+  std::string exit;  // how the child ended: "exit code 1", "timed out after 60 s", ...
+  /// Why the task is not correct: the child's error, the timeout, "no candidate passed the
+  /// correctness gate", ...; empty for a correct task.
+  std::string failure;
+
+  SuiteTaskOutcome outcome() const;
+  nlohmann::json to_json() const;
+};
+
+/// Fills `row`'s result fields (completed, task, backend, correct, speedup and its interval,
+/// best, candidates, device_s, llm_cost_usd, failure when incorrect) from a result.json.
+/// Throws Error naming the missing or mistyped field when `result` does not have result.json's
+/// shape (an object with "candidates", "best", and "final.speedup.speedup" when best is set).
+void read_result_into(const nlohmann::json& result, SuiteRow& row);
+
+/// Device-seconds a run reports in its result.json, if any: the number at "/device_s" or at
+/// "/budget/spent/device_s" (the budget report of issue 5), else nullopt.
+std::optional<double> device_seconds(const nlohmann::json& result);
+
+/// suite.json: {"kforge_version", "suite_dir", "optimize_args", "tasks": [rows],
+/// "aggregate": SuiteMetrics::to_json(), "updated"}.
+nlohmann::json suite_json(const std::vector<SuiteRow>& rows, const SuiteMetrics& metrics,
+                          const std::string& suite_dir,
+                          const std::vector<std::string>& optimize_args);
+
+/// The suite's table in Markdown (also what the console prints): the aggregate row (tasks,
+/// correct, fast_0/1/1.5/2, geomean speedup with its interval), the cost per task, one row per
+/// task, and the tasks that are not correct with why.
+std::string render_suite_markdown(const std::vector<SuiteRow>& rows, const SuiteMetrics& metrics);
+
+}  // namespace kforge::report

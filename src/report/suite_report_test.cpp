@@ -1,0 +1,170 @@
+#include "report/suite_report.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace kforge::report {
+namespace {
+
+// The parts of result.json (OptimizeResult::to_json plus run_optimize's fields) a row reads.
+nlohmann::json result_json(bool with_best) {
+  nlohmann::json j = {{"task", "softmax"},
+                      {"backend", "cpu"},
+                      {"wall_s", 12.5},
+                      {"candidates",
+                       {{{"id", "a"}, {"verdict", "ok"}},
+                        {{"id", "b"}, {"verdict", "wrong_answer"}},
+                        {{"id", "c"}, {"verdict", "ok"}}}}};
+  if (with_best) {
+    j["best"] = {{"id", "c"}, {"verdict", "ok"}};
+    j["final"] = {
+        {"speedup", {{"speedup", 1.8}, {"ci_low", 1.7}, {"ci_high", 1.9}, {"level", 0.95}}}};
+  } else {
+    j["best"] = nullptr;
+  }
+  return j;
+}
+
+TEST(SuiteReport, ReadsACorrectRunFromItsResult) {
+  SuiteRow row;
+  nlohmann::json result = result_json(true);
+  result["llm"] = {{"cost_usd", 0.12}};
+  result["budget"] = {{"spent", {{"device_s", 3.5}}}};
+  read_result_into(result, row);
+  EXPECT_TRUE(row.completed);
+  EXPECT_TRUE(row.correct);
+  EXPECT_EQ(row.task, "softmax");
+  EXPECT_EQ(row.backend, "cpu");
+  EXPECT_EQ(row.best, "c");
+  EXPECT_DOUBLE_EQ(row.speedup, 1.8);
+  EXPECT_DOUBLE_EQ(row.speedup_ci_low, 1.7);
+  EXPECT_DOUBLE_EQ(row.speedup_ci_high, 1.9);
+  EXPECT_EQ(row.candidates, 3);
+  EXPECT_EQ(row.correct_candidates, 2);
+  EXPECT_EQ(row.device_s, 3.5);
+  EXPECT_EQ(row.llm_cost_usd, 0.12);
+  EXPECT_TRUE(row.failure.empty());
+}
+
+TEST(SuiteReport, RunWithoutACorrectCandidateIsCompletedButNotCorrect) {
+  SuiteRow row;
+  read_result_into(result_json(false), row);
+  EXPECT_TRUE(row.completed);
+  EXPECT_FALSE(row.correct);
+  EXPECT_EQ(row.failure, "no candidate passed the correctness gate (3 evaluated)");
+  EXPECT_FALSE(row.device_s.has_value());
+  EXPECT_FALSE(row.llm_cost_usd.has_value());
+}
+
+TEST(SuiteReport, MalformedResultNamesTheField) {
+  SuiteRow row;
+  nlohmann::json result = result_json(true);
+  result["final"]["speedup"].erase("speedup");
+  try {
+    read_result_into(result, row);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/final/speedup/speedup: missing"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(read_result_into(nlohmann::json::array(), row), Error);
+  EXPECT_THROW(read_result_into({{"best", nullptr}}, row), Error);  // no candidates
+  result = result_json(true);
+  result["final"]["speedup"]["speedup"] = 0.0;
+  EXPECT_THROW(read_result_into(result, row), Error);
+}
+
+TEST(SuiteReport, DeviceSecondsAtTopLevelOrInTheBudget) {
+  EXPECT_EQ(device_seconds({{"device_s", 2.0}}), 2.0);
+  EXPECT_EQ(device_seconds({{"budget", {{"spent", {{"device_s", 4.0}}}}}}), 4.0);
+  EXPECT_FALSE(device_seconds({{"wall_s", 1.0}}).has_value());
+}
+
+SuiteRow correct_row(const std::string& name, double speedup, double wall_s) {
+  SuiteRow row;
+  row.name = name;
+  row.completed = true;
+  row.correct = true;
+  row.speedup = speedup;
+  row.speedup_ci_low = speedup - 0.1;
+  row.speedup_ci_high = speedup + 0.1;
+  row.best = "best-" + name;
+  row.candidates = 4;
+  row.correct_candidates = 3;
+  row.wall_s = wall_s;
+  return row;
+}
+
+// Golden output: two correct tasks at 1.5x (a degenerate interval, so the golden text does not
+// depend on the random resampling), one run without a correct candidate, one failed child.
+TEST(SuiteReport, MarkdownTableGolden) {
+  std::vector<SuiteRow> rows = {correct_row("gemv", 1.5, 10.0), correct_row("rmsnorm", 1.5, 20.0)};
+  rows[1].resumed = true;
+  SuiteRow incorrect;
+  incorrect.name = "softmax";
+  incorrect.completed = true;
+  incorrect.candidates = 2;
+  incorrect.wall_s = 5.0;
+  incorrect.exit = "exit code 0";
+  incorrect.failure = "no candidate passed the correctness gate (2 evaluated)";
+  rows.push_back(incorrect);
+  SuiteRow failed;
+  failed.name = "broken";
+  failed.wall_s = 0.5;
+  failed.exit = "exit code 1";
+  failed.failure = "task.toml: inputs[0].dtype: unknown dtype 'float32' (expected f32|f16)";
+  failed.log_path = "/s/logs/broken.log";
+  rows.push_back(failed);
+  std::vector<SuiteTaskOutcome> outcomes;
+  for (const SuiteRow& row : rows) outcomes.push_back(row.outcome());
+  std::string text = render_suite_markdown(rows, compute_suite_metrics(outcomes));
+  const std::string expected =
+      "# kforge suite: 4 tasks\n"
+      "\n"
+      "| tasks | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | geomean speedup (correct tasks) "
+      "|\n"
+      "| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+      "| 4 | 50.0% (2) | 50.0% | 50.0% | 0.0% | 0.0% | 1.500x (95% CI 1.500x-1.500x, 2 tasks) |\n"
+      "\n"
+      "fast_p: share of all tasks that are correct with speedup > p (KernelBench); the geomean is "
+      "over correct tasks, its interval a bootstrap over tasks.\n"
+      "\n"
+      "Cost:\n"
+      "- wall time: 8.9 s per task, 35.5 s in all (4 of 4 tasks reported it)\n"
+      "- device time: not reported\n"
+      "- LLM cost: not reported\n"
+      "\n"
+      "| task | run | correct | speedup | CI | best | candidates (correct) | wall s | device s | "
+      "LLM $ |\n"
+      "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n"
+      "| gemv | completed | yes | 1.500x | 1.400-1.600x | best-gemv | 4 (3) | 10.0 | - | - |\n"
+      "| rmsnorm | earlier run | yes | 1.500x | 1.400-1.600x | best-rmsnorm | 4 (3) | 20.0 | - | - "
+      "|\n"
+      "| softmax | completed | no | - | - | - | 2 (0) | 5.0 | - | - |\n"
+      "| broken | failed | no | - | - | - | - | 0.5 | - | - |\n"
+      "\n"
+      "Not correct:\n"
+      "- softmax: no candidate passed the correctness gate (2 evaluated)\n"
+      "- broken (exit code 1): task.toml: inputs[0].dtype: unknown dtype 'float32' (expected "
+      "f32\\|f16)\n"
+      "  log: /s/logs/broken.log\n";
+  EXPECT_EQ(text, expected);
+}
+
+TEST(SuiteReport, SuiteJsonHoldsRowsAndAggregate) {
+  std::vector<SuiteRow> rows = {correct_row("gemv", 2.5, 3.0)};
+  std::vector<SuiteTaskOutcome> outcomes = {rows[0].outcome()};
+  nlohmann::json j = suite_json(rows, compute_suite_metrics(outcomes), "/s", {"--steps", "1"});
+  EXPECT_EQ(j["suite_dir"], "/s");
+  EXPECT_EQ(j["optimize_args"], nlohmann::json({"--steps", "1"}));
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  EXPECT_EQ(j["tasks"][0]["name"], "gemv");
+  EXPECT_DOUBLE_EQ(j["tasks"][0]["speedup"]["speedup"].get<double>(), 2.5);
+  EXPECT_TRUE(j["tasks"][0]["device_s"].is_null());
+  EXPECT_EQ(j["aggregate"]["fast_p"][3]["count"], 1);
+  EXPECT_DOUBLE_EQ(j["aggregate"]["geomean_speedup"]["geomean"].get<double>(), 2.5);
+}
+
+}  // namespace
+}  // namespace kforge::report
