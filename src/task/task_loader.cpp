@@ -1,5 +1,6 @@
 #include "task/task_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -71,6 +72,23 @@ DType read_dtype(const FieldReader& reader, const toml::table& table, const std:
   }
 }
 
+/// Fails on a key of an [[inputs]]/[[outputs]]/[[scalars]] entry that kforge does not read. A
+/// top-level key written below such a header belongs to that entry in TOML, and would otherwise
+/// be ignored without a word (it happened: `distributions` under the last [[scalars]]).
+void reject_unknown_keys(const FieldReader& reader, const toml::table& table,
+                         const std::string& field, const std::vector<std::string>& allowed) {
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+    std::string expected;
+    for (const std::string& a : allowed) expected += (expected.empty() ? "" : ", ") + a;
+    reader.fail(field + "." + name,
+                "unknown key (expected " + expected +
+                    "); a top-level key written below a [[...]] header belongs to that entry: "
+                    "move it above the first [[...]] header");
+  }
+}
+
 std::vector<TensorSpec> read_tensors(const FieldReader& reader, const toml::table& root,
                                      const std::string& key, TensorRole role) {
   std::vector<TensorSpec> tensors;
@@ -78,6 +96,7 @@ std::vector<TensorSpec> read_tensors(const FieldReader& reader, const toml::tabl
   for (size_t i = 0; i < array.size(); ++i) {
     const toml::table& table = *array[i].as_table();
     std::string field = indexed(key, i);
+    reject_unknown_keys(reader, table, field, {"name", "dtype", "shape", "strided"});
     TensorSpec spec;
     spec.role = role;
     spec.name = reader.string(table, "name", field + ".name");
@@ -114,6 +133,7 @@ std::vector<ScalarSpec> read_scalars(const FieldReader& reader, const toml::tabl
   for (size_t i = 0; i < array.size(); ++i) {
     const toml::table& table = *array[i].as_table();
     std::string field = indexed("scalars", i);
+    reject_unknown_keys(reader, table, field, {"name", "dtype", "value"});
     ScalarSpec spec;
     spec.name = reader.string(table, "name", field + ".name");
     spec.dtype = read_dtype(reader, table, field);

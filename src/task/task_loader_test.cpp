@@ -193,6 +193,16 @@ TEST_F(TaskLoaderTest, EvaluationFieldsLoadAndAreValidated) {
             std::string::npos);
 }
 
+TEST_F(TaskLoaderTest, AKeyBelowATableHeaderThatBelongsAtTheTopIsRefused) {
+  // In TOML a key written below [[scalars]] belongs to that scalar; kforge must not ignore it.
+  std::string text = replace(kValidTask, "shape = [\"rows\", \"cols\"]\n[[outputs]]",
+                             "shape = [\"rows\", \"cols\"]\ndistributions = [\"normal\"]\n"
+                             "[[outputs]]");
+  const std::string message = error_of(text);
+  EXPECT_NE(message.find("inputs[0].distributions: unknown key"), std::string::npos) << message;
+  EXPECT_NE(message.find("move it above the first [[...]] header"), std::string::npos) << message;
+}
+
 TEST(Expression, EvaluatesArithmeticOverDims) {
   std::map<std::string, int64_t> dims = {{"rows", 8}, {"cols", 4}};
   EXPECT_DOUBLE_EQ(evaluate_expression("2*rows*cols + rows", dims), 72.0);
