@@ -36,7 +36,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // Families with a bundled task of the same name under examples/.
-const char* const kFamilies[] = {"softmax", "log_softmax", "rmsnorm", "gemv", "layernorm"};
+const char* const kFamilies[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
+                                 "layernorm", "rmsnorm_channels", "relu",    "gelu"};
 
 struct FamilyPoint {
   std::string backend, family;

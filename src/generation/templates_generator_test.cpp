@@ -117,7 +117,8 @@ TEST_F(TemplatesGeneratorTest, MissingFamilyIsAClearError) {
 
 TEST(BundledFamilies, EveryExampleFamilyHasTwoOrMoreVariantsPerBackend) {
   for (const char* backend : {"cpu", "cuda"}) {
-    for (const char* family : {"rmsnorm", "softmax", "gemv", "log_softmax", "layernorm"}) {
+    for (const char* family :
+         {"rmsnorm", "softmax", "gemv", "log_softmax", "layernorm", "rmsnorm_channels"}) {
       KernelFamily loaded =
           load_family((fs::path(KFORGE_SOURCE_DIR) / "kernels").string(), backend, family);
       EXPECT_GE(loaded.variants.size(), 2u) << backend << "/" << family;
