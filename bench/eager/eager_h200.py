@@ -47,10 +47,13 @@ def main():
     # KernelBench level1 19: ReLU over the same 4096 x 393216 tensor.
     x = torch.randn(4096, 393216, device="cuda")
     record("relu_kernelbench", [4096, 393216], lambda: torch.relu(x), 2 * x.numel() * 4)
+    # KernelBench level1 26: GELU (erf form, F.gelu's default) over the same shape.
+    record("gelu_kernelbench", [4096, 393216], lambda: torch.nn.functional.gelu(x),
+           2 * x.numel() * 4)
     del x
     # KernelBench level1 36: RMSNorm over dim 1 (C) of NCHW, x / sqrt(mean(x^2, dim=1) + 1e-5).
     x = torch.randn(112, 64, 512, 512, device="cuda")
-    record("rmsnorm_nchw_kernelbench", [112, 64, 512, 512],
+    record("rmsnorm_channels_kernelbench", [112, 64, 512, 512],
            lambda: x / torch.sqrt(torch.mean(x**2, dim=1, keepdim=True) + 1e-5),
            2 * x.numel() * 4)
     del x
