@@ -81,6 +81,20 @@ TEST_F(CliResumeTest, ZeroOrNegativeBudgetsAreRefusedAtOnce) {
   }
 }
 
+TEST_F(CliResumeTest, BadEtaOrFidelityIsRefusedAtOnce) {
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--eta", "1"}, {"--eta", "0.5"}, {"--eta", "-3"}, {"--eta", "x"},
+           {"--fidelity", "flat"}}) {
+    const fs::path run = dir_ / "run";
+    std::vector<std::string> args = optimize_args(run);
+    args.insert(args.end(), {flag, value});
+    process::CommandResult result = kforge(args);
+    EXPECT_EQ(result.exit_code, 2) << flag << " " << value << "\n" << result.output;
+    EXPECT_NE(result.output.find(flag), std::string::npos) << result.output;
+    EXPECT_FALSE(fs::exists(run)) << flag;
+  }
+}
+
 TEST_F(CliResumeTest, ResumeOfWhatIsNotARunSaysSoAndTouchesNothing) {
   process::CommandResult missing = kforge({"optimize", "--resume", (dir_ / "nope").string()});
   EXPECT_EQ(missing.exit_code, 1) << missing.output;

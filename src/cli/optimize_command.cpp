@@ -139,6 +139,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   // Everything that can be wrong with the input is checked before the run directory is written.
   OptimizeCommandOptions options = command_options;
   options.search.budget.validate();
+  search::validate_eta(options.search.eta);
+  search::parse_fidelity(options.fidelity);
   const bool resume = !options.resume_dir.empty();
   if (resume) {
     ResumePlan plan = plan_resume(options);
@@ -149,6 +151,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   }
   const OptimizeCommandOptions recorded = options;  // before the defaults below are resolved
   options.search.policy = memory::parse_policy_kind(options.policy);
+  options.search.fidelity = search::parse_fidelity(options.fidelity);
   options.search.ablations = memory::parse_ablations(options.ablate);
   if (options.search.policy != memory::PolicyKind::htam && !options.ablate.empty()) {
     throw Error("--ablate applies to --policy htam only (got --policy " + options.policy + ")");
@@ -270,6 +273,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
                                {"seed", options.search.seed},
                                {"steps", options.search.steps},
                                {"proposals_per_step", options.search.proposals_per_step},
+                               {"fidelity", options.fidelity},
+                               {"eta", options.search.eta},
                                {"started", report::utc_now_iso8601()},
                                {"kforge_version", KFORGE_VERSION},
                                {"generator", generator.name()}};

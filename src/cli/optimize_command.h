@@ -25,6 +25,7 @@ struct OptimizeCommandOptions {
   std::string generator = "templates";  // templates | llm
   LlmCommandOptions llm;          // --generator llm only
   std::string policy = "htam";    // --policy, parsed into search.policy by run_optimize
+  std::string fidelity = "ladder";  // --fidelity, parsed into search.fidelity by run_optimize
   std::vector<std::string> ablate;            // --ablate names, parsed into search.ablations
   std::vector<std::string> similar_families;  // --similar-families groups "a,b,c"
   search::OptimizeOptions search;

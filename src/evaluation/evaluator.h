@@ -45,10 +45,6 @@ struct EvaluationPolicy {
   worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
   worker::MeasurementPolicy round{2, 10, 10, 1.0, 10.0};    // one round of rung 3 / compare()
   int final_rounds = 5;            // rung 3 rounds
-  /// Rung 2 runs on the fastest this-many correct candidates by quick median (the current best
-  /// always among them); 0 skips it. The final rung takes the best geomean over all timed
-  /// workloads, where a challenger must beat the best by more than min_gain.
-  int full_rung_candidates = 3;
   int compare_rounds = 5;          // rounds of an acceptance comparison
   int input_sets = 2;              // rotated input sets while timing
   double rotation_limit_bytes = double(int64_t{1} << 30);  // above: one set (see time_request)

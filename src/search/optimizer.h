@@ -6,14 +6,30 @@
 //   step t   the policy picks (direction, strategy) pairs applicable to the current best; the
 //            generator turns each into a candidate; the compile pool builds them in parallel;
 //            each is gated and quick-timed; a failed one goes back to the generator for up to
-//            repair_tries repairs; the feedback (log gain over its parent) is written back
-//            into the HTG; a candidate that looks faster becomes the new best only when a
-//            paired comparison shows the gain beyond noise. The search stops at the first
-//            candidate boundary where the budget (budget.h) is spent, Ctrl-C was pressed, or
-//            the generator is exhausted.
-//   full     rung 2 on the fastest correct candidates (every timed workload) (final_rung.cpp)
-//   final    the best and the reference are timed interleaved (paired rounds) and the speedup is
-//            reported with a bootstrap confidence interval; a second Ctrl-C skips it
+//            repair_tries repairs; a candidate that looks faster becomes the new best only
+//            when a paired comparison shows the gain beyond noise. The search stops at the
+//            first candidate boundary where the budget (budget.h) is spent, Ctrl-C was
+//            pressed, or the generator is exhausted.
+//   promote  after each step (and after the hints), the step's correct candidates compete for
+//            rung 2 by successive halving (scheduler.h: the top ceil(n / eta) by S(p, 1), a
+//            lower confidence bound of the quick speedup, plus the best); the promoted run rung
+//            2 at once (every timed workload, the full measurement policy), the rest are
+//            pruned. Then each move's feedback is written back into the HTG: its log gain over
+//            its parent (quick rung) and its speedup, from rung 2 when it was promoted.
+//   final    rung 3 takes the best by rung-2 geomean (the search's best unless another is
+//            faster by more than min_gain over every timed workload); it and the reference are
+//            timed interleaved (paired rounds) and the speedup is reported with a bootstrap
+//            confidence interval; a second Ctrl-C skips it
+//
+// Why rung 2 runs per step and not once at the end: a promoted candidate's full-rung result is
+// the best evidence the run has about it, so it goes into the memory update of the step that
+// made it (the issue: "a promoted candidate's feedback goes to the memory update") and orders
+// the next step's parents (the best first, then rung-2 candidates by geomean, then the pruned
+// by quick median); a candidate fast on the quick workload but slow on the others stops being
+// refined a step later, not after the whole budget. The cost: rung 2 spends on candidates that
+// a later step would have outclassed; successive halving bounds it to about 1/eta of them.
+// Under --fidelity full (the flat baseline of bench/ladder) rung 1 uses the full measurement
+// policy and every correct candidate gets rung 2.
 //
 // Resume (`options.resume`, `kforge optimize --resume`): the loop runs again from the start with
 // the same seed and options, and every thing that would be measured or chosen again is read back
@@ -42,6 +58,7 @@
 // fakes.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -67,6 +84,7 @@
 #include "report/run_directory.h"
 #include "search/budget.h"
 #include "search/run_journal.h"
+#include "search/scheduler.h"
 #include "task/task.h"
 #include "worker/worker.h"
 
@@ -89,6 +107,11 @@ struct OptimizeOptions {
   memory::Ablations ablations;          // htam only
   memory::ProvenanceWeights provenance_weights;
   evaluation::EvaluationPolicy evaluation;
+  /// Successive-halving ratio (scheduler.h): the top ceil(n / eta) of a step's correct
+  /// candidates reach rung 2. Must be > 1 (validate_eta); 3 as in Hyperband's default.
+  double eta = 3.0;
+  /// ladder: as above; full: full measurement policy at rung 1, rung 2 for every correct one.
+  Fidelity fidelity = Fidelity::ladder;
   BudgetLimits budget;                  // besides `steps`
   /// Continue the run recorded in the run directory's run.sqlite (see the header comment).
   bool resume = false;
@@ -119,6 +142,18 @@ struct CandidateRecord {
   std::string build_log;           // the compiler's output (feedback for repairs)
   double device_s = 0.0;           // candidate-worker seconds its gate and quick rungs took
   bool replayed = false;           // restored from the run database on resume
+  /// S(p, 1): lower confidence bound of the quick-rung speedup (scheduler.h); 0 if not timed.
+  double quick_score = 0.0;
+  std::vector<double> quick_samples_ms;  // the quick rung's samples (the score's input)
+  /// The scheduler's decision: "promoted" (to rung 2), "pruned", or "" (not correct, or not
+  /// decided yet).
+  std::string promotion;
+  /// Highest rung reached: 0 gate (or build), 1 quick, 2 full, 3 final.
+  int rung = 0;
+  /// Budget spent (device seconds, wall seconds; budget.h) when this candidate's rung 1 ended:
+  /// for the final best, the cost of finding it. On resume, wall time is the replay's.
+  double found_device_s = 0.0;
+  double found_wall_s = 0.0;
 };
 
 /// What a run produced.
@@ -146,6 +181,10 @@ struct OptimizeResult {
   bool interrupted = false;        // Ctrl-C stopped the search (the run can be resumed)
   bool final_skipped = false;      // a second Ctrl-C skipped rungs 2-3: no final numbers
   int replayed_candidates = 0;     // restored from the run database on resume
+  /// Candidates per highest rung reached (0 gate, 1 quick, 2 full, 3 final).
+  std::array<int, 4> rung_occupancy = {0, 0, 0, 0};
+  std::string fidelity = "ladder";
+  double eta = 3.0;
   nlohmann::json to_json() const;
 };
 
@@ -189,6 +228,8 @@ class Optimizer {
   bool should_stop(bool generator_boundary = false);
   void stop(StopReason reason, const std::string& detail);
   void progress_line(const std::string& where);
+  /// Candidates at each highest rung reached (0 gate, 1 quick, 2 full, 3 final).
+  std::array<int, 4> rung_occupancy() const;
   int interrupts() const { return interrupts_ != nullptr ? interrupts_->load() : 0; }
   memory::Provenance provenance() const;
   memory::Diagnosis diagnose(const CandidateRecord& record) const;
@@ -196,6 +237,8 @@ class Optimizer {
   // optimizer_loop.cpp: the expert hints, the steps and their planning
   void run_hints();
   void run_steps();
+  /// The next step's parents in the order the planner tries them, with their quick medians.
+  std::pair<std::vector<std::string>, std::map<std::string, double>> parents_in_order() const;
   std::vector<Move> plan_step(const std::vector<std::string>& parents,
                               const std::map<std::string, double>& parent_ms, int step);
   std::vector<Move> replay_plan(const nlohmann::json& plan,
@@ -216,15 +259,22 @@ class Optimizer {
   CandidateRecord restore(const generation::Proposal& proposal, const report::CandidateRow& row);
   void consider(CandidateRecord& record);
   void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
+  CandidateRecord* find_record(const std::string& id);
   /// The candidate worker's handle of a correct candidate, loading it (on resume, after
   /// compiling it again from the cache) when this session has not.
   int handle_of(const std::string& id);
 
-  // final_rung.cpp: rungs 2 and 3
-  /// Rung 2 on the fastest correct candidates (EvaluationPolicy::full_rung_candidates); returns
-  /// the id of the one the final rung takes: `best_id` unless another's geomean speedup over
-  /// all timed workloads is higher by more than min_gain.
-  std::string run_full_rung(const std::string& best_id);
+  // final_rung.cpp: the promotion, rungs 2 and 3
+  /// Decides every undecided correct candidate (the cohort of `step`) by successive halving,
+  /// records each decision (kind "promotion"; replayed on resume), and runs rung 2 on the
+  /// promoted in the cohort's order. A second Ctrl-C skips it (final_skipped).
+  void promote_cohort(int step);
+  /// Rung 2 of `record` (or its recorded result on resume): sets full_geomean_speedup when it
+  /// passed, rung = 2, and adds its seconds to the device budget.
+  void run_full_rung(CandidateRecord& record);
+  /// The id the final rung takes: `best_id` unless another rung-2 candidate's geomean speedup
+  /// over all timed workloads is higher by more than min_gain (or the best failed rung 2).
+  std::string choose_final(const std::string& best_id);
   /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu.
   void run_final();
 

@@ -53,6 +53,13 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   }
   proposals_[proposal.id] = proposal;
   budget_->add_candidate(record.device_s);
+  const BudgetSpend spend = budget_->spend();
+  record.found_device_s = spend.device_s;
+  record.found_wall_s = spend.wall_s;
+  if (record.median_ms) {
+    record.quick_score =
+        quick_score(record.quick_samples_ms, reference_ms_, options_.evaluation.acceptance_level);
+  }
   consider(record);
   generation::Feedback feedback;
   feedback.verdict = record.verdict;
@@ -82,8 +89,12 @@ CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
   evaluation::CandidateEvaluation outcome = evaluator_->evaluate(artifact);
   record.verdict = outcome.verdict;
   record.message = outcome.message;
+  for (const evaluation::RungRecord& rung : outcome.rungs) {
+    if (rung.rung == "quick") record.rung = 1;
+  }
   if (outcome.verdict == Verdict::ok) {
     record.median_ms = outcome.timing.median_ms;
+    record.quick_samples_ms = outcome.samples_ms;
     handles_[proposal.id] = outcome.handle;
     artifacts_[proposal.id] = artifact;
   }
@@ -155,6 +166,9 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   record.source_file = row.evaluation.value("source_file", "");
   record.build_log = row.evaluation.value("build_log", "");
   record.device_s = journal_->recorded_device_s(row.id);
+  record.quick_samples_ms =
+      row.evaluation.value("samples_ms", std::vector<double>{});
+  record.rung = journal_->has_rung(row.id, "quick") ? 1 : 0;
   record.replayed = true;
   ++result_.replayed_candidates;
   return record;
@@ -163,14 +177,16 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
 void Optimizer::consider(CandidateRecord& record) {
   progress_(fmt::format("  [{:03d}] {}{}", record.index, describe(record, reference_ms_),
                         record.replayed ? "  (replayed)" : ""));
-  std::string outcome = "pruned";
+  // The acceptance outcome (a new best or not); promotion to rung 2 is the scheduler's
+  // separate decision (promote_cohort).
+  std::string outcome = "not_better";
   std::string reason;
   if (record.verdict != Verdict::ok) {
     outcome = "rejected";
     reason = to_string(record.verdict) +
              (record.message.empty() ? "" : ": " + record.message.substr(0, 200));
   } else if (!best_) {
-    outcome = "promoted";
+    outcome = "accepted";
     reason = "first correct candidate";
   } else if (*record.median_ms >= *best_->median_ms * (1.0 - options_.min_gain)) {
     reason = fmt::format("quick median {:.4f} ms is not {:.0f}% below the best's ({}, {:.4f} ms)",
@@ -203,7 +219,7 @@ void Optimizer::consider(CandidateRecord& record) {
                           best_->id, record.acceptance, decided->value("speedup", 0.0),
                           100 * options_.evaluation.acceptance_level,
                           decided->value("ci_low", 0.0), decided->value("ci_high", 0.0)));
-    outcome = record.acceptance == "faster" ? "promoted" : "pruned";
+    outcome = record.acceptance == "faster" ? "accepted" : "not_better";
     reason = fmt::format("paired comparison with {}: {} ({:.3f}x, CI [{:.3f}, {:.3f}])", best_->id,
                          record.acceptance, decided->value("speedup", 0.0),
                          decided->value("ci_low", 0.0), decided->value("ci_high", 0.0));
@@ -211,7 +227,7 @@ void Optimizer::consider(CandidateRecord& record) {
   if (options_.explain) progress_(fmt::format("        {}: {}", outcome, reason));
   journal_->decide(record.step, "outcome", record.id,
                    {{"candidate", record.id}, {"outcome", outcome}, {"reason", reason}});
-  if (outcome == "promoted") {
+  if (outcome == "accepted") {
     best_ = record;
     if (!record.replayed) {
       run_dir_.append_event(
@@ -247,12 +263,26 @@ void Optimizer::record_evidence(const Move& move, const CandidateRecord& record,
   evidence.provenance = provenance();
   evidence.verdict = to_string(record.verdict);
   evidence.log_gain = record.log_gain;
-  if (record.median_ms) evidence.speedup_vs_baseline = reference_ms_ / *record.median_ms;
+  // A promoted candidate's rung-2 result (every timed workload, more repetitions) is the better
+  // evidence of what the move achieved; the others have only their quick rung.
+  const CandidateRecord* measured = find_record(record.id);
+  if (measured != nullptr && measured->full_geomean_speedup) {
+    evidence.speedup_vs_baseline = *measured->full_geomean_speedup;
+  } else if (record.median_ms) {
+    evidence.speedup_vs_baseline = reference_ms_ / *record.median_ms;
+  }
   evidence.candidate_id = record.artifact_key;
   evidence.excerpt = proposals_.at(record.id).change;
   if (record.verdict != Verdict::ok) evidence.failure_reason = record.message.substr(0, 200);
   evidence.diagnosis = state_.last_feedback.summary();
   store_.record(evidence);
+}
+
+CandidateRecord* Optimizer::find_record(const std::string& id) {
+  for (CandidateRecord& r : records_) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
 }
 
 int Optimizer::handle_of(const std::string& id) {

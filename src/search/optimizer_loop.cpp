@@ -135,6 +135,33 @@ void Optimizer::write_sources(std::vector<Move>& moves, int step) {
   moves = std::move(written);
 }
 
+std::pair<std::vector<std::string>, std::map<std::string, double>>
+Optimizer::parents_in_order() const {
+  // The best first; then the candidates promoted to rung 2, fastest geomean first; then the
+  // other correct ones by quick median (reached only when the better parents have no untried
+  // neighbour left, so the search does not stall on a corner).
+  std::vector<const CandidateRecord*> promoted;
+  std::vector<const CandidateRecord*> others;
+  for (const CandidateRecord& r : records_) {
+    if (!r.median_ms) continue;
+    (r.full_geomean_speedup ? promoted : others).push_back(&r);
+  }
+  std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
+    return *a->full_geomean_speedup > *b->full_geomean_speedup;
+  });
+  std::stable_sort(others.begin(), others.end(), [](const auto* a, const auto* b) {
+    return *a->median_ms < *b->median_ms;
+  });
+  std::vector<std::string> parents = {best_->id};
+  std::map<std::string, double> parent_ms = {{best_->id, *best_->median_ms}};
+  for (const auto* list : {&promoted, &others}) {
+    for (const CandidateRecord* r : *list) {
+      if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
+    }
+  }
+  return {parents, parent_ms};
+}
+
 void Optimizer::run_steps() {
   rng_.seed(options_.seed);
   state_ = memory::StateSummary{};
@@ -147,18 +174,7 @@ void Optimizer::run_steps() {
   }
   state_.last_feedback = diagnose(*best_);
   for (int step = 1; step <= options_.steps; ++step) {
-    std::vector<const CandidateRecord*> promoted;
-    for (const CandidateRecord& r : records_) {
-      if (r.median_ms) promoted.push_back(&r);
-    }
-    std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
-      return *a->median_ms < *b->median_ms;
-    });
-    std::vector<std::string> parents = {best_->id};
-    std::map<std::string, double> parent_ms = {{best_->id, *best_->median_ms}};
-    for (const CandidateRecord* r : promoted) {
-      if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
-    }
+    const auto [parents, parent_ms] = parents_in_order();
     state_.step = step;
     if (should_stop(true)) return;
     budget_->start_step();
@@ -198,7 +214,7 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
     if (builds[i].valid()) artifacts[i] = builds[i].get();
   }
   CandidateRecord last;
-  bool any = false;
+  std::vector<std::pair<size_t, CandidateRecord>> done;  // (move slot, final outcome)
   for (size_t i = 0; i < moves.size(); ++i) {
     const Move& move = moves[i];
     if (should_stop()) break;
@@ -228,13 +244,16 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
       record = attempt(current, [&] { return submit_screened(current).get(); }, step, &move,
                        &feedback);
     }
-    // One piece of evidence per move: its final outcome after any repairs.
-    record_evidence(move, record, step, i);
     state_.last_direction_id = move.direction_id;
     last = record;
-    any = true;
+    done.emplace_back(i, record);
   }
-  if (!any) return;
+  if (done.empty()) return;
+  // The step's cohort competes for rung 2 before the memory update, so that a promoted
+  // candidate's full-rung result is what the memory learns (optimizer.h).
+  promote_cohort(step);
+  // One piece of evidence per move: its final outcome after any repairs.
+  for (const auto& [slot, record] : done) record_evidence(moves[slot], record, step, slot);
   for (const Move& move : moves) state_.prefix.push_back(move.direction_id);
   // Last feedback for the next step: the verdict and gain of the latest attempt, the
   // bandwidth and roofline position of the best (the candidate the next step refines).

@@ -77,6 +77,10 @@ class FakeWorker : public worker::Worker {
   worker::TimeResult time(const worker::TimeRequest& request, double) override {
     ++times;
     if (crash_at_time == times) throw Error("simulated orchestrator crash");
+    if (request.policy.min_repetitions == full_rung_repetitions) {
+      ++full_times;
+      if (crash_at_full_time == full_times) throw Error("simulated crash in rung 2");
+    }
     const std::string& path = paths_.at(request.handle);
     double ms = 10.0;
     if (path.find("reference") != std::string::npos) ms = 20.0;
@@ -98,6 +102,11 @@ class FakeWorker : public worker::Worker {
   int times = 0;
   /// The time() call (1-based) that throws, as if the orchestrator died there; 0: none.
   int crash_at_time = 0;
+  /// Rung-2 time() calls (recognized by the full policy's repetitions) so far, and the one
+  /// (1-based) that throws; 0: none.
+  int full_times = 0;
+  int crash_at_full_time = 0;
+  int full_rung_repetitions = evaluation::EvaluationPolicy{}.full.min_repetitions;
   int64_t memory_bytes = 0;  // 0: unknown (no fit check)
   /// Candidates (by artifact path) that run 100x slower on a workload.
   std::function<bool(const std::string& path, const std::string& workload)> slow_on;
