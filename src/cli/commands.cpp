@@ -89,6 +89,18 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_DEVICE")
       ->check(CLI::Range(0, 1023))
       ->capture_default_str();
+  optimize->add_option("--devices", options.devices,
+                       "cuda: one candidate worker per listed device, e.g. 0,1 (each timing has "
+                       "its device to itself; the reference runs on the first)")
+      ->envname("KFORGE_DEVICES")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1023));
+  optimize->add_option("--workers", options.workers,
+                       "cpu: candidate worker processes evaluating a step's candidates "
+                       "concurrently (they share the cores: timings are noisier above 1)")
+      ->envname("KFORGE_WORKERS")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
       ->envname("KFORGE_STEPS")
       ->check(CLI::Range(0, 100000))

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // What the search reads back must mean the same (Optimizer's kResumeFormat guards its part).
-// 2: --eta and --fidelity.
+// 2: --eta, --fidelity, --devices and --workers.
 constexpr int kCommandFormat = 2;
 
 nlohmann::json optional_json(const auto& value) {
@@ -37,6 +37,8 @@ nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
           {"cache_dir", o.cache_dir},
           {"cuda_arch", o.cuda_arch},
           {"device", o.device},
+          {"devices", o.devices},
+          {"workers", o.workers},
           {"profile", o.profile},
           {"generator", o.generator},
           {"llm",
@@ -81,6 +83,8 @@ OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::str
     o.cache_dir = j.at("cache_dir").get<std::string>();
     o.cuda_arch = j.at("cuda_arch").get<std::string>();
     o.device = j.at("device").get<int>();
+    o.devices = j.at("devices").get<std::vector<int>>();
+    o.workers = j.at("workers").get<int>();
     o.profile = j.at("profile").get<std::string>();
     o.generator = j.at("generator").get<std::string>();
     const nlohmann::json& llm = j.at("llm");

@@ -2,6 +2,7 @@
 // halving (scheduler.h), rung 2 (every timed workload) on the promoted, the choice of the final
 // candidate, and rung 3 (the best and the reference timed interleaved).
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -63,24 +64,57 @@ void Optimizer::promote_cohort(int step) {
                             decided->value("reason", "")));
     }
   }
+  // With a worker pool, the promoted candidates not measured yet run rung 2 concurrently (the
+  // reference's full-rung times first, alone); the results are recorded in the cohort's order.
+  std::vector<CandidateRecord*> promoted;
   for (CandidateRecord* record : members) {
-    if (record->promotion != "promoted") continue;
+    if (record->promotion == "promoted") promoted.push_back(record);
+  }
+  std::vector<std::optional<FullMeasured>> measured(promoted.size());
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < promoted.size(); ++i) {
+    if (!journal_->recorded("full_rung", promoted[i]->id)) pending.push_back(i);
+  }
+  if (workers_.size() > 1 && pending.size() > 1) {
+    evaluator_->prime_full_rung_reference();
+    workers_.run(
+        pending.size(),
+        [&](size_t job, size_t worker) {
+          const std::string& id = promoted[pending[job]]->id;
+          const auto started = std::chrono::steady_clock::now();
+          FullMeasured m;
+          m.full = evaluator_->full_rung(handle_on(id, worker), workers_.at(worker));
+          m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                          .count();
+          measured[pending[job]] = std::move(m);
+        },
+        [&] { return interrupts() < 2; });
+  }
+  for (size_t i = 0; i < promoted.size(); ++i) {
     if (interrupts() >= 2) {
       result_.final_skipped = true;
       return;
     }
-    run_full_rung(*record);
+    run_full_rung(*promoted[i], measured[i]);
   }
 }
 
-void Optimizer::run_full_rung(CandidateRecord& record) {
+void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullMeasured>& measured) {
   // Measured once per run: a resumed run replays what rung 2 found.
   std::optional<nlohmann::json> decided = journal_->recorded("full_rung", record.id);
   if (!decided) {
     progress_(fmt::format("rung 2: {} on every timed workload", record.id));
-    const double started = now_s_();
-    const evaluation::FullRung full = evaluator_->full_rung(handle_of(record.id));
-    const double seconds = now_s_() - started;
+    FullMeasured m;
+    if (measured) {
+      m = *measured;
+    } else {
+      const double started = now_s_();
+      const size_t on = home_of(record.id);
+      m.full = evaluator_->full_rung(handle_on(record.id, on), workers_.at(on));
+      m.seconds = now_s_() - started;
+    }
+    const evaluation::FullRung& full = m.full;
+    const double seconds = m.seconds;
     budget_->add_device_s(seconds);
     nlohmann::json workloads = nlohmann::json::array();
     for (const evaluation::FullRung::Entry& e : full.workloads) {
@@ -158,7 +192,9 @@ void Optimizer::run_final() {
   progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best.id,
                         options_.evaluation.final_rounds));
   const double started = now_s_();
-  evaluation::Evaluator::PairedSamples paired = evaluator_->time_paired(handle_of(best.id));
+  const size_t on = home_of(best.id);
+  evaluation::Evaluator::PairedSamples paired =
+      evaluator_->time_paired(handle_on(best.id, on), workers_.at(on));
   if (!paired.failure.empty()) {
     throw Error("the best candidate failed during final timing: " + paired.failure);
   }
@@ -180,7 +216,7 @@ void Optimizer::run_final() {
   if (profiler_ != nullptr) {
     progress_(fmt::format("final: profiling {} under Nsight Compute on '{}'", best.id,
                           evaluator_->timed_workload().name));
-    handle_of(best.id);  // its artifact
+    handle_on(best.id, home_of(best.id));  // its artifact
     result_.profile =
         profiler_->profile(artifacts_.at(best.id), task_, evaluator_->timed_workload());
     run_dir_.append_event({{"event", "profile"}, {"best", best.id},

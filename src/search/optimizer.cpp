@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -52,13 +53,22 @@ Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions opti
                      compile::Compiler& compiler, worker::Worker& candidate_worker,
                      worker::Worker& reference_worker, report::RunDirectory& run_dir,
                      ProgressSink progress, memory::StrategySelector* selector)
+    : Optimizer(task, std::move(backend), std::move(options), store, generator, compiler,
+                std::vector<worker::Worker*>{&candidate_worker}, reference_worker, run_dir,
+                std::move(progress), selector) {}
+
+Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions options,
+                     memory::Store& store, generation::Generator& generator,
+                     compile::Compiler& compiler, std::vector<worker::Worker*> candidate_workers,
+                     worker::Worker& reference_worker, report::RunDirectory& run_dir,
+                     ProgressSink progress, memory::StrategySelector* selector)
     : task_(task),
       backend_(std::move(backend)),
       options_(std::move(options)),
       store_(store),
       generator_(generator),
       compiler_(compiler),
-      worker_(candidate_worker),
+      workers_(std::move(candidate_workers)),
       reference_worker_(reference_worker),
       run_dir_(run_dir),
       progress_(std::move(progress)),
@@ -258,8 +268,14 @@ OptimizeResult Optimizer::run() {
                          {"device", device_.name},
                          {"toolchain", toolchain_},
                          {"seed", options_.seed}});
-  evaluator_ = std::make_unique<evaluation::Evaluator>(worker_, reference_worker_, task_,
+  evaluator_ = std::make_unique<evaluation::Evaluator>(workers_.at(0), reference_worker_, task_,
                                                        options_.evaluation);
+  // Every worker of the pool must start before the run does (a missing device stops it here).
+  for (size_t w = 1; w < workers_.size(); ++w) workers_.at(w).device_info();
+  if (workers_.size() > 1) {
+    progress_(fmt::format("worker pool: {} candidate workers, one candidate each at a time",
+                          workers_.size()));
+  }
   const Workload& timed = evaluator_->timed_workload();
   result_.bytes_moved = min_bytes_moved(task_.signature, timed);
   result_.flops = flops_per_call(task_, timed);
@@ -271,7 +287,15 @@ OptimizeResult Optimizer::run() {
   const std::string ablated = memory::to_string(options_.ablations);
   progress_(fmt::format("policy: {}{}", policy_->name(),
                         ablated.empty() ? "" : " (ablated: " + ablated + ")"));
-  pool_ = std::make_unique<compile::CompilePool>(compiler_, options_.compile_jobs);
+  // On cuda with a worker pool, builds overlap timings (evaluate_batch); the compile pool then
+  // leaves a core to each worker's launching thread and one to the orchestrator, so that the
+  // host-clock cross-check of a timing is not inflated by compilers.
+  int compile_jobs = options_.compile_jobs;
+  if (compile_jobs == 0 && backend_ == "cuda" && workers_.size() > 1) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    compile_jobs = std::max(1, cores - static_cast<int>(workers_.size()) - 1);
+  }
+  pool_ = std::make_unique<compile::CompilePool>(compiler_, compile_jobs);
   prepare_reference();
 
   run_hints();

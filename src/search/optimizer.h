@@ -65,6 +65,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -85,6 +86,7 @@
 #include "search/budget.h"
 #include "search/run_journal.h"
 #include "search/scheduler.h"
+#include "search/worker_pool.h"
 #include "task/task.h"
 #include "worker/worker.h"
 
@@ -198,6 +200,17 @@ class Optimizer {
             worker::Worker& candidate_worker, worker::Worker& reference_worker,
             report::RunDirectory& run_dir, ProgressSink progress,
             memory::StrategySelector* selector = nullptr);
+  /// The same with a pool of candidate workers (worker_pool.h: one per device, or N cpu
+  /// processes; at least one, not owned). A batch (the hints, a step's planned candidates, a
+  /// step's promoted candidates' rung 2) is evaluated concurrently, one candidate per worker;
+  /// the results are then applied in the plan's order, so the run is the one a single worker
+  /// with the same timings gives. Repairs, acceptance comparisons and the final rung run one
+  /// at a time (a comparison on the challenger's worker, the incumbent loaded there too).
+  Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
+            generation::Generator& generator, compile::Compiler& compiler,
+            std::vector<worker::Worker*> candidate_workers, worker::Worker& reference_worker,
+            report::RunDirectory& run_dir, ProgressSink progress,
+            memory::StrategySelector* selector = nullptr);
   ~Optimizer();
 
   /// Runs the loop. Candidate failures are recorded, never thrown; throws Error only when the
@@ -248,30 +261,60 @@ class Optimizer {
   void run_moves(std::vector<Move>& moves, int step);
 
   // optimizer_candidate.cpp: one candidate's life
+  /// A candidate built and through rungs 0-1 on worker `worker`, not yet recorded.
+  struct Evaluated {
+    compile::Artifact artifact;
+    evaluation::CandidateEvaluation outcome;
+    size_t worker = 0;
+  };
   std::future<compile::Artifact> submit_screened(const generation::Proposal& proposal);
-  /// One candidate: restored from the journal when recorded, else evaluated (its artifact from
-  /// `build`) and recorded; then judged against the best and reported to the generator.
+  /// Builds (`build`) and evaluates one candidate on worker 0.
+  Evaluated evaluate_now(const std::function<compile::Artifact()>& build);
+  /// Evaluates the batch's unrecorded candidates concurrently on the pool (more than one
+  /// worker; else nothing: attempt() evaluates them one at a time). `builds[i]` yields
+  /// candidate i's artifact; on cpu every build has finished before the first timing starts
+  /// (compilers would share the cores with the timed kernel), on cuda a worker starts a
+  /// candidate as soon as its own build is done (the compile pool leaves the workers' host
+  /// threads a core each; see run()). Stops starting new ones on Ctrl-C or when the candidate
+  /// budget would be exceeded.
+  std::vector<std::optional<Evaluated>> evaluate_batch(
+      const std::vector<const generation::Proposal*>& proposals,
+      std::vector<std::shared_future<compile::Artifact>>& builds);
+  /// Candidate i's evaluation from the batch, or (not run there) evaluated now on worker 0.
+  std::function<Evaluated()> evaluated_or_now(
+      std::vector<std::optional<Evaluated>>& evaluated,
+      std::vector<std::shared_future<compile::Artifact>>& builds, size_t i);
+  /// One candidate: restored from the journal when recorded, else evaluated (`obtain`) and
+  /// recorded; then judged against the best and reported to the generator.
   CandidateRecord attempt(const generation::Proposal& proposal,
-                          const std::function<compile::Artifact()>& build, int step,
-                          const Move* move, generation::Feedback* feedback);
-  CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
-                           int step, const Move* move);
+                          const std::function<Evaluated()>& obtain, int step, const Move* move,
+                          generation::Feedback* feedback);
+  CandidateRecord record_evaluation(const generation::Proposal& proposal,
+                                    const Evaluated& evaluated, int step, const Move* move);
   CandidateRecord restore(const generation::Proposal& proposal, const report::CandidateRow& row);
   void consider(CandidateRecord& record);
   void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
   CandidateRecord* find_record(const std::string& id);
-  /// The candidate worker's handle of a correct candidate, loading it (on resume, after
-  /// compiling it again from the cache) when this session has not.
-  int handle_of(const std::string& id);
+  /// The handle of a correct candidate on worker `worker`, loading it there (on resume, after
+  /// compiling it again from the cache) when this session has not. Thread-safe for distinct
+  /// workers.
+  int handle_on(const std::string& id, size_t worker);
+  /// The worker that evaluated `id` in this session (0 for a candidate restored on resume).
+  size_t home_of(const std::string& id);
 
   // final_rung.cpp: the promotion, rungs 2 and 3
   /// Decides every undecided correct candidate (the cohort of `step`) by successive halving,
   /// records each decision (kind "promotion"; replayed on resume), and runs rung 2 on the
   /// promoted in the cohort's order. A second Ctrl-C skips it (final_skipped).
   void promote_cohort(int step);
-  /// Rung 2 of `record` (or its recorded result on resume): sets full_geomean_speedup when it
-  /// passed, rung = 2, and adds its seconds to the device budget.
-  void run_full_rung(CandidateRecord& record);
+  /// Rung 2 of `record` (or its recorded result on resume; or `measured`, run by the pool):
+  /// records it, sets full_geomean_speedup when it passed, rung = 2, and adds its seconds to
+  /// the device budget.
+  struct FullMeasured {
+    evaluation::FullRung full;
+    double seconds = 0.0;
+  };
+  void run_full_rung(CandidateRecord& record, const std::optional<FullMeasured>& measured = {});
   /// The id the final rung takes: `best_id` unless another rung-2 candidate's geomean speedup
   /// over all timed workloads is higher by more than min_gain (or the best failed rung 2).
   std::string choose_final(const std::string& best_id);
@@ -284,7 +327,7 @@ class Optimizer {
   memory::Store& store_;
   generation::Generator& generator_;
   compile::Compiler& compiler_;
-  worker::Worker& worker_;            // runs candidates
+  WorkerPool workers_;                // run candidates (worker 0: the evaluator's default)
   worker::Worker& reference_worker_;  // runs only the reference (the evaluation's oracle)
   report::RunDirectory& run_dir_;
   ProgressSink progress_;
@@ -311,7 +354,9 @@ class Optimizer {
   memory::StateSummary state_;
   std::mt19937_64 rng_;
   std::vector<CandidateRecord> records_;
-  std::map<std::string, int> handles_;   // candidate id -> worker handle (this session)
+  std::mutex handles_mutex_;  // guards handles_, homes_, artifacts_ (the pool's threads load)
+  std::map<std::string, std::map<size_t, int>> handles_;  // id -> worker index -> handle
+  std::map<std::string, size_t> homes_;                    // id -> worker that evaluated it
   std::map<std::string, compile::Artifact> artifacts_;  // candidate id -> its build
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;

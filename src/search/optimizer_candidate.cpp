@@ -1,7 +1,9 @@
 // One candidate's life in Optimizer::run (optimizer.h): screened, built, gated and timed (or
 // restored from the run database on resume), judged against the best, reported to the
 // generator, and written to the run directory and the run database.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -42,14 +44,53 @@ std::future<compile::Artifact> Optimizer::submit_screened(const generation::Prop
   return rejected.get_future();
 }
 
+Optimizer::Evaluated Optimizer::evaluate_now(const std::function<compile::Artifact()>& build) {
+  Evaluated evaluated;
+  evaluated.artifact = build();
+  evaluated.outcome = evaluator_->evaluate(evaluated.artifact, workers_.at(0));
+  return evaluated;
+}
+
+std::vector<std::optional<Optimizer::Evaluated>> Optimizer::evaluate_batch(
+    const std::vector<const generation::Proposal*>& proposals,
+    std::vector<std::shared_future<compile::Artifact>>& builds) {
+  std::vector<std::optional<Evaluated>> evaluated(proposals.size());
+  if (workers_.size() < 2) return evaluated;
+  std::vector<size_t> pending;  // indexes into proposals, in the plan's order
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    if (builds[i].valid()) pending.push_back(i);
+  }
+  if (backend_ != "cuda") {
+    for (size_t i : pending) builds[i].wait();
+  }
+  // Never start more than the candidate budget has room for (the rest would be discarded).
+  int room = std::numeric_limits<int>::max();
+  if (options_.budget.max_candidates) {
+    room = std::max(0, *options_.budget.max_candidates - budget_->spend().candidates);
+  }
+  int started = 0;
+  workers_.run(
+      pending.size(),
+      [&](size_t job, size_t worker) {
+        const size_t i = pending[job];
+        Evaluated e;
+        e.artifact = builds[i].get();
+        e.worker = worker;
+        e.outcome = evaluator_->evaluate(e.artifact, workers_.at(worker));
+        evaluated[i] = std::move(e);
+      },
+      [&] { return interrupts() == 0 && started++ < room; });
+  return evaluated;
+}
+
 CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
-                                   const std::function<compile::Artifact()>& build, int step,
+                                   const std::function<Evaluated()>& obtain, int step,
                                    const Move* move, generation::Feedback* feedback_out) {
   CandidateRecord record;
   if (const report::CandidateRow* row = journal_->recorded_candidate(proposal.id)) {
     record = restore(proposal, *row);
   } else {
-    record = evaluate(proposal, build(), step, move);
+    record = record_evaluation(proposal, obtain(), step, move);
   }
   proposals_[proposal.id] = proposal;
   budget_->add_candidate(record.device_s);
@@ -73,9 +114,11 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   return record;
 }
 
-CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
-                                    const compile::Artifact& artifact, int step,
-                                    const Move* move) {
+CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposal,
+                                             const Evaluated& evaluated, int step,
+                                             const Move* move) {
+  const compile::Artifact& artifact = evaluated.artifact;
+  const evaluation::CandidateEvaluation& outcome = evaluated.outcome;
   CandidateRecord record;
   record.index = static_cast<int>(records_.size());
   record.step = step;
@@ -86,7 +129,6 @@ CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
   record.from_cache = artifact.from_cache;
   record.compile_s = artifact.compile_s;
   record.build_log = artifact.log.substr(0, kBuildLogBytes);
-  evaluation::CandidateEvaluation outcome = evaluator_->evaluate(artifact);
   record.verdict = outcome.verdict;
   record.message = outcome.message;
   for (const evaluation::RungRecord& rung : outcome.rungs) {
@@ -95,7 +137,9 @@ CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
   if (outcome.verdict == Verdict::ok) {
     record.median_ms = outcome.timing.median_ms;
     record.quick_samples_ms = outcome.samples_ms;
-    handles_[proposal.id] = outcome.handle;
+    std::lock_guard<std::mutex> lock(handles_mutex_);
+    handles_[proposal.id][evaluated.worker] = outcome.handle;
+    homes_[proposal.id] = evaluated.worker;
     artifacts_[proposal.id] = artifact;
   }
   if (move != nullptr) {
@@ -198,8 +242,11 @@ void Optimizer::consider(CandidateRecord& record) {
     std::optional<nlohmann::json> decided = journal_->recorded("acceptance", record.id);
     if (!decided) {
       const double started = now_s_();
+      // On the challenger's worker, where it is loaded; the incumbent is loaded there too.
+      const size_t on = home_of(record.id);
+      const int incumbent = handle_on(best_->id, on);
       std::optional<evaluation::PairedComparison> paired =
-          evaluator_->compare(handle_of(best_->id), handle_of(record.id));
+          evaluator_->compare(incumbent, handle_on(record.id, on), workers_.at(on));
       const double seconds = now_s_() - started;
       budget_->add_device_s(seconds);
       decided = nlohmann::json{{"incumbent", best_->id},
@@ -285,22 +332,39 @@ CandidateRecord* Optimizer::find_record(const std::string& id) {
   return nullptr;
 }
 
-int Optimizer::handle_of(const std::string& id) {
-  if (auto it = handles_.find(id); it != handles_.end()) return it->second;
-  // A candidate restored from the run database: built again (the artifact cache answers) and
-  // loaded, never timed again.
-  compile::Artifact artifact = pool_->submit(proposals_.at(id).job).get();
-  if (artifact.verdict != Verdict::ok) {
-    throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
-                "build now: " + artifact.log.substr(0, 400));
+size_t Optimizer::home_of(const std::string& id) {
+  std::lock_guard<std::mutex> lock(handles_mutex_);
+  auto home = homes_.find(id);
+  return home == homes_.end() ? 0 : home->second;
+}
+
+int Optimizer::handle_on(const std::string& id, size_t worker) {
+  std::optional<compile::Artifact> artifact;
+  {
+    std::lock_guard<std::mutex> lock(handles_mutex_);
+    if (auto it = handles_.find(id); it != handles_.end()) {
+      if (auto on = it->second.find(worker); on != it->second.end()) return on->second;
+    }
+    if (auto it = artifacts_.find(id); it != artifacts_.end()) artifact = it->second;
   }
-  worker::LoadResult loaded = evaluator_->load(artifact);
+  if (!artifact) {
+    // A candidate restored from the run database: built again (the artifact cache answers) and
+    // loaded, never timed again.
+    artifact = pool_->submit(proposals_.at(id).job).get();
+    if (artifact->verdict != Verdict::ok) {
+      throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
+                  "build now: " + artifact->log.substr(0, 400));
+    }
+  }
+  worker::LoadResult loaded = evaluator_->load(*artifact, workers_.at(worker));
   if (loaded.verdict != Verdict::ok) {
-    throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
-                "load now: " + to_string(loaded.verdict) + ": " + loaded.message);
+    throw Error("candidate " + id + " was correct when evaluated but does not load on worker " +
+                std::to_string(worker) + " now: " + to_string(loaded.verdict) + ": " +
+                loaded.message);
   }
-  artifacts_[id] = artifact;
-  handles_[id] = loaded.handle;
+  std::lock_guard<std::mutex> lock(handles_mutex_);
+  artifacts_[id] = *artifact;
+  handles_[id][worker] = loaded.handle;
   return loaded.handle;
 }
 

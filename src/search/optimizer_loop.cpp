@@ -11,23 +11,35 @@
 
 namespace kforge::search {
 
+std::function<Optimizer::Evaluated()> Optimizer::evaluated_or_now(
+    std::vector<std::optional<Evaluated>>& evaluated,
+    std::vector<std::shared_future<compile::Artifact>>& builds, size_t i) {
+  return [this, &evaluated, &builds, i] {
+    if (evaluated[i]) return std::move(*evaluated[i]);
+    return evaluate_now([&] { return builds[i].get(); });
+  };
+}
+
 void Optimizer::run_hints() {
-  // Expert hints, built in parallel, evaluated one at a time on the worker. A batch's builds all
-  // finish before any of its timings start: on cpu the compilers would share the cores with the
-  // timed kernel, and on cuda with the host thread that launches it.
+  // Expert hints, built in parallel, then evaluated: one at a time with one worker, else
+  // concurrently on the pool (evaluate_batch); recorded and judged in their order either way.
+  // With one worker a batch's builds all finish before any of its timings start: on cpu the
+  // compilers would share the cores with the timed kernel.
   progress_("step 0: expert hints (one kernel per parallel decomposition)");
   std::vector<generation::Proposal> hints = generator_.initial_proposals();
-  std::vector<std::future<compile::Artifact>> builds(hints.size());
+  std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
+  std::vector<const generation::Proposal*> batch;
   for (size_t i = 0; i < hints.size(); ++i) {
-    if (!journal_->recorded_candidate(hints[i].id)) builds[i] = submit_screened(hints[i]);
+    if (!journal_->recorded_candidate(hints[i].id)) builds[i] = submit_screened(hints[i]).share();
+    batch.push_back(&hints[i]);
   }
-  std::vector<std::optional<compile::Artifact>> artifacts(hints.size());
-  for (size_t i = 0; i < hints.size(); ++i) {
-    if (builds[i].valid()) artifacts[i] = builds[i].get();
+  for (auto& build : builds) {
+    if (build.valid() && (workers_.size() == 1 || backend_ != "cuda")) build.wait();
   }
+  std::vector<std::optional<Evaluated>> evaluated = evaluate_batch(batch, builds);
   for (size_t i = 0; i < hints.size(); ++i) {
     if (should_stop()) return;
-    attempt(hints[i], [&] { return *artifacts[i]; }, 0, nullptr, nullptr);
+    attempt(hints[i], evaluated_or_now(evaluated, builds, i), 0, nullptr, nullptr);
   }
 }
 
@@ -203,16 +215,20 @@ void Optimizer::run_steps() {
 }
 
 void Optimizer::run_moves(std::vector<Move>& moves, int step) {
-  std::vector<std::future<compile::Artifact>> builds(moves.size());
+  std::vector<std::shared_future<compile::Artifact>> builds(moves.size());
+  std::vector<const generation::Proposal*> batch;
   for (size_t i = 0; i < moves.size(); ++i) {
     if (!journal_->recorded_candidate(moves[i].proposal.id)) {
-      builds[i] = submit_screened(moves[i].proposal);
+      builds[i] = submit_screened(moves[i].proposal).share();
     }
+    batch.push_back(&moves[i].proposal);
   }
-  std::vector<std::optional<compile::Artifact>> artifacts(moves.size());
-  for (size_t i = 0; i < moves.size(); ++i) {
-    if (builds[i].valid()) artifacts[i] = builds[i].get();
+  for (auto& build : builds) {
+    if (build.valid() && (workers_.size() == 1 || backend_ != "cuda")) build.wait();
   }
+  // A step's first attempts run concurrently on the pool; the repairs (each depends on the
+  // failure before it) and everything recorded or decided follow in the plan's order.
+  std::vector<std::optional<Evaluated>> evaluated = evaluate_batch(batch, builds);
   CandidateRecord last;
   std::vector<std::pair<size_t, CandidateRecord>> done;  // (move slot, final outcome)
   for (size_t i = 0; i < moves.size(); ++i) {
@@ -222,7 +238,7 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
     generation::Proposal current = move.proposal;
     generation::Feedback feedback;
     CandidateRecord record =
-        attempt(current, [&] { return *artifacts[i]; }, step, &move, &feedback);
+        attempt(current, evaluated_or_now(evaluated, builds, i), step, &move, &feedback);
     // Bounded repair loop: the failure goes back to the generator, each try a new candidate.
     for (int attempt_number = 1;
          record.verdict != Verdict::ok && attempt_number <= options_.repair_tries;
@@ -241,8 +257,9 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
         break;
       }
       current = std::move(*repaired);
-      record = attempt(current, [&] { return submit_screened(current).get(); }, step, &move,
-                       &feedback);
+      record = attempt(current,
+                       [&] { return evaluate_now([&] { return submit_screened(current).get(); }); },
+                       step, &move, &feedback);
     }
     state_.last_direction_id = move.direction_id;
     last = record;

@@ -119,6 +119,56 @@ TEST_F(OptimizerResumeTest, ResumeAfterACrashInAnyRung2ReplaysThePromotions) {
   }
 }
 
+TEST_F(OptimizerResumeTest, AWorkerPoolFinishingOutOfOrderGivesTheSingleWorkerRun) {
+  FakeWorker single;
+  const OptimizeResult baseline = run_in(root_ / "single", small(), single);
+  const RunOutcome expected = outcome(baseline, root_ / "single");
+  // Three workers of different speeds: the first job started is the last to finish.
+  fresh_store();
+  FakeWorker slow, medium, fast;
+  slow.delay_ms = 6;
+  medium.delay_ms = 2;
+  std::vector<std::string> lines;
+  const OptimizeResult pooled =
+      run_pool(root_ / "pool", small(), {&slow, &medium, &fast}, &lines);
+  const RunOutcome got = outcome(pooled, root_ / "pool");
+  EXPECT_EQ(got.candidates, expected.candidates);
+  EXPECT_EQ(got.best, expected.best);
+  EXPECT_EQ(got.decisions, expected.decisions);
+  EXPECT_EQ(got.evidence, expected.evidence);
+  // Batches of two or three: at least two workers timed candidates.
+  EXPECT_GE((slow.times > 0) + (medium.times > 0) + (fast.times > 0), 2);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "worker pool: 3 candidate workers, one candidate each at a time"),
+            lines.end());
+  // Each timing request went to one worker: together they timed what the single worker did,
+  // plus the incumbents loaded and compared on a challenger's worker (no extra timing).
+  EXPECT_EQ(slow.times + medium.times + fast.times, single.times);
+}
+
+TEST_F(OptimizerResumeTest, APooledRunResumesAfterACrashOnOneWorker) {
+  FakeWorker single;
+  const OptimizeResult baseline = run_in(root_ / "single", small(), single);
+  const RunOutcome expected = outcome(baseline, root_ / "single");
+  for (int k : {1, 2, 3}) {
+    SCOPED_TRACE("crash at worker b's time() call " + std::to_string(k));
+    fresh_store();
+    const fs::path dir = root_ / ("crash" + std::to_string(k));
+    FakeWorker a, b;
+    b.crash_at_time = k;
+    EXPECT_THROW(run_pool(dir, small(), {&a, &b}), Error);
+    FakeWorker c, d;
+    OptimizeOptions resume = small();
+    resume.resume = true;
+    const OptimizeResult resumed = run_pool(dir, resume, {&c, &d});
+    const RunOutcome got = outcome(resumed, dir);
+    EXPECT_EQ(got.candidates, expected.candidates);
+    EXPECT_EQ(got.best, expected.best);
+    EXPECT_EQ(got.decisions, expected.decisions);
+    EXPECT_EQ(got.evidence, expected.evidence);
+  }
+}
+
 TEST_F(OptimizerResumeTest, SameSeedSameDecisionsInTheRunDatabase) {
   FakeWorker first_worker;
   const RunOutcome first = outcome(run_in(root_ / "a", small(), first_worker), root_ / "a");
