@@ -12,8 +12,9 @@
 // With a worker pool (worker_pool.h), the candidates of a batch already running finish, so the
 // device and wall spend can pass a limit by up to one batch (at most proposals_per_step
 // candidates); the candidate limit is never passed. A limit that is not set does not stop
-// anything. The final rung still runs on the best so far
-// after a budget stop: a budget bounds the search, not the verdict.
+// anything. After a budget stop the candidates already evaluated are still promoted or pruned
+// (the promoted run rung 2) and the final rung runs on the best so far: a budget bounds the
+// search, not the verdict.
 #pragma once
 
 #include <functional>

@@ -43,12 +43,15 @@
 //   - each step's moves (parent, direction, strategy) and the rng state after planning come from
 //     the recorded `plan`: the memory store has changed since (this run's own evidence, maybe
 //     other runs'), so asking the policy again could choose differently;
-//   - acceptance comparisons and rung-2 results already decided are replayed, not re-measured;
+//   - acceptance comparisons, promotions (the quick samples they were scored from are in the
+//     candidate's row) and rung-2 results already decided are replayed, not re-measured;
 //   - memory evidence already written for a move is not written again (the `evidence` decision
 //     is written before the store's row, so a crash between the two loses that row instead of
 //     duplicating it);
-//   - budget: replayed candidates count again with their recorded device seconds; wall time and
-//     LLM cost add to what earlier sessions recorded.
+//   - a worker pool (any size) replays the same way: nothing recorded depends on which worker
+//     ran what;
+//   - budget: replayed candidates count again with their recorded device seconds (rung 2's
+//     too); wall time and LLM cost add to what earlier sessions recorded.
 // Limits: the device, the toolchain and the task must be the ones recorded (checked; an Error
 // names the difference). With --generator llm, a step replays its source requests through the
 // transcript cache; a request whose prompt changed goes to the model again. The final rung is
