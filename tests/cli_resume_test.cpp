@@ -2,6 +2,7 @@
 // real compiler, real worker processes, on the cpu backend.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +79,68 @@ TEST_F(CliResumeTest, ZeroOrNegativeBudgetsAreRefusedAtOnce) {
     EXPECT_EQ(result.exit_code, 2) << flag << "\n" << result.output;
     EXPECT_NE(result.output.find(flag), std::string::npos) << result.output;
     EXPECT_FALSE(fs::exists(run)) << flag;
+  }
+}
+
+TEST_F(CliResumeTest, BadEtaOrFidelityIsRefusedAtOnce) {
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--eta", "1"}, {"--eta", "0.5"}, {"--eta", "-3"}, {"--eta", "x"},
+           {"--fidelity", "flat"}}) {
+    const fs::path run = dir_ / "run";
+    std::vector<std::string> args = optimize_args(run);
+    args.insert(args.end(), {flag, value});
+    process::CommandResult result = kforge(args);
+    EXPECT_EQ(result.exit_code, 2) << flag << " " << value << "\n" << result.output;
+    EXPECT_NE(result.output.find(flag), std::string::npos) << result.output;
+    EXPECT_FALSE(fs::exists(run)) << flag;
+  }
+}
+
+TEST_F(CliResumeTest, TwoCpuWorkersEvaluateTheCandidatesAndFinishTheRun) {
+  const fs::path run = dir_ / "run";
+  std::vector<std::string> args = optimize_args(run);
+  *(std::find(args.begin(), args.end(), "--proposals") + 1) = "2";
+  args.insert(args.end(), {"--workers", "2"});
+  process::CommandResult result = kforge(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("worker pool: 2 candidate workers"), std::string::npos)
+      << result.output;
+  const nlohmann::json json = nlohmann::json::parse(read_file(run / "result.json"));
+  EXPECT_EQ(json["workers"], 2);
+  EXPECT_GT(json["final"]["speedup"]["speedup"].get<double>(), 0.0);
+  EXPECT_GT(events(run, "promotion"), 0);
+  EXPECT_GT(events(run, "full_rung"), 0);
+  // The pool is part of the recorded command, so --resume brings the same workers back.
+  const nlohmann::json command =
+      *report::RunDatabase::open(run / "run.sqlite")->meta("command");
+  EXPECT_EQ(command["workers"], 2);
+}
+
+TEST_F(CliResumeTest, BadPoolFlagsAreClearErrors) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+    int exit_code;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--workers", "0"}, "--workers", 2},
+           {{"--devices", "0,1"}, "--devices applies to the cuda backend", 1},
+           {{"--backend", "cuda", "--devices", "0,0"}, "device 0 is listed twice", 1},
+           {{"--backend", "cuda", "--workers", "2"}, "--workers applies to the cpu backend", 1}}) {
+    const fs::path run = dir_ / "run";
+    std::vector<std::string> args = optimize_args(run);
+    for (size_t i = 0; i + 1 < c.flags.size(); i += 2) {
+      auto given = std::find(args.begin(), args.end(), c.flags[i]);
+      if (given != args.end()) {
+        *(given + 1) = c.flags[i + 1];  // --backend: replace the default's cpu
+      } else {
+        args.insert(args.end(), {c.flags[i], c.flags[i + 1]});
+      }
+    }
+    process::CommandResult result = kforge(args);
+    EXPECT_EQ(result.exit_code, c.exit_code) << c.message << "\n" << result.output;
+    EXPECT_NE(result.output.find(c.message), std::string::npos) << result.output;
+    EXPECT_FALSE(fs::exists(run)) << c.message;
   }
 }
 

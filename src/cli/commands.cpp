@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <string>
 #include <iostream>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "cli/optimize_command.h"
 #include "cli/suite_command.h"
 #include "common/error.h"
+#include "search/scheduler.h"
 
 namespace kforge::cli {
 namespace {
@@ -88,6 +90,18 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_DEVICE")
       ->check(CLI::Range(0, 1023))
       ->capture_default_str();
+  optimize->add_option("--devices", options.devices,
+                       "cuda: one candidate worker per listed device, e.g. 0,1 (each timing has "
+                       "its device to itself; the reference runs on the first)")
+      ->envname("KFORGE_DEVICES")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1023));
+  optimize->add_option("--workers", options.workers,
+                       "cpu: candidate worker processes evaluating a step's candidates "
+                       "concurrently (they share the cores: timings are noisier above 1)")
+      ->envname("KFORGE_WORKERS")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
       ->envname("KFORGE_STEPS")
       ->check(CLI::Range(0, 100000))
@@ -103,6 +117,35 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
                        "Softmax temperature of the direction choice (higher explores more)")
       ->envname("KFORGE_TEMPERATURE")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  optimize->add_option("--eta", options.search.eta,
+                       "Successive-halving ratio: the top ceil(n/eta) of each step's correct "
+                       "candidates (by a lower confidence bound of the quick speedup) reach "
+                       "rung 2; must be > 1")
+      ->envname("KFORGE_ETA")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double eta = 0.0;
+            try {
+              eta = std::stod(text);
+            } catch (const std::exception&) {
+              return "'" + text + "' is not a number";
+            }
+            try {
+              search::validate_eta(eta);
+            } catch (const Error& e) {
+              const std::string message = e.what();  // CLI11 names the flag itself
+              return message.rfind("--eta: ", 0) == 0 ? message.substr(7) : message;
+            }
+            return "";
+          },
+          "ETA > 1"))
+      ->capture_default_str();
+  optimize->add_option("--fidelity", options.fidelity,
+                       "ladder (quick rung for all, rung 2 for the promoted) or full (every "
+                       "correct candidate at full fidelity: the flat baseline)")
+      ->envname("KFORGE_FIDELITY")
+      ->check(CLI::IsMember({"ladder", "full"}))
       ->capture_default_str();
   optimize->add_option("--compile-jobs", options.search.compile_jobs,
                        "Compile pool depth (0 = number of cores)")

@@ -10,9 +10,11 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/optimize_resume.h"
 #include "common/error.h"
@@ -51,6 +53,28 @@ std::string resolve_backend(const std::string& requested, int device, std::strin
     }
     return "cpu";
   }
+}
+
+std::vector<int> candidate_devices(const OptimizeCommandOptions& options,
+                                   const std::string& backend) {
+  if (!options.devices.empty() && backend != "cuda") {
+    throw Error("--devices applies to the cuda backend (this run uses " + backend +
+                "); on cpu use --workers N for N candidate worker processes");
+  }
+  if (options.workers > 1 && backend != "cpu") {
+    throw Error("--workers applies to the cpu backend; on cuda list the devices: --devices 0,1");
+  }
+  if (options.devices.empty()) return std::vector<int>(static_cast<size_t>(options.workers),
+                                                       options.device);
+  std::set<int> seen;
+  for (int device : options.devices) {
+    if (!seen.insert(device).second) {
+      throw Error(fmt::format("--devices {}: device {} is listed twice (one worker per device, so "
+                              "that each timing has its device to itself)",
+                              fmt::join(options.devices, ","), device));
+    }
+  }
+  return options.devices;
 }
 
 namespace {
@@ -139,6 +163,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   // Everything that can be wrong with the input is checked before the run directory is written.
   OptimizeCommandOptions options = command_options;
   options.search.budget.validate();
+  search::validate_eta(options.search.eta);
+  search::parse_fidelity(options.fidelity);
   const bool resume = !options.resume_dir.empty();
   if (resume) {
     ResumePlan plan = plan_resume(options);
@@ -149,6 +175,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   }
   const OptimizeCommandOptions recorded = options;  // before the defaults below are resolved
   options.search.policy = memory::parse_policy_kind(options.policy);
+  options.search.fidelity = search::parse_fidelity(options.fidelity);
   options.search.ablations = memory::parse_ablations(options.ablate);
   if (options.search.policy != memory::PolicyKind::htam && !options.ablate.empty()) {
     throw Error("--ablate applies to --policy htam only (got --policy " + options.policy + ")");
@@ -165,10 +192,12 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   options.search.provenance_weights.validate();
   Task task = load_task(options.task_path);  // its errors name the file and the field
   std::string why;
+  if (!options.devices.empty()) options.device = options.devices.front();
   std::string backend = resolve_backend(options.backend, options.device, &why);
   if (options.backend == "auto" && backend == "cpu") {
     std::cerr << "kforge: no usable CUDA device (" << why << "); using the cpu backend\n";
   }
+  const std::vector<int> devices = candidate_devices(options, backend);
   if (!task.reference_paths.count(backend)) {
     throw Error(options.task_path + ": reference." + backend + ": missing (the task has no " +
                 backend + " reference; choose another --backend)");
@@ -209,10 +238,26 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   worker_config.device_index = options.device;
   worker_config.sandbox = worker::detect_sandbox();
   if (!worker_config.sandbox.available) std::cerr << "kforge: note: " << worker_config.sandbox.note << "\n";
-  worker::ProcessWorker worker(worker_config);
+  std::vector<std::unique_ptr<worker::ProcessWorker>> workers;
+  for (int device : devices) {
+    worker_config.device_index = device;
+    workers.push_back(std::make_unique<worker::ProcessWorker>(worker_config));
+  }
+  worker_config.device_index = options.device;
   worker_config.measure_device = true;  // its DeviceInfo gives the plausibility floor
   worker::ProcessWorker reference_worker(worker_config);
-  worker.device_info();  // a worker that cannot start is an error before the run dir exists
+  // A worker that cannot start (a device that does not exist) is an error before the run dir.
+  for (size_t i = 0; i < workers.size(); ++i) {
+    with_context(options.devices.empty() ? "candidate worker " + std::to_string(i)
+                                         : "--devices: device " + std::to_string(devices[i]),
+                 [&] { return workers[i]->device_info(); });
+  }
+  auto shutdown_workers = [&] {
+    for (auto& w : workers) w->shutdown();
+    reference_worker.shutdown();
+  };
+  std::vector<worker::Worker*> candidate_workers;
+  for (auto& w : workers) candidate_workers.push_back(w.get());
   std::optional<std::string> ncu;
   if (options.profile != "off" && backend == "cuda") ncu = evaluation::find_ncu();
   if (options.profile == "on" && !ncu) {
@@ -270,6 +315,9 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
                                {"seed", options.search.seed},
                                {"steps", options.search.steps},
                                {"proposals_per_step", options.search.proposals_per_step},
+                               {"fidelity", options.fidelity},
+                               {"eta", options.search.eta},
+                               {"candidate_workers", devices.size()},
                                {"started", report::utc_now_iso8601()},
                                {"kforge_version", KFORGE_VERSION},
                                {"generator", generator.name()}};
@@ -279,8 +327,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   std::cerr << "kforge: " << (resume ? "resuming " : "optimizing ") << task.name << " on "
             << backend << " -> " << run_path.string() << "\n";
 
-  search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler, worker,
-                              reference_worker, run_dir,
+  search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler,
+                              candidate_workers, reference_worker, run_dir,
                               [](const std::string& line) { std::cerr << line << "\n"; },
                               llm_session ? llm_session->selector() : nullptr);
   optimizer.set_interrupts(&g_interrupts);
@@ -300,8 +348,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     // A run that evaluated nothing leaves nothing behind; one that did keeps every candidate it
     // wrote (and its run database, so that --resume continues it), plus failed.txt saying why,
     // and never a result.json.
-    worker.shutdown();
-    reference_worker.shutdown();
+    shutdown_workers();
     std::error_code ec;
     if (!resume && fs::is_empty(run_path / "candidates", ec)) {
       fs::remove_all(run_path, ec);
@@ -311,10 +358,11 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     }
     throw;
   }
-  worker.shutdown();
-  reference_worker.shutdown();
+  shutdown_workers();
 
   nlohmann::json json = result.to_json();
+  json["workers"] = devices.size();
+  if (backend == "cuda") json["devices"] = devices;
   json["task"] = task.name;
   json["finished"] = report::utc_now_iso8601();
   json["generator"] = generator.name();

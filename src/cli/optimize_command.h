@@ -18,6 +18,12 @@ struct OptimizeCommandOptions {
   std::string cache_dir;          // default: <run base>/../.kforge-cache or $KFORGE_CACHE_DIR
   std::string cuda_arch = "sm_90";
   int device = 0;
+  /// --devices (cuda): one candidate worker per listed device, each listed once; the reference
+  /// worker runs on the first. Empty: `device` alone.
+  std::vector<int> devices;
+  /// --workers (cpu): candidate worker processes. They share the machine's cores (no pinning),
+  /// so timings under N > 1 are noisier; the default is 1.
+  int workers = 1;
   bool json = false;              // print result.json instead of the summary
   /// Final-rung hardware profile of the best candidate with Nsight Compute: "auto" (on cuda when
   /// ncu is found), "on" (an error when it is not), "off".
@@ -25,6 +31,7 @@ struct OptimizeCommandOptions {
   std::string generator = "templates";  // templates | llm
   LlmCommandOptions llm;          // --generator llm only
   std::string policy = "htam";    // --policy, parsed into search.policy by run_optimize
+  std::string fidelity = "ladder";  // --fidelity, parsed into search.fidelity by run_optimize
   std::vector<std::string> ablate;            // --ablate names, parsed into search.ablations
   std::vector<std::string> similar_families;  // --similar-families groups "a,b,c"
   search::OptimizeOptions search;
@@ -37,6 +44,12 @@ struct OptimizeCommandOptions {
 /// Returns 0, or 130 when Ctrl-C stopped the search early (the run still ends with its best
 /// kernel and result.json unless Ctrl-C was pressed twice, and can be continued with --resume).
 int run_optimize(const OptimizeCommandOptions& options);
+
+/// The devices the candidate workers run on: `devices` (cuda only, no repeats) or {device}
+/// (with `workers` > 1 on cpu: `workers` copies of it). Throws Error naming the flag for a
+/// repeated device, --devices on cpu or --workers on cuda.
+std::vector<int> candidate_devices(const OptimizeCommandOptions& options,
+                                   const std::string& backend);
 
 /// Resolves "auto" by asking a cuda worker for its device; "cpu" when none answers.
 /// `why` receives the reason when falling back to cpu.

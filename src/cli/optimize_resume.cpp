@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // What the search reads back must mean the same (Optimizer's kResumeFormat guards its part).
-constexpr int kCommandFormat = 1;
+// 2: --eta, --fidelity, --devices and --workers.
+constexpr int kCommandFormat = 2;
 
 nlohmann::json optional_json(const auto& value) {
   return value ? nlohmann::json(*value) : nlohmann::json();
@@ -36,6 +37,8 @@ nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
           {"cache_dir", o.cache_dir},
           {"cuda_arch", o.cuda_arch},
           {"device", o.device},
+          {"devices", o.devices},
+          {"workers", o.workers},
           {"profile", o.profile},
           {"generator", o.generator},
           {"llm",
@@ -53,6 +56,8 @@ nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
           {"compile_jobs", s.compile_jobs},
           {"final_rounds", s.evaluation.final_rounds},
           {"repair_tries", s.repair_tries},
+          {"eta", s.eta},
+          {"fidelity", o.fidelity},
           {"weights",
            {{"other_device", w.other_device},
             {"other_toolchain", w.other_toolchain},
@@ -78,6 +83,8 @@ OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::str
     o.cache_dir = j.at("cache_dir").get<std::string>();
     o.cuda_arch = j.at("cuda_arch").get<std::string>();
     o.device = j.at("device").get<int>();
+    o.devices = j.at("devices").get<std::vector<int>>();
+    o.workers = j.at("workers").get<int>();
     o.profile = j.at("profile").get<std::string>();
     o.generator = j.at("generator").get<std::string>();
     const nlohmann::json& llm = j.at("llm");
@@ -96,6 +103,8 @@ OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::str
     s.compile_jobs = j.at("compile_jobs").get<int>();
     s.evaluation.final_rounds = j.at("final_rounds").get<int>();
     s.repair_tries = j.at("repair_tries").get<int>();
+    s.eta = j.at("eta").get<double>();
+    o.fidelity = j.at("fidelity").get<std::string>();
     const nlohmann::json& w = j.at("weights");
     s.provenance_weights.other_device = w.at("other_device").get<double>();
     s.provenance_weights.other_toolchain = w.at("other_toolchain").get<double>();

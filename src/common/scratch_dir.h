@@ -1,6 +1,7 @@
 // A private scratch directory for the raw tensors kforge's processes exchange.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -19,11 +20,12 @@ class ScratchDir {
 
   const std::string& path() const { return path_; }
   /// A new file name in the directory, unique for this object: "<path>/<stem>-<n>.bin".
+  /// Thread-safe (several workers' evaluations share one directory).
   std::string next_file(const std::string& stem);
 
  private:
   std::string path_;
-  int next_ = 0;
+  std::atomic<int> next_ = 0;
 };
 
 }  // namespace kforge

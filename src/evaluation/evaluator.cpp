@@ -189,7 +189,7 @@ worker::TimeRequest Evaluator::time_request(int handle, const Workload& workload
   return request;
 }
 
-TimingVerdict Evaluator::time_checked(int handle, const Workload& workload,
+TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Workload& workload,
                                       const worker::MeasurementPolicy& measurement,
                                       uint64_t seed) {
   worker::TimeRequest request = time_request(handle, workload, measurement, seed);
@@ -204,7 +204,7 @@ TimingVerdict Evaluator::time_checked(int handle, const Workload& workload,
     request.recheck_path = scratch_->next_file("recheck");
     create_private_file(request.recheck_path);
   }
-  worker::TimeResult result = candidates_.time(request, policy_.time_timeout_s);
+  worker::TimeResult result = on.time(request, policy_.time_timeout_s);
   TimingVerdict verdict =
       judge_timing(result, physical_floor(task_, workload, device_, policy_.checks.floor_slack),
                    policy_.checks);
@@ -235,6 +235,10 @@ TimingVerdict Evaluator::time_checked(int handle, const Workload& workload,
 }
 
 CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
+  return evaluate(artifact, candidates_);
+}
+
+CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worker::Worker& on) {
   CandidateEvaluation result;
   const auto fail = [&result](Verdict verdict, const std::string& message) {
     result.verdict = verdict;
@@ -246,11 +250,11 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
                 artifact.verdict == Verdict::compile_error ? "compile error" : artifact.log);
   }
   auto start = Clock::now();
-  worker::LoadResult loaded = candidates_.load({artifact.path}, policy_.load_timeout_s);
+  worker::LoadResult loaded = on.load({artifact.path}, policy_.load_timeout_s);
   if (loaded.verdict != Verdict::ok) return fail(loaded.verdict, loaded.message);
   result.handle = loaded.handle;
 
-  result.gate = run_gate(candidates_, loaded.handle, *oracle_, task_, gate_cases_, *scratch_,
+  result.gate = run_gate(on, loaded.handle, *oracle_, task_, gate_cases_, *scratch_,
                          policy_.run_timeout_s);
   RungRecord gate{"gate", result.gate.verdict, result.gate.message, seconds_since(start),
                   {{"cases_checked", result.gate.cases_checked},
@@ -269,7 +273,7 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
   if (result.gate.verdict != Verdict::ok) return fail(result.gate.verdict, result.gate.message);
 
   start = Clock::now();
-  result.quick = time_checked(loaded.handle, timed_workload_, policy_.quick, timing_seed_);
+  result.quick = time_checked(on, loaded.handle, timed_workload_, policy_.quick, timing_seed_);
   result.rungs.push_back({"quick", result.quick.verdict, result.quick.message,
                           seconds_since(start), timing_json(result.quick)});
   if (result.quick.verdict != Verdict::ok) return fail(result.quick.verdict, result.quick.message);
@@ -279,7 +283,11 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact) {
 }
 
 worker::LoadResult Evaluator::load(const compile::Artifact& artifact) {
-  return candidates_.load({artifact.path}, policy_.load_timeout_s);
+  return load(artifact, candidates_);
+}
+
+worker::LoadResult Evaluator::load(const compile::Artifact& artifact, worker::Worker& on) {
+  return on.load({artifact.path}, policy_.load_timeout_s);
 }
 
 TimingVerdict Evaluator::time_reference() {
@@ -304,24 +312,31 @@ TimingVerdict Evaluator::time_reference() {
   return verdict;
 }
 
-FullRung Evaluator::full_rung(int handle) {
+void Evaluator::prime_full_rung_reference() {
+  for (const Workload& workload : task_.workloads) {
+    if (!workload.timed || reference_full_ms_.contains(workload.name)) continue;
+    worker::TimeResult reference = reference_worker_.time(
+        time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
+        policy_.time_timeout_s);
+    if (reference.verdict != Verdict::ok) {
+      throw Error("timing the reference on '" + workload.name + "' failed: " +
+                  reference.message);
+    }
+    reference_full_ms_[workload.name] = median(reference.samples_ms);
+  }
+}
+
+FullRung Evaluator::full_rung(int handle) { return full_rung(handle, candidates_); }
+
+FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
+  prime_full_rung_reference();
   FullRung rung;
   double log_sum = 0.0;
   for (const Workload& workload : task_.workloads) {
     if (!workload.timed) continue;
-    if (!reference_full_ms_.contains(workload.name)) {
-      worker::TimeResult reference = reference_worker_.time(
-          time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
-          policy_.time_timeout_s);
-      if (reference.verdict != Verdict::ok) {
-        throw Error("timing the reference on '" + workload.name + "' failed: " +
-                    reference.message);
-      }
-      reference_full_ms_[workload.name] = median(reference.samples_ms);
-    }
     FullRung::Entry entry;
     entry.workload = workload.name;
-    entry.candidate = time_checked(handle, workload, policy_.full, timing_seed_);
+    entry.candidate = time_checked(on, handle, workload, policy_.full, timing_seed_);
     entry.reference_median_ms = reference_full_ms_.at(workload.name);
     if (entry.candidate.verdict != Verdict::ok) {
       rung.verdict = entry.candidate.verdict;
@@ -338,6 +353,10 @@ FullRung Evaluator::full_rung(int handle) {
 }
 
 Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle) {
+  return time_paired(candidate_handle, candidates_);
+}
+
+Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Worker& on) {
   PairedSamples paired;
   for (int round = 0; round < policy_.final_rounds; ++round) {
     worker::TimeResult reference = reference_worker_.time(
@@ -347,7 +366,7 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle) {
       throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
                   reference.message);
     }
-    worker::TimeResult candidate = candidates_.time(
+    worker::TimeResult candidate = on.time(
         time_request(candidate_handle, timed_workload_, policy_.round, timing_seed_),
         policy_.time_timeout_s);
     if (candidate.verdict != Verdict::ok) {
@@ -362,13 +381,18 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle) {
 }
 
 std::optional<PairedComparison> Evaluator::compare(int incumbent, int challenger) {
+  return compare(incumbent, challenger, candidates_);
+}
+
+std::optional<PairedComparison> Evaluator::compare(int incumbent, int challenger,
+                                                   worker::Worker& on) {
   std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
   for (int round = 0; round < policy_.compare_rounds; ++round) {
     // Alternate who goes first, so that an order effect (warm clocks) favours neither.
     const bool incumbent_first = round % 2 == 0;
     for (int turn = 0; turn < 2; ++turn) {
       const bool incumbent_turn = (turn == 0) == incumbent_first;
-      worker::TimeResult timing = candidates_.time(
+      worker::TimeResult timing = on.time(
           time_request(incumbent_turn ? incumbent : challenger, timed_workload_, policy_.round,
                        timing_seed_),
           policy_.time_timeout_s);

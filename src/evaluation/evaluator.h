@@ -45,10 +45,6 @@ struct EvaluationPolicy {
   worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
   worker::MeasurementPolicy round{2, 10, 10, 1.0, 10.0};    // one round of rung 3 / compare()
   int final_rounds = 5;            // rung 3 rounds
-  /// Rung 2 runs on the fastest this-many correct candidates by quick median (the current best
-  /// always among them); 0 skips it. The final rung takes the best geomean over all timed
-  /// workloads, where a challenger must beat the best by more than min_gain.
-  int full_rung_candidates = 3;
   int compare_rounds = 5;          // rounds of an acceptance comparison
   int input_sets = 2;              // rotated input sets while timing
   double rotation_limit_bytes = double(int64_t{1} << 30);  // above: one set (see time_request)
@@ -121,13 +117,19 @@ class Evaluator {
   std::string screen(const std::string& source, const std::string& source_name,
                      const std::string& backend) const;
 
-  /// Rung 0 and rung 1 of one compiled candidate (loaded into the candidate worker).
+  /// Rung 0 and rung 1 of one compiled candidate, loaded into `on` (default: the candidate
+  /// worker given to the constructor). Every method that takes a worker may run concurrently
+  /// with the others on *different* workers once prepare() and prime_full_rung_reference()
+  /// have run (they fill the caches the calls read); one worker serves one call at a time.
   CandidateEvaluation evaluate(const compile::Artifact& artifact);
+  CandidateEvaluation evaluate(const compile::Artifact& artifact, worker::Worker& on);
 
-  /// Loads a compiled candidate into the candidate worker without gating or timing it: a
-  /// resumed run re-obtains the handle of a candidate whose verdict it restored. A verdict
-  /// other than ok (wrong_signature, worker_crashed, timeout) says why it could not.
+  /// Loads a compiled candidate into `on` (default: the candidate worker) without gating or
+  /// timing it: a resumed run re-obtains the handle of a candidate whose verdict it restored,
+  /// and a worker pool loads a candidate on the worker that compares it. A verdict other than
+  /// ok (wrong_signature, worker_crashed, timeout) says why it could not.
   worker::LoadResult load(const compile::Artifact& artifact);
+  worker::LoadResult load(const compile::Artifact& artifact, worker::Worker& on);
 
   /// The reference's rung-1 timing (in the reference worker). Throws Error if it fails.
   TimingVerdict time_reference();
@@ -135,6 +137,11 @@ class Evaluator {
   /// Rung 2 for a loaded candidate: every timed workload with the full policy, against the
   /// reference's times on the same workloads (cached).
   FullRung full_rung(int handle);
+  FullRung full_rung(int handle, worker::Worker& on);
+  /// Times the reference on every timed workload with the full policy (in the reference worker)
+  /// unless already done: full_rung() needs these, and concurrent full rungs must find them
+  /// ready. Throws Error if the reference fails.
+  void prime_full_rung_reference();
 
   /// Rung 3: `final_rounds` rounds, each timing the reference (its worker) then the candidate
   /// on the same inputs, so drift affects both alike. `failure` is set if the candidate fails.
@@ -146,11 +153,13 @@ class Evaluator {
     std::vector<double> candidate_ms() const;
   };
   PairedSamples time_paired(int candidate_handle);
+  PairedSamples time_paired(int candidate_handle, worker::Worker& on);
 
   /// Acceptance: candidates `incumbent` and `challenger` (both loaded in the candidate worker)
   /// timed interleaved for `compare_rounds` rounds; judged by judge_paired at acceptance_level
   /// and min_gain. Returns nullopt if either fails to time.
   std::optional<PairedComparison> compare(int incumbent, int challenger);
+  std::optional<PairedComparison> compare(int incumbent, int challenger, worker::Worker& on);
 
   const Workload& timed_workload() const { return timed_workload_; }
   const EvaluationPolicy& policy() const { return policy_; }
@@ -162,7 +171,7 @@ class Evaluator {
                                    uint64_t seed) const;
   /// Times `handle` in the candidate worker with a re-check of one call's outputs; a wrong
   /// re-check becomes wrong_answer.
-  TimingVerdict time_checked(int handle, const Workload& workload,
+  TimingVerdict time_checked(worker::Worker& on, int handle, const Workload& workload,
                              const worker::MeasurementPolicy& measurement, uint64_t seed);
   const GateCase& timed_case(const std::string& workload_name) const;
 

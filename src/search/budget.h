@@ -3,13 +3,18 @@
 //   steps        T search steps after the expert hints (HTAM's setting, default 6)
 //   wall         seconds the orchestrator has been running this run (summed over sessions
 //                when a run is resumed)
-//   device       seconds the candidate worker spent evaluating: the wall time of every rung it
-//                ran (gate, quick, acceptance comparisons, full); the reference's timings and the
-//                final rung are not counted, they are the same for any search
+//   device       seconds the candidate workers spent evaluating: the wall time of every rung
+//                they ran (gate, quick, acceptance comparisons, rung 2), summed over the workers
+//                of a pool; the reference's timings and the final rung are not counted, they
+//                are the same for any search
 //   candidates   candidates evaluated (expert hints, step candidates and repairs)
 //   cost         US dollars the LLM plane has spent (its price table; 0 for templates)
-// A limit that is not set does not stop anything. The final rung still runs on the best so far
-// after a budget stop: a budget bounds the search, not the verdict.
+// With a worker pool (worker_pool.h), the candidates of a batch already running finish, so the
+// device and wall spend can pass a limit by up to one batch (at most proposals_per_step
+// candidates); the candidate limit is never passed. A limit that is not set does not stop
+// anything. After a budget stop the candidates already evaluated are still promoted or pruned
+// (the promoted run rung 2) and the final rung runs on the best so far: a budget bounds the
+// search, not the verdict.
 #pragma once
 
 #include <functional>

@@ -1,6 +1,8 @@
-// Rungs 2 and 3 of Optimizer::run (optimizer.h): every timed workload on the fastest correct
-// candidates, then the best and the reference timed interleaved.
+// The scheduler's side of Optimizer::run (optimizer.h): each step's promotion by successive
+// halving (scheduler.h), rung 2 (every timed workload) on the promoted, the choice of the final
+// candidate, and rung 3 (the best and the reference timed interleaved).
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -22,79 +24,155 @@ nlohmann::json full_rung_decision(const std::string& id, const evaluation::FullR
 
 }  // namespace
 
-std::string Optimizer::run_full_rung(const std::string& best_id) {
-  std::vector<CandidateRecord*> ranked;
+void Optimizer::promote_cohort(int step) {
+  std::vector<CandidateRecord*> members;
+  std::vector<Contender> cohort;
   for (CandidateRecord& r : records_) {
-    if (r.verdict == Verdict::ok && r.median_ms && r.id != best_id) ranked.push_back(&r);
+    if (r.verdict != Verdict::ok || !r.median_ms || !r.promotion.empty()) continue;
+    members.push_back(&r);
+    cohort.push_back({r.id, r.quick_score, best_ && best_->id == r.id});
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const CandidateRecord* a,
-                                                    const CandidateRecord* b) {
-    return *a->median_ms < *b->median_ms;
-  });
-  for (CandidateRecord& r : records_) {
-    if (r.id == best_id) ranked.insert(ranked.begin(), &r);
+  if (members.empty()) return;
+  if (interrupts() >= 2) {
+    result_.final_skipped = true;
+    return;
   }
-  ranked.resize(std::min<size_t>(ranked.size(),
-                                 static_cast<size_t>(options_.evaluation.full_rung_candidates)));
-  std::string chosen = best_id;
-  double chosen_geomean = 0.0;
-  std::string considered;
-  for (CandidateRecord* record : ranked) {
+  const std::vector<Promotion> rule = successive_halving(cohort, options_.eta, options_.fidelity);
+  for (size_t i = 0; i < members.size(); ++i) {
+    CandidateRecord& record = *members[i];
+    // Decided once per run: a resumed run replays the recorded decision.
+    std::optional<nlohmann::json> decided = journal_->recorded("promotion", record.id);
+    if (!decided) {
+      decided = nlohmann::json{{"candidate", record.id},
+                               {"outcome", rule[i].promoted ? "promoted" : "pruned"},
+                               {"score", record.quick_score},
+                               {"rank", rule[i].rank},
+                               {"quota", rule[i].quota},
+                               {"cohort", members.size()},
+                               {"eta", options_.eta},
+                               {"fidelity", to_string(options_.fidelity)},
+                               {"reason", rule[i].reason}};
+      journal_->decide(step, "promotion", record.id, *decided);
+      nlohmann::json event = *decided;
+      event["event"] = "promotion";
+      event["step"] = step;
+      run_dir_.append_event(event);
+    }
+    record.promotion = decided->at("outcome").get<std::string>();
+    if (options_.explain) {
+      progress_(fmt::format("    rung 2 {} {}: {}", record.id, record.promotion,
+                            decided->value("reason", "")));
+    }
+  }
+  // With a worker pool, the promoted candidates not measured yet run rung 2 concurrently (the
+  // reference's full-rung times first, alone); the results are recorded in the cohort's order.
+  std::vector<CandidateRecord*> promoted;
+  for (CandidateRecord* record : members) {
+    if (record->promotion == "promoted") promoted.push_back(record);
+  }
+  std::vector<std::optional<FullMeasured>> measured(promoted.size());
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < promoted.size(); ++i) {
+    if (!journal_->recorded("full_rung", promoted[i]->id)) pending.push_back(i);
+  }
+  if (workers_.size() > 1 && pending.size() > 1) {
+    evaluator_->prime_full_rung_reference();
+    workers_.run(
+        pending.size(),
+        [&](size_t job, size_t worker) {
+          const std::string& id = promoted[pending[job]]->id;
+          const auto started = std::chrono::steady_clock::now();
+          FullMeasured m;
+          m.full = evaluator_->full_rung(handle_on(id, worker), workers_.at(worker));
+          m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                          .count();
+          measured[pending[job]] = std::move(m);
+        },
+        [&] { return interrupts() < 2; });
+  }
+  for (size_t i = 0; i < promoted.size(); ++i) {
     if (interrupts() >= 2) {
       result_.final_skipped = true;
-      return chosen;
+      return;
     }
-    considered += (considered.empty() ? "" : ",") + record->id;
-    // Measured once per run: a resumed run replays what rung 2 found.
-    std::optional<nlohmann::json> decided = journal_->recorded("full_rung", record->id);
-    if (!decided) {
-      progress_(fmt::format("rung 2: {} on every timed workload", record->id));
-      const double started = now_s_();
-      const evaluation::FullRung full = evaluator_->full_rung(handle_of(record->id));
-      nlohmann::json workloads = nlohmann::json::array();
-      for (const evaluation::FullRung::Entry& e : full.workloads) {
-        workloads.push_back({{"workload", e.workload},
-                             {"median_ms", e.candidate.summary.median_ms},
-                             {"reference_median_ms", e.reference_median_ms},
-                             {"speedup", e.speedup}});
-      }
-      nlohmann::json rung = full_rung_decision(record->id, full);
-      rung["workloads"] = workloads;
-      journal_->record_rung({record->id, "full", to_string(full.verdict), now_s_() - started, rung});
-      decided = full_rung_decision(record->id, full);
-      journal_->decide(record->step, "full_rung", record->id, *decided);
-      rung["event"] = "full_rung";
-      run_dir_.append_event(rung);
-      // Next to the candidate's evaluation.json (rungs 0-1): its history of rungs.
-      run_dir_.write_json(fs::path(record->source_file).parent_path() / "full_rung.json", rung);
+    run_full_rung(*promoted[i], measured[i]);
+  }
+}
+
+void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullMeasured>& measured) {
+  // Measured once per run: a resumed run replays what rung 2 found.
+  std::optional<nlohmann::json> decided = journal_->recorded("full_rung", record.id);
+  if (!decided) {
+    progress_(fmt::format("rung 2: {} on every timed workload", record.id));
+    FullMeasured m;
+    if (measured) {
+      m = *measured;
     } else {
-      progress_(fmt::format("rung 2: {} (recorded)", record->id));
+      const double started = now_s_();
+      const size_t on = home_of(record.id);
+      m.full = evaluator_->full_rung(handle_on(record.id, on), workers_.at(on));
+      m.seconds = now_s_() - started;
     }
-    if (decided->at("verdict") != "ok") {
-      progress_(fmt::format("  {}: {}", decided->at("verdict").get<std::string>(),
-                            decided->value("message", "")));
-      continue;
+    const evaluation::FullRung& full = m.full;
+    const double seconds = m.seconds;
+    budget_->add_device_s(seconds);
+    nlohmann::json workloads = nlohmann::json::array();
+    for (const evaluation::FullRung::Entry& e : full.workloads) {
+      workloads.push_back({{"workload", e.workload},
+                           {"median_ms", e.candidate.summary.median_ms},
+                           {"reference_median_ms", e.reference_median_ms},
+                           {"speedup", e.speedup}});
     }
-    const double geomean = decided->at("geomean_speedup").get<double>();
-    record->full_geomean_speedup = geomean;
-    progress_(fmt::format("  geomean speedup {:.3f}x over every timed workload", geomean));
-    // The best comes first; another replaces it only when clearly faster over all workloads,
-    // or when the best itself failed here.
-    if (chosen_geomean == 0.0 ||
-        geomean > chosen_geomean * (1.0 + options_.evaluation.min_gain)) {
-      if (record->id != chosen) {
-        progress_(fmt::format("  {} replaces {} for the final rung", record->id, chosen));
-      }
-      chosen = record->id;
+    nlohmann::json rung = full_rung_decision(record.id, full);
+    rung["workloads"] = workloads;
+    journal_->record_rung({record.id, "full", to_string(full.verdict), seconds, rung});
+    decided = full_rung_decision(record.id, full);
+    journal_->decide(record.step, "full_rung", record.id, *decided);
+    rung["event"] = "full_rung";
+    run_dir_.append_event(rung);
+    // Next to the candidate's evaluation.json (rungs 0-1): its history of rungs.
+    run_dir_.write_json(fs::path(record.source_file).parent_path() / "full_rung.json", rung);
+  } else {
+    progress_(fmt::format("rung 2: {} (recorded)", record.id));
+    budget_->add_device_s(journal_->recorded_rung_s(record.id, "full"));
+  }
+  record.rung = 2;
+  if (decided->at("verdict") != "ok") {
+    progress_(fmt::format("  {}: {}", decided->at("verdict").get<std::string>(),
+                          decided->value("message", "")));
+    return;
+  }
+  record.full_geomean_speedup = decided->at("geomean_speedup").get<double>();
+  progress_(fmt::format("  geomean speedup {:.3f}x over every timed workload",
+                        *record.full_geomean_speedup));
+}
+
+std::string Optimizer::choose_final(const std::string& best_id) {
+  // The search's best keeps its place unless another rung-2 candidate is faster over every
+  // timed workload by more than min_gain (or the best failed rung 2): the fastest such one.
+  const CandidateRecord* best = find_record(best_id);
+  const double best_geomean = best->full_geomean_speedup.value_or(0.0);
+  std::string chosen = best_id;
+  double chosen_geomean = best_geomean;
+  std::string considered = best_id;
+  for (const CandidateRecord& r : records_) {
+    if (r.id == best_id || !r.full_geomean_speedup) continue;
+    considered += "," + r.id;
+    const double geomean = *r.full_geomean_speedup;
+    if (geomean > chosen_geomean && geomean > best_geomean * (1.0 + options_.min_gain)) {
+      chosen = r.id;
       chosen_geomean = geomean;
     }
   }
+  if (chosen != best_id) {
+    progress_(fmt::format("rung 3: {} replaces {} for the final rung", chosen, best_id));
+  }
   const std::string reason =
       chosen == best_id
-          ? "the best of the search keeps its place (no other is faster by more than min_gain "
-            "over every timed workload)"
-          : fmt::format("{:.3f}x geomean over every timed workload beats the search's best",
-                        chosen_geomean);
+          ? "the best of the search keeps its place (no other rung-2 candidate is faster by "
+            "more than min_gain over every timed workload)"
+          : fmt::format("{:.3f}x geomean over every timed workload beats the search's best "
+                        "({:.3f}x)", chosen_geomean, best_geomean);
   if (options_.explain) progress_("  final rung takes " + chosen + ": " + reason);
   journal_->decide(state_.step, "full_choice", considered,
                    {{"chosen", chosen}, {"considered", considered}, {"reason", reason}});
@@ -114,7 +192,9 @@ void Optimizer::run_final() {
   progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best.id,
                         options_.evaluation.final_rounds));
   const double started = now_s_();
-  evaluation::Evaluator::PairedSamples paired = evaluator_->time_paired(handle_of(best.id));
+  const size_t on = home_of(best.id);
+  evaluation::Evaluator::PairedSamples paired =
+      evaluator_->time_paired(handle_on(best.id, on), workers_.at(on));
   if (!paired.failure.empty()) {
     throw Error("the best candidate failed during final timing: " + paired.failure);
   }
@@ -136,7 +216,7 @@ void Optimizer::run_final() {
   if (profiler_ != nullptr) {
     progress_(fmt::format("final: profiling {} under Nsight Compute on '{}'", best.id,
                           evaluator_->timed_workload().name));
-    handle_of(best.id);  // its artifact
+    handle_on(best.id, home_of(best.id));  // its artifact
     result_.profile =
         profiler_->profile(artifacts_.at(best.id), task_, evaluator_->timed_workload());
     run_dir_.append_event({{"event", "profile"}, {"best", best.id},

@@ -21,6 +21,11 @@ nlohmann::json record_json(const CandidateRecord& r) {
   j["acceptance"] = r.acceptance;
   j["full_geomean_speedup"] = optional_json(r.full_geomean_speedup);
   j["device_s"] = r.device_s;
+  j["quick_score"] = r.quick_score;
+  j["promotion"] = r.promotion;
+  j["rung"] = r.rung;
+  j["found_device_s"] = r.found_device_s;
+  j["found_wall_s"] = r.found_wall_s;
   return j;
 }
 
@@ -43,6 +48,16 @@ nlohmann::json OptimizeResult::to_json() const {
   j["interrupted"] = interrupted;
   j["final_skipped"] = final_skipped;
   j["replayed_candidates"] = replayed_candidates;
+  j["fidelity"] = fidelity;
+  j["eta"] = eta;
+  j["rung_occupancy"] = rung_occupancy;
+  // What finding the final best cost: the budget spent when its rung 1 ended (bench/ladder
+  // compares this across fidelities).
+  j["to_final_best"] = best ? nlohmann::json{{"candidate", best->id},
+                                             {"index", best->index},
+                                             {"device_s", best->found_device_s},
+                                             {"wall_s", best->found_wall_s}}
+                            : nlohmann::json();
   j["candidates"] = nlohmann::json::array();
   for (const CandidateRecord& r : candidates) j["candidates"].push_back(record_json(r));
   if (best) {

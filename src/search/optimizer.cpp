@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,7 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Bumped when what a resumed run reads back (decision kinds and keys, meta) changes meaning.
-constexpr int kResumeFormat = 1;
+// 2: per-step successive-halving promotions ("promotion" decisions), outcome values renamed.
+constexpr int kResumeFormat = 2;
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -35,7 +37,8 @@ nlohmann::json OptimizeOptions::to_json() const {
           {"policy", memory::to_string(policy)},
           {"ablations", memory::to_string(ablations)},
           {"final_rounds", evaluation.final_rounds},
-          {"full_rung_candidates", evaluation.full_rung_candidates},
+          {"eta", eta},
+          {"fidelity", to_string(fidelity)},
           {"budget",
            {{"max_wall_s", budget.max_wall_s ? nlohmann::json(*budget.max_wall_s) : nullptr},
             {"max_device_s", budget.max_device_s ? nlohmann::json(*budget.max_device_s) : nullptr},
@@ -50,13 +53,22 @@ Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions opti
                      compile::Compiler& compiler, worker::Worker& candidate_worker,
                      worker::Worker& reference_worker, report::RunDirectory& run_dir,
                      ProgressSink progress, memory::StrategySelector* selector)
+    : Optimizer(task, std::move(backend), std::move(options), store, generator, compiler,
+                std::vector<worker::Worker*>{&candidate_worker}, reference_worker, run_dir,
+                std::move(progress), selector) {}
+
+Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions options,
+                     memory::Store& store, generation::Generator& generator,
+                     compile::Compiler& compiler, std::vector<worker::Worker*> candidate_workers,
+                     worker::Worker& reference_worker, report::RunDirectory& run_dir,
+                     ProgressSink progress, memory::StrategySelector* selector)
     : task_(task),
       backend_(std::move(backend)),
       options_(std::move(options)),
       store_(store),
       generator_(generator),
       compiler_(compiler),
-      worker_(candidate_worker),
+      workers_(std::move(candidate_workers)),
       reference_worker_(reference_worker),
       run_dir_(run_dir),
       progress_(std::move(progress)),
@@ -204,11 +216,20 @@ void Optimizer::stop(StopReason reason, const std::string& detail) {
                    {{"by", to_string(reason)}, {"candidates", records_.size()}});
 }
 
+std::array<int, 4> Optimizer::rung_occupancy() const {
+  std::array<int, 4> occupancy = {0, 0, 0, 0};
+  for (const CandidateRecord& r : records_) ++occupancy[static_cast<size_t>(r.rung)];
+  return occupancy;
+}
+
 void Optimizer::progress_line(const std::string& where) {
   const std::string best =
       best_ ? fmt::format("{:.2f}x ({})", reference_ms_ / *best_->median_ms, best_->id) : "none";
-  progress_(fmt::format("progress: {} | {} candidates evaluated | best {} | budget: {}", where,
-                        records_.size(), best, budget_->describe()));
+  const std::array<int, 4> rungs = rung_occupancy();
+  progress_(fmt::format("progress: {} | {} candidates evaluated | rungs 0:{} 1:{} 2:{} 3:{} | "
+                        "best {} | budget: {}",
+                        where, records_.size(), rungs[0], rungs[1], rungs[2], rungs[3], best,
+                        budget_->describe()));
 }
 
 OptimizeResult Optimizer::run() {
@@ -231,6 +252,10 @@ OptimizeResult Optimizer::run() {
     prior.wall_s = spent.value("wall_s", 0.0);
     prior.cost_usd = spent.value("cost_usd", 0.0);
   }
+  validate_eta(options_.eta);
+  if (options_.fidelity == Fidelity::full) options_.evaluation.quick = options_.evaluation.full;
+  result_.fidelity = to_string(options_.fidelity);
+  result_.eta = options_.eta;
   if (options_.policy == memory::PolicyKind::oneshot) {
     options_.steps = std::min(options_.steps, 1);
     options_.proposals_per_step = 1;
@@ -243,8 +268,14 @@ OptimizeResult Optimizer::run() {
                          {"device", device_.name},
                          {"toolchain", toolchain_},
                          {"seed", options_.seed}});
-  evaluator_ = std::make_unique<evaluation::Evaluator>(worker_, reference_worker_, task_,
+  evaluator_ = std::make_unique<evaluation::Evaluator>(workers_.at(0), reference_worker_, task_,
                                                        options_.evaluation);
+  // Every worker of the pool must start before the run does (a missing device stops it here).
+  for (size_t w = 1; w < workers_.size(); ++w) workers_.at(w).device_info();
+  if (workers_.size() > 1) {
+    progress_(fmt::format("worker pool: {} candidate workers, one candidate each at a time",
+                          workers_.size()));
+  }
   const Workload& timed = evaluator_->timed_workload();
   result_.bytes_moved = min_bytes_moved(task_.signature, timed);
   result_.flops = flops_per_call(task_, timed);
@@ -256,23 +287,39 @@ OptimizeResult Optimizer::run() {
   const std::string ablated = memory::to_string(options_.ablations);
   progress_(fmt::format("policy: {}{}", policy_->name(),
                         ablated.empty() ? "" : " (ablated: " + ablated + ")"));
-  pool_ = std::make_unique<compile::CompilePool>(compiler_, options_.compile_jobs);
+  // On cuda with a worker pool, builds overlap timings (evaluate_batch); the compile pool then
+  // leaves a core to each worker's launching thread and one to the orchestrator, so that the
+  // host-clock cross-check of a timing is not inflated by compilers.
+  int compile_jobs = options_.compile_jobs;
+  if (compile_jobs == 0 && backend_ == "cuda" && workers_.size() > 1) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    compile_jobs = std::max(1, cores - static_cast<int>(workers_.size()) - 1);
+  }
+  pool_ = std::make_unique<compile::CompilePool>(compiler_, compile_jobs);
   prepare_reference();
 
   run_hints();
+  promote_cohort(0);
   run_steps();
+  promote_cohort(state_.step);  // whatever a stop left undecided
   progress_line("search done");
 
-  if (best_ && interrupts() < 2 && options_.evaluation.full_rung_candidates > 0) {
-    const std::string chosen = run_full_rung(best_->id);
-    for (const CandidateRecord& r : records_) {
-      if (r.id == chosen) best_ = r;
-    }
+  if (best_ && interrupts() < 2) {
+    const std::string chosen = choose_final(best_->id);
+    best_ = *find_record(chosen);
+  } else if (best_) {
+    result_.final_skipped = true;
+  }
+  result_.generation_failures = generation_failures_;
+  if (best_) {
+    run_final();
+    if (!result_.final_skipped) find_record(best_->id)->rung = 3;
+    best_ = *find_record(best_->id);
   }
   result_.candidates = records_;
   result_.best = best_;
-  result_.generation_failures = generation_failures_;
-  if (best_) run_final();
+  result_.rung_occupancy = rung_occupancy();
+  progress_line("done");
   result_.interrupted = interrupts() > 0;
   result_.budget = budget_->to_json();
   result_.budget["stopped_by"] = to_string(result_.stopped_by);

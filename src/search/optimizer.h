@@ -6,14 +6,30 @@
 //   step t   the policy picks (direction, strategy) pairs applicable to the current best; the
 //            generator turns each into a candidate; the compile pool builds them in parallel;
 //            each is gated and quick-timed; a failed one goes back to the generator for up to
-//            repair_tries repairs; the feedback (log gain over its parent) is written back
-//            into the HTG; a candidate that looks faster becomes the new best only when a
-//            paired comparison shows the gain beyond noise. The search stops at the first
-//            candidate boundary where the budget (budget.h) is spent, Ctrl-C was pressed, or
-//            the generator is exhausted.
-//   full     rung 2 on the fastest correct candidates (every timed workload) (final_rung.cpp)
-//   final    the best and the reference are timed interleaved (paired rounds) and the speedup is
-//            reported with a bootstrap confidence interval; a second Ctrl-C skips it
+//            repair_tries repairs; a candidate that looks faster becomes the new best only
+//            when a paired comparison shows the gain beyond noise. The search stops at the
+//            first candidate boundary where the budget (budget.h) is spent, Ctrl-C was
+//            pressed, or the generator is exhausted.
+//   promote  after each step (and after the hints), the step's correct candidates compete for
+//            rung 2 by successive halving (scheduler.h: the top ceil(n / eta) by S(p, 1), a
+//            lower confidence bound of the quick speedup, plus the best); the promoted run rung
+//            2 at once (every timed workload, the full measurement policy), the rest are
+//            pruned. Then each move's feedback is written back into the HTG: its log gain over
+//            its parent (quick rung) and its speedup, from rung 2 when it was promoted.
+//   final    rung 3 takes the best by rung-2 geomean (the search's best unless another is
+//            faster by more than min_gain over every timed workload); it and the reference are
+//            timed interleaved (paired rounds) and the speedup is reported with a bootstrap
+//            confidence interval; a second Ctrl-C skips it
+//
+// Why rung 2 runs per step and not once at the end: a promoted candidate's full-rung result is
+// the best evidence the run has about it, so it goes into the memory update of the step that
+// made it (the issue: "a promoted candidate's feedback goes to the memory update") and orders
+// the next step's parents (the best first, then rung-2 candidates by geomean, then the pruned
+// by quick median); a candidate fast on the quick workload but slow on the others stops being
+// refined a step later, not after the whole budget. The cost: rung 2 spends on candidates that
+// a later step would have outclassed; successive halving bounds it to about 1/eta of them.
+// Under --fidelity full (the flat baseline of bench/ladder) rung 1 uses the full measurement
+// policy and every correct candidate gets rung 2.
 //
 // Resume (`options.resume`, `kforge optimize --resume`): the loop runs again from the start with
 // the same seed and options, and every thing that would be measured or chosen again is read back
@@ -27,12 +43,15 @@
 //   - each step's moves (parent, direction, strategy) and the rng state after planning come from
 //     the recorded `plan`: the memory store has changed since (this run's own evidence, maybe
 //     other runs'), so asking the policy again could choose differently;
-//   - acceptance comparisons and rung-2 results already decided are replayed, not re-measured;
+//   - acceptance comparisons, promotions (the quick samples they were scored from are in the
+//     candidate's row) and rung-2 results already decided are replayed, not re-measured;
 //   - memory evidence already written for a move is not written again (the `evidence` decision
 //     is written before the store's row, so a crash between the two loses that row instead of
 //     duplicating it);
-//   - budget: replayed candidates count again with their recorded device seconds; wall time and
-//     LLM cost add to what earlier sessions recorded.
+//   - a worker pool (any size) replays the same way: nothing recorded depends on which worker
+//     ran what;
+//   - budget: replayed candidates count again with their recorded device seconds (rung 2's
+//     too); wall time and LLM cost add to what earlier sessions recorded.
 // Limits: the device, the toolchain and the task must be the ones recorded (checked; an Error
 // names the difference). With --generator llm, a step replays its source requests through the
 // transcript cache; a request whose prompt changed goes to the model again. The final rung is
@@ -42,12 +61,14 @@
 // fakes.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -67,6 +88,8 @@
 #include "report/run_directory.h"
 #include "search/budget.h"
 #include "search/run_journal.h"
+#include "search/scheduler.h"
+#include "search/worker_pool.h"
 #include "task/task.h"
 #include "worker/worker.h"
 
@@ -89,6 +112,11 @@ struct OptimizeOptions {
   memory::Ablations ablations;          // htam only
   memory::ProvenanceWeights provenance_weights;
   evaluation::EvaluationPolicy evaluation;
+  /// Successive-halving ratio (scheduler.h): the top ceil(n / eta) of a step's correct
+  /// candidates reach rung 2. Must be > 1 (validate_eta); 3 as in Hyperband's default.
+  double eta = 3.0;
+  /// ladder: as above; full: full measurement policy at rung 1, rung 2 for every correct one.
+  Fidelity fidelity = Fidelity::ladder;
   BudgetLimits budget;                  // besides `steps`
   /// Continue the run recorded in the run directory's run.sqlite (see the header comment).
   bool resume = false;
@@ -119,6 +147,18 @@ struct CandidateRecord {
   std::string build_log;           // the compiler's output (feedback for repairs)
   double device_s = 0.0;           // candidate-worker seconds its gate and quick rungs took
   bool replayed = false;           // restored from the run database on resume
+  /// S(p, 1): lower confidence bound of the quick-rung speedup (scheduler.h); 0 if not timed.
+  double quick_score = 0.0;
+  std::vector<double> quick_samples_ms;  // the quick rung's samples (the score's input)
+  /// The scheduler's decision: "promoted" (to rung 2), "pruned", or "" (not correct, or not
+  /// decided yet).
+  std::string promotion;
+  /// Highest rung reached: 0 gate (or build), 1 quick, 2 full, 3 final.
+  int rung = 0;
+  /// Budget spent (device seconds, wall seconds; budget.h) when this candidate's rung 1 ended:
+  /// for the final best, the cost of finding it. On resume, wall time is the replay's.
+  double found_device_s = 0.0;
+  double found_wall_s = 0.0;
 };
 
 /// What a run produced.
@@ -146,6 +186,10 @@ struct OptimizeResult {
   bool interrupted = false;        // Ctrl-C stopped the search (the run can be resumed)
   bool final_skipped = false;      // a second Ctrl-C skipped rungs 2-3: no final numbers
   int replayed_candidates = 0;     // restored from the run database on resume
+  /// Candidates per highest rung reached (0 gate, 1 quick, 2 full, 3 final).
+  std::array<int, 4> rung_occupancy = {0, 0, 0, 0};
+  std::string fidelity = "ladder";
+  double eta = 3.0;
   nlohmann::json to_json() const;
 };
 
@@ -157,6 +201,17 @@ class Optimizer {
   Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
             generation::Generator& generator, compile::Compiler& compiler,
             worker::Worker& candidate_worker, worker::Worker& reference_worker,
+            report::RunDirectory& run_dir, ProgressSink progress,
+            memory::StrategySelector* selector = nullptr);
+  /// The same with a pool of candidate workers (worker_pool.h: one per device, or N cpu
+  /// processes; at least one, not owned). A batch (the hints, a step's planned candidates, a
+  /// step's promoted candidates' rung 2) is evaluated concurrently, one candidate per worker;
+  /// the results are then applied in the plan's order, so the run is the one a single worker
+  /// with the same timings gives. Repairs, acceptance comparisons and the final rung run one
+  /// at a time (a comparison on the challenger's worker, the incumbent loaded there too).
+  Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
+            generation::Generator& generator, compile::Compiler& compiler,
+            std::vector<worker::Worker*> candidate_workers, worker::Worker& reference_worker,
             report::RunDirectory& run_dir, ProgressSink progress,
             memory::StrategySelector* selector = nullptr);
   ~Optimizer();
@@ -189,6 +244,8 @@ class Optimizer {
   bool should_stop(bool generator_boundary = false);
   void stop(StopReason reason, const std::string& detail);
   void progress_line(const std::string& where);
+  /// Candidates at each highest rung reached (0 gate, 1 quick, 2 full, 3 final).
+  std::array<int, 4> rung_occupancy() const;
   int interrupts() const { return interrupts_ != nullptr ? interrupts_->load() : 0; }
   memory::Provenance provenance() const;
   memory::Diagnosis diagnose(const CandidateRecord& record) const;
@@ -196,6 +253,8 @@ class Optimizer {
   // optimizer_loop.cpp: the expert hints, the steps and their planning
   void run_hints();
   void run_steps();
+  /// The next step's parents in the order the planner tries them, with their quick medians.
+  std::pair<std::vector<std::string>, std::map<std::string, double>> parents_in_order() const;
   std::vector<Move> plan_step(const std::vector<std::string>& parents,
                               const std::map<std::string, double>& parent_ms, int step);
   std::vector<Move> replay_plan(const nlohmann::json& plan,
@@ -205,26 +264,63 @@ class Optimizer {
   void run_moves(std::vector<Move>& moves, int step);
 
   // optimizer_candidate.cpp: one candidate's life
+  /// A candidate built and through rungs 0-1 on worker `worker`, not yet recorded.
+  struct Evaluated {
+    compile::Artifact artifact;
+    evaluation::CandidateEvaluation outcome;
+    size_t worker = 0;
+  };
   std::future<compile::Artifact> submit_screened(const generation::Proposal& proposal);
-  /// One candidate: restored from the journal when recorded, else evaluated (its artifact from
-  /// `build`) and recorded; then judged against the best and reported to the generator.
+  /// Builds (`build`) and evaluates one candidate on worker 0.
+  Evaluated evaluate_now(const std::function<compile::Artifact()>& build);
+  /// Evaluates the batch's unrecorded candidates concurrently on the pool (more than one
+  /// worker; else nothing: attempt() evaluates them one at a time). `builds[i]` yields
+  /// candidate i's artifact; on cpu every build has finished before the first timing starts
+  /// (compilers would share the cores with the timed kernel), on cuda a worker starts a
+  /// candidate as soon as its own build is done (the compile pool leaves the workers' host
+  /// threads a core each; see run()). Stops starting new ones on Ctrl-C or when the candidate
+  /// budget would be exceeded.
+  std::vector<std::optional<Evaluated>> evaluate_batch(
+      const std::vector<const generation::Proposal*>& proposals,
+      std::vector<std::shared_future<compile::Artifact>>& builds);
+  /// Candidate i's evaluation from the batch, or (not run there) evaluated now on worker 0.
+  std::function<Evaluated()> evaluated_or_now(
+      std::vector<std::optional<Evaluated>>& evaluated,
+      std::vector<std::shared_future<compile::Artifact>>& builds, size_t i);
+  /// One candidate: restored from the journal when recorded, else evaluated (`obtain`) and
+  /// recorded; then judged against the best and reported to the generator.
   CandidateRecord attempt(const generation::Proposal& proposal,
-                          const std::function<compile::Artifact()>& build, int step,
-                          const Move* move, generation::Feedback* feedback);
-  CandidateRecord evaluate(const generation::Proposal& proposal, const compile::Artifact& artifact,
-                           int step, const Move* move);
+                          const std::function<Evaluated()>& obtain, int step, const Move* move,
+                          generation::Feedback* feedback);
+  CandidateRecord record_evaluation(const generation::Proposal& proposal,
+                                    const Evaluated& evaluated, int step, const Move* move);
   CandidateRecord restore(const generation::Proposal& proposal, const report::CandidateRow& row);
   void consider(CandidateRecord& record);
   void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
-  /// The candidate worker's handle of a correct candidate, loading it (on resume, after
-  /// compiling it again from the cache) when this session has not.
-  int handle_of(const std::string& id);
+  CandidateRecord* find_record(const std::string& id);
+  /// The handle of a correct candidate on worker `worker`, loading it there (on resume, after
+  /// compiling it again from the cache) when this session has not. Thread-safe for distinct
+  /// workers.
+  int handle_on(const std::string& id, size_t worker);
+  /// The worker that evaluated `id` in this session (0 for a candidate restored on resume).
+  size_t home_of(const std::string& id);
 
-  // final_rung.cpp: rungs 2 and 3
-  /// Rung 2 on the fastest correct candidates (EvaluationPolicy::full_rung_candidates); returns
-  /// the id of the one the final rung takes: `best_id` unless another's geomean speedup over
-  /// all timed workloads is higher by more than min_gain.
-  std::string run_full_rung(const std::string& best_id);
+  // final_rung.cpp: the promotion, rungs 2 and 3
+  /// Decides every undecided correct candidate (the cohort of `step`) by successive halving,
+  /// records each decision (kind "promotion"; replayed on resume), and runs rung 2 on the
+  /// promoted in the cohort's order. A second Ctrl-C skips it (final_skipped).
+  void promote_cohort(int step);
+  /// Rung 2 of `record` (or its recorded result on resume; or `measured`, run by the pool):
+  /// records it, sets full_geomean_speedup when it passed, rung = 2, and adds its seconds to
+  /// the device budget.
+  struct FullMeasured {
+    evaluation::FullRung full;
+    double seconds = 0.0;
+  };
+  void run_full_rung(CandidateRecord& record, const std::optional<FullMeasured>& measured = {});
+  /// The id the final rung takes: `best_id` unless another rung-2 candidate's geomean speedup
+  /// over all timed workloads is higher by more than min_gain (or the best failed rung 2).
+  std::string choose_final(const std::string& best_id);
   /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu.
   void run_final();
 
@@ -234,7 +330,7 @@ class Optimizer {
   memory::Store& store_;
   generation::Generator& generator_;
   compile::Compiler& compiler_;
-  worker::Worker& worker_;            // runs candidates
+  WorkerPool workers_;                // run candidates (worker 0: the evaluator's default)
   worker::Worker& reference_worker_;  // runs only the reference (the evaluation's oracle)
   report::RunDirectory& run_dir_;
   ProgressSink progress_;
@@ -261,7 +357,9 @@ class Optimizer {
   memory::StateSummary state_;
   std::mt19937_64 rng_;
   std::vector<CandidateRecord> records_;
-  std::map<std::string, int> handles_;   // candidate id -> worker handle (this session)
+  std::mutex handles_mutex_;  // guards handles_, homes_, artifacts_ (the pool's threads load)
+  std::map<std::string, std::map<size_t, int>> handles_;  // id -> worker index -> handle
+  std::map<std::string, size_t> homes_;                    // id -> worker that evaluated it
   std::map<std::string, compile::Artifact> artifacts_;  // candidate id -> its build
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;

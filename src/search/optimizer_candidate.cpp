@@ -1,7 +1,9 @@
 // One candidate's life in Optimizer::run (optimizer.h): screened, built, gated and timed (or
 // restored from the run database on resume), judged against the best, reported to the
 // generator, and written to the run directory and the run database.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -42,17 +44,63 @@ std::future<compile::Artifact> Optimizer::submit_screened(const generation::Prop
   return rejected.get_future();
 }
 
+Optimizer::Evaluated Optimizer::evaluate_now(const std::function<compile::Artifact()>& build) {
+  Evaluated evaluated;
+  evaluated.artifact = build();
+  evaluated.outcome = evaluator_->evaluate(evaluated.artifact, workers_.at(0));
+  return evaluated;
+}
+
+std::vector<std::optional<Optimizer::Evaluated>> Optimizer::evaluate_batch(
+    const std::vector<const generation::Proposal*>& proposals,
+    std::vector<std::shared_future<compile::Artifact>>& builds) {
+  std::vector<std::optional<Evaluated>> evaluated(proposals.size());
+  if (workers_.size() < 2) return evaluated;
+  std::vector<size_t> pending;  // indexes into proposals, in the plan's order
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    if (builds[i].valid()) pending.push_back(i);
+  }
+  if (backend_ != "cuda") {
+    for (size_t i : pending) builds[i].wait();
+  }
+  // Never start more than the candidate budget has room for (the rest would be discarded).
+  int room = std::numeric_limits<int>::max();
+  if (options_.budget.max_candidates) {
+    room = std::max(0, *options_.budget.max_candidates - budget_->spend().candidates);
+  }
+  int started = 0;
+  workers_.run(
+      pending.size(),
+      [&](size_t job, size_t worker) {
+        const size_t i = pending[job];
+        Evaluated e;
+        e.artifact = builds[i].get();
+        e.worker = worker;
+        e.outcome = evaluator_->evaluate(e.artifact, workers_.at(worker));
+        evaluated[i] = std::move(e);
+      },
+      [&] { return interrupts() == 0 && started++ < room; });
+  return evaluated;
+}
+
 CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
-                                   const std::function<compile::Artifact()>& build, int step,
+                                   const std::function<Evaluated()>& obtain, int step,
                                    const Move* move, generation::Feedback* feedback_out) {
   CandidateRecord record;
   if (const report::CandidateRow* row = journal_->recorded_candidate(proposal.id)) {
     record = restore(proposal, *row);
   } else {
-    record = evaluate(proposal, build(), step, move);
+    record = record_evaluation(proposal, obtain(), step, move);
   }
   proposals_[proposal.id] = proposal;
   budget_->add_candidate(record.device_s);
+  const BudgetSpend spend = budget_->spend();
+  record.found_device_s = spend.device_s;
+  record.found_wall_s = spend.wall_s;
+  if (record.median_ms) {
+    record.quick_score =
+        quick_score(record.quick_samples_ms, reference_ms_, options_.evaluation.acceptance_level);
+  }
   consider(record);
   generation::Feedback feedback;
   feedback.verdict = record.verdict;
@@ -66,9 +114,11 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   return record;
 }
 
-CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
-                                    const compile::Artifact& artifact, int step,
-                                    const Move* move) {
+CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposal,
+                                             const Evaluated& evaluated, int step,
+                                             const Move* move) {
+  const compile::Artifact& artifact = evaluated.artifact;
+  const evaluation::CandidateEvaluation& outcome = evaluated.outcome;
   CandidateRecord record;
   record.index = static_cast<int>(records_.size());
   record.step = step;
@@ -79,12 +129,17 @@ CandidateRecord Optimizer::evaluate(const generation::Proposal& proposal,
   record.from_cache = artifact.from_cache;
   record.compile_s = artifact.compile_s;
   record.build_log = artifact.log.substr(0, kBuildLogBytes);
-  evaluation::CandidateEvaluation outcome = evaluator_->evaluate(artifact);
   record.verdict = outcome.verdict;
   record.message = outcome.message;
+  for (const evaluation::RungRecord& rung : outcome.rungs) {
+    if (rung.rung == "quick") record.rung = 1;
+  }
   if (outcome.verdict == Verdict::ok) {
     record.median_ms = outcome.timing.median_ms;
-    handles_[proposal.id] = outcome.handle;
+    record.quick_samples_ms = outcome.samples_ms;
+    std::lock_guard<std::mutex> lock(handles_mutex_);
+    handles_[proposal.id][evaluated.worker] = outcome.handle;
+    homes_[proposal.id] = evaluated.worker;
     artifacts_[proposal.id] = artifact;
   }
   if (move != nullptr) {
@@ -155,6 +210,9 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   record.source_file = row.evaluation.value("source_file", "");
   record.build_log = row.evaluation.value("build_log", "");
   record.device_s = journal_->recorded_device_s(row.id);
+  record.quick_samples_ms =
+      row.evaluation.value("samples_ms", std::vector<double>{});
+  record.rung = journal_->has_rung(row.id, "quick") ? 1 : 0;
   record.replayed = true;
   ++result_.replayed_candidates;
   return record;
@@ -163,14 +221,16 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
 void Optimizer::consider(CandidateRecord& record) {
   progress_(fmt::format("  [{:03d}] {}{}", record.index, describe(record, reference_ms_),
                         record.replayed ? "  (replayed)" : ""));
-  std::string outcome = "pruned";
+  // The acceptance outcome (a new best or not); promotion to rung 2 is the scheduler's
+  // separate decision (promote_cohort).
+  std::string outcome = "not_better";
   std::string reason;
   if (record.verdict != Verdict::ok) {
     outcome = "rejected";
     reason = to_string(record.verdict) +
              (record.message.empty() ? "" : ": " + record.message.substr(0, 200));
   } else if (!best_) {
-    outcome = "promoted";
+    outcome = "accepted";
     reason = "first correct candidate";
   } else if (*record.median_ms >= *best_->median_ms * (1.0 - options_.min_gain)) {
     reason = fmt::format("quick median {:.4f} ms is not {:.0f}% below the best's ({}, {:.4f} ms)",
@@ -182,8 +242,11 @@ void Optimizer::consider(CandidateRecord& record) {
     std::optional<nlohmann::json> decided = journal_->recorded("acceptance", record.id);
     if (!decided) {
       const double started = now_s_();
+      // On the challenger's worker, where it is loaded; the incumbent is loaded there too.
+      const size_t on = home_of(record.id);
+      const int incumbent = handle_on(best_->id, on);
       std::optional<evaluation::PairedComparison> paired =
-          evaluator_->compare(handle_of(best_->id), handle_of(record.id));
+          evaluator_->compare(incumbent, handle_on(record.id, on), workers_.at(on));
       const double seconds = now_s_() - started;
       budget_->add_device_s(seconds);
       decided = nlohmann::json{{"incumbent", best_->id},
@@ -203,7 +266,7 @@ void Optimizer::consider(CandidateRecord& record) {
                           best_->id, record.acceptance, decided->value("speedup", 0.0),
                           100 * options_.evaluation.acceptance_level,
                           decided->value("ci_low", 0.0), decided->value("ci_high", 0.0)));
-    outcome = record.acceptance == "faster" ? "promoted" : "pruned";
+    outcome = record.acceptance == "faster" ? "accepted" : "not_better";
     reason = fmt::format("paired comparison with {}: {} ({:.3f}x, CI [{:.3f}, {:.3f}])", best_->id,
                          record.acceptance, decided->value("speedup", 0.0),
                          decided->value("ci_low", 0.0), decided->value("ci_high", 0.0));
@@ -211,7 +274,7 @@ void Optimizer::consider(CandidateRecord& record) {
   if (options_.explain) progress_(fmt::format("        {}: {}", outcome, reason));
   journal_->decide(record.step, "outcome", record.id,
                    {{"candidate", record.id}, {"outcome", outcome}, {"reason", reason}});
-  if (outcome == "promoted") {
+  if (outcome == "accepted") {
     best_ = record;
     if (!record.replayed) {
       run_dir_.append_event(
@@ -247,7 +310,14 @@ void Optimizer::record_evidence(const Move& move, const CandidateRecord& record,
   evidence.provenance = provenance();
   evidence.verdict = to_string(record.verdict);
   evidence.log_gain = record.log_gain;
-  if (record.median_ms) evidence.speedup_vs_baseline = reference_ms_ / *record.median_ms;
+  // A promoted candidate's rung-2 result (every timed workload, more repetitions) is the better
+  // evidence of what the move achieved; the others have only their quick rung.
+  const CandidateRecord* measured = find_record(record.id);
+  if (measured != nullptr && measured->full_geomean_speedup) {
+    evidence.speedup_vs_baseline = *measured->full_geomean_speedup;
+  } else if (record.median_ms) {
+    evidence.speedup_vs_baseline = reference_ms_ / *record.median_ms;
+  }
   evidence.candidate_id = record.artifact_key;
   evidence.excerpt = proposals_.at(record.id).change;
   if (record.verdict != Verdict::ok) evidence.failure_reason = record.message.substr(0, 200);
@@ -255,22 +325,46 @@ void Optimizer::record_evidence(const Move& move, const CandidateRecord& record,
   store_.record(evidence);
 }
 
-int Optimizer::handle_of(const std::string& id) {
-  if (auto it = handles_.find(id); it != handles_.end()) return it->second;
-  // A candidate restored from the run database: built again (the artifact cache answers) and
-  // loaded, never timed again.
-  compile::Artifact artifact = pool_->submit(proposals_.at(id).job).get();
-  if (artifact.verdict != Verdict::ok) {
-    throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
-                "build now: " + artifact.log.substr(0, 400));
+CandidateRecord* Optimizer::find_record(const std::string& id) {
+  for (CandidateRecord& r : records_) {
+    if (r.id == id) return &r;
   }
-  worker::LoadResult loaded = evaluator_->load(artifact);
+  return nullptr;
+}
+
+size_t Optimizer::home_of(const std::string& id) {
+  std::lock_guard<std::mutex> lock(handles_mutex_);
+  auto home = homes_.find(id);
+  return home == homes_.end() ? 0 : home->second;
+}
+
+int Optimizer::handle_on(const std::string& id, size_t worker) {
+  std::optional<compile::Artifact> artifact;
+  {
+    std::lock_guard<std::mutex> lock(handles_mutex_);
+    if (auto it = handles_.find(id); it != handles_.end()) {
+      if (auto on = it->second.find(worker); on != it->second.end()) return on->second;
+    }
+    if (auto it = artifacts_.find(id); it != artifacts_.end()) artifact = it->second;
+  }
+  if (!artifact) {
+    // A candidate restored from the run database: built again (the artifact cache answers) and
+    // loaded, never timed again.
+    artifact = pool_->submit(proposals_.at(id).job).get();
+    if (artifact->verdict != Verdict::ok) {
+      throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
+                  "build now: " + artifact->log.substr(0, 400));
+    }
+  }
+  worker::LoadResult loaded = evaluator_->load(*artifact, workers_.at(worker));
   if (loaded.verdict != Verdict::ok) {
-    throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
-                "load now: " + to_string(loaded.verdict) + ": " + loaded.message);
+    throw Error("candidate " + id + " was correct when evaluated but does not load on worker " +
+                std::to_string(worker) + " now: " + to_string(loaded.verdict) + ": " +
+                loaded.message);
   }
-  artifacts_[id] = artifact;
-  handles_[id] = loaded.handle;
+  std::lock_guard<std::mutex> lock(handles_mutex_);
+  artifacts_[id] = *artifact;
+  handles_[id][worker] = loaded.handle;
   return loaded.handle;
 }
 

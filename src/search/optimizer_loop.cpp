@@ -11,23 +11,35 @@
 
 namespace kforge::search {
 
+std::function<Optimizer::Evaluated()> Optimizer::evaluated_or_now(
+    std::vector<std::optional<Evaluated>>& evaluated,
+    std::vector<std::shared_future<compile::Artifact>>& builds, size_t i) {
+  return [this, &evaluated, &builds, i] {
+    if (evaluated[i]) return std::move(*evaluated[i]);
+    return evaluate_now([&] { return builds[i].get(); });
+  };
+}
+
 void Optimizer::run_hints() {
-  // Expert hints, built in parallel, evaluated one at a time on the worker. A batch's builds all
-  // finish before any of its timings start: on cpu the compilers would share the cores with the
-  // timed kernel, and on cuda with the host thread that launches it.
+  // Expert hints, built in parallel, then evaluated: one at a time with one worker, else
+  // concurrently on the pool (evaluate_batch); recorded and judged in their order either way.
+  // With one worker a batch's builds all finish before any of its timings start: on cpu the
+  // compilers would share the cores with the timed kernel.
   progress_("step 0: expert hints (one kernel per parallel decomposition)");
   std::vector<generation::Proposal> hints = generator_.initial_proposals();
-  std::vector<std::future<compile::Artifact>> builds(hints.size());
+  std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
+  std::vector<const generation::Proposal*> batch;
   for (size_t i = 0; i < hints.size(); ++i) {
-    if (!journal_->recorded_candidate(hints[i].id)) builds[i] = submit_screened(hints[i]);
+    if (!journal_->recorded_candidate(hints[i].id)) builds[i] = submit_screened(hints[i]).share();
+    batch.push_back(&hints[i]);
   }
-  std::vector<std::optional<compile::Artifact>> artifacts(hints.size());
-  for (size_t i = 0; i < hints.size(); ++i) {
-    if (builds[i].valid()) artifacts[i] = builds[i].get();
+  for (auto& build : builds) {
+    if (build.valid() && (workers_.size() == 1 || backend_ != "cuda")) build.wait();
   }
+  std::vector<std::optional<Evaluated>> evaluated = evaluate_batch(batch, builds);
   for (size_t i = 0; i < hints.size(); ++i) {
     if (should_stop()) return;
-    attempt(hints[i], [&] { return *artifacts[i]; }, 0, nullptr, nullptr);
+    attempt(hints[i], evaluated_or_now(evaluated, builds, i), 0, nullptr, nullptr);
   }
 }
 
@@ -135,6 +147,33 @@ void Optimizer::write_sources(std::vector<Move>& moves, int step) {
   moves = std::move(written);
 }
 
+std::pair<std::vector<std::string>, std::map<std::string, double>>
+Optimizer::parents_in_order() const {
+  // The best first; then the candidates promoted to rung 2, fastest geomean first; then the
+  // other correct ones by quick median (reached only when the better parents have no untried
+  // neighbour left, so the search does not stall on a corner).
+  std::vector<const CandidateRecord*> promoted;
+  std::vector<const CandidateRecord*> others;
+  for (const CandidateRecord& r : records_) {
+    if (!r.median_ms) continue;
+    (r.full_geomean_speedup ? promoted : others).push_back(&r);
+  }
+  std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
+    return *a->full_geomean_speedup > *b->full_geomean_speedup;
+  });
+  std::stable_sort(others.begin(), others.end(), [](const auto* a, const auto* b) {
+    return *a->median_ms < *b->median_ms;
+  });
+  std::vector<std::string> parents = {best_->id};
+  std::map<std::string, double> parent_ms = {{best_->id, *best_->median_ms}};
+  for (const auto* list : {&promoted, &others}) {
+    for (const CandidateRecord* r : *list) {
+      if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
+    }
+  }
+  return {parents, parent_ms};
+}
+
 void Optimizer::run_steps() {
   rng_.seed(options_.seed);
   state_ = memory::StateSummary{};
@@ -147,18 +186,7 @@ void Optimizer::run_steps() {
   }
   state_.last_feedback = diagnose(*best_);
   for (int step = 1; step <= options_.steps; ++step) {
-    std::vector<const CandidateRecord*> promoted;
-    for (const CandidateRecord& r : records_) {
-      if (r.median_ms) promoted.push_back(&r);
-    }
-    std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
-      return *a->median_ms < *b->median_ms;
-    });
-    std::vector<std::string> parents = {best_->id};
-    std::map<std::string, double> parent_ms = {{best_->id, *best_->median_ms}};
-    for (const CandidateRecord* r : promoted) {
-      if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
-    }
+    const auto [parents, parent_ms] = parents_in_order();
     state_.step = step;
     if (should_stop(true)) return;
     budget_->start_step();
@@ -187,18 +215,22 @@ void Optimizer::run_steps() {
 }
 
 void Optimizer::run_moves(std::vector<Move>& moves, int step) {
-  std::vector<std::future<compile::Artifact>> builds(moves.size());
+  std::vector<std::shared_future<compile::Artifact>> builds(moves.size());
+  std::vector<const generation::Proposal*> batch;
   for (size_t i = 0; i < moves.size(); ++i) {
     if (!journal_->recorded_candidate(moves[i].proposal.id)) {
-      builds[i] = submit_screened(moves[i].proposal);
+      builds[i] = submit_screened(moves[i].proposal).share();
     }
+    batch.push_back(&moves[i].proposal);
   }
-  std::vector<std::optional<compile::Artifact>> artifacts(moves.size());
-  for (size_t i = 0; i < moves.size(); ++i) {
-    if (builds[i].valid()) artifacts[i] = builds[i].get();
+  for (auto& build : builds) {
+    if (build.valid() && (workers_.size() == 1 || backend_ != "cuda")) build.wait();
   }
+  // A step's first attempts run concurrently on the pool; the repairs (each depends on the
+  // failure before it) and everything recorded or decided follow in the plan's order.
+  std::vector<std::optional<Evaluated>> evaluated = evaluate_batch(batch, builds);
   CandidateRecord last;
-  bool any = false;
+  std::vector<std::pair<size_t, CandidateRecord>> done;  // (move slot, final outcome)
   for (size_t i = 0; i < moves.size(); ++i) {
     const Move& move = moves[i];
     if (should_stop()) break;
@@ -206,7 +238,7 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
     generation::Proposal current = move.proposal;
     generation::Feedback feedback;
     CandidateRecord record =
-        attempt(current, [&] { return *artifacts[i]; }, step, &move, &feedback);
+        attempt(current, evaluated_or_now(evaluated, builds, i), step, &move, &feedback);
     // Bounded repair loop: the failure goes back to the generator, each try a new candidate.
     for (int attempt_number = 1;
          record.verdict != Verdict::ok && attempt_number <= options_.repair_tries;
@@ -225,16 +257,20 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
         break;
       }
       current = std::move(*repaired);
-      record = attempt(current, [&] { return submit_screened(current).get(); }, step, &move,
-                       &feedback);
+      record = attempt(current,
+                       [&] { return evaluate_now([&] { return submit_screened(current).get(); }); },
+                       step, &move, &feedback);
     }
-    // One piece of evidence per move: its final outcome after any repairs.
-    record_evidence(move, record, step, i);
     state_.last_direction_id = move.direction_id;
     last = record;
-    any = true;
+    done.emplace_back(i, record);
   }
-  if (!any) return;
+  if (done.empty()) return;
+  // The step's cohort competes for rung 2 before the memory update, so that a promoted
+  // candidate's full-rung result is what the memory learns (optimizer.h).
+  promote_cohort(step);
+  // One piece of evidence per move: its final outcome after any repairs.
+  for (const auto& [slot, record] : done) record_evidence(moves[slot], record, step, slot);
   for (const Move& move : moves) state_.prefix.push_back(move.direction_id);
   // Last feedback for the next step: the verdict and gain of the latest attempt, the
   // bandwidth and roofline position of the best (the candidate the next step refines).

@@ -81,6 +81,94 @@ TEST_F(OptimizerResumeTest, ResumeAfterACrashAtManyPointsEqualsTheUninterruptedR
   }
 }
 
+TEST_F(OptimizerResumeTest, ResumeAfterACrashInAnyRung2ReplaysThePromotions) {
+  FakeWorker reference_run;
+  const OptimizeResult baseline = run_in(root_ / "baseline", small(), reference_run);
+  const RunOutcome expected = outcome(baseline, root_ / "baseline");
+  ASSERT_GE(reference_run.full_times, 3);  // the hints' and at least two steps' promotions
+  for (int k = 1; k <= reference_run.full_times; ++k) {
+    SCOPED_TRACE("crash at rung-2 time() call " + std::to_string(k));
+    fresh_store();
+    const fs::path dir = root_ / ("crash" + std::to_string(k));
+    FakeWorker crashing;
+    crashing.crash_at_full_time = k;
+    EXPECT_THROW(run_in(dir, small(), crashing), Error);
+    const std::vector<nlohmann::json> recorded =
+        report::RunDatabase::open(dir / "run.sqlite")->decisions();
+    const auto promotions_before =
+        std::count_if(recorded.begin(), recorded.end(),
+                      [](const nlohmann::json& d) { return d["kind"] == "promotion"; });
+    EXPECT_GT(promotions_before, 0);  // decided before rung 2 ran
+    FakeWorker resumed_worker;
+    OptimizeOptions resume = small();
+    resume.resume = true;
+    resume.explain = true;
+    std::vector<std::string> lines;
+    const OptimizeResult resumed = run_in(dir, resume, resumed_worker, &lines);
+    const RunOutcome got = outcome(resumed, dir);
+    EXPECT_EQ(got.candidates, expected.candidates);
+    EXPECT_EQ(got.best, expected.best);
+    EXPECT_EQ(got.decisions, expected.decisions);
+    EXPECT_EQ(got.evidence, expected.evidence);
+    // Rung 2 is not measured again for a candidate that finished it: together the sessions ran
+    // it once per promoted candidate, plus the one in flight.
+    EXPECT_LE(crashing.full_times - 1 + resumed_worker.full_times, reference_run.full_times);
+    int explained = 0;
+    for (const std::string& line : lines) explained += line.find(" promoted: ") != std::string::npos;
+    EXPECT_GT(explained, 0);  // --explain prints the replayed promotions too
+  }
+}
+
+TEST_F(OptimizerResumeTest, AWorkerPoolFinishingOutOfOrderGivesTheSingleWorkerRun) {
+  FakeWorker single;
+  const OptimizeResult baseline = run_in(root_ / "single", small(), single);
+  const RunOutcome expected = outcome(baseline, root_ / "single");
+  // Three workers of different speeds: the first job started is the last to finish.
+  fresh_store();
+  FakeWorker slow, medium, fast;
+  slow.delay_ms = 6;
+  medium.delay_ms = 2;
+  std::vector<std::string> lines;
+  const OptimizeResult pooled =
+      run_pool(root_ / "pool", small(), {&slow, &medium, &fast}, &lines);
+  const RunOutcome got = outcome(pooled, root_ / "pool");
+  EXPECT_EQ(got.candidates, expected.candidates);
+  EXPECT_EQ(got.best, expected.best);
+  EXPECT_EQ(got.decisions, expected.decisions);
+  EXPECT_EQ(got.evidence, expected.evidence);
+  // Batches of two or three: at least two workers timed candidates.
+  EXPECT_GE((slow.times > 0) + (medium.times > 0) + (fast.times > 0), 2);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "worker pool: 3 candidate workers, one candidate each at a time"),
+            lines.end());
+  // Each timing request went to one worker: together they timed what the single worker did,
+  // plus the incumbents loaded and compared on a challenger's worker (no extra timing).
+  EXPECT_EQ(slow.times + medium.times + fast.times, single.times);
+}
+
+TEST_F(OptimizerResumeTest, APooledRunResumesAfterACrashOnOneWorker) {
+  FakeWorker single;
+  const OptimizeResult baseline = run_in(root_ / "single", small(), single);
+  const RunOutcome expected = outcome(baseline, root_ / "single");
+  for (int k : {1, 2, 3}) {
+    SCOPED_TRACE("crash at worker b's time() call " + std::to_string(k));
+    fresh_store();
+    const fs::path dir = root_ / ("crash" + std::to_string(k));
+    FakeWorker a, b;
+    b.crash_at_time = k;
+    EXPECT_THROW(run_pool(dir, small(), {&a, &b}), Error);
+    FakeWorker c, d;
+    OptimizeOptions resume = small();
+    resume.resume = true;
+    const OptimizeResult resumed = run_pool(dir, resume, {&c, &d});
+    const RunOutcome got = outcome(resumed, dir);
+    EXPECT_EQ(got.candidates, expected.candidates);
+    EXPECT_EQ(got.best, expected.best);
+    EXPECT_EQ(got.decisions, expected.decisions);
+    EXPECT_EQ(got.evidence, expected.evidence);
+  }
+}
+
 TEST_F(OptimizerResumeTest, SameSeedSameDecisionsInTheRunDatabase) {
   FakeWorker first_worker;
   const RunOutcome first = outcome(run_in(root_ / "a", small(), first_worker), root_ / "a");
@@ -89,13 +177,15 @@ TEST_F(OptimizerResumeTest, SameSeedSameDecisionsInTheRunDatabase) {
   const RunOutcome second = outcome(run_in(root_ / "b", small(), second_worker), root_ / "b");
   EXPECT_EQ(first.decisions, second.decisions);
   EXPECT_EQ(first.candidates, second.candidates);
-  bool plan = false, outcome_seen = false, full = false;
+  bool plan = false, outcome_seen = false, full = false, promoted = false, pruned = false;
   for (const nlohmann::json& d : first.decisions) {
     plan |= d["kind"] == "plan";
     outcome_seen |= d["kind"] == "outcome";
     full |= d["kind"] == "full_choice";
+    promoted |= d["kind"] == "promotion" && d["outcome"] == "promoted";
+    pruned |= d["kind"] == "promotion" && d["outcome"] == "pruned";
   }
-  EXPECT_TRUE(plan && outcome_seen && full);
+  EXPECT_TRUE(plan && outcome_seen && full && promoted && pruned);
 }
 
 TEST_F(OptimizerResumeTest, RunDatabaseRecordsMetaCandidatesRungsAndDecisions) {

@@ -5,6 +5,10 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -155,19 +159,120 @@ TEST_F(OptimizerTest, ResultJsonCarriesTheFinalNumbers) {
   EXPECT_EQ(json["device"]["name"], "fake cpu");
 }
 
-TEST_F(OptimizerTest, FullRungTimesTheFastestCandidatesOnEveryWorkload) {
+TEST_F(OptimizerTest, SuccessiveHalvingPromotesATopThirdOfEachStepToTheFullRung) {
   OptimizeOptions options;
   options.steps = 3;
   const OptimizeResult result = run(options);
   ASSERT_TRUE(result.best);
-  const std::vector<nlohmann::json> full = events_of(root_ / "run0", "full_rung");
-  ASSERT_EQ(full.size(), 3u);  // full_rung_candidates, the best first
-  EXPECT_EQ(full[0]["candidate"], result.best->id);
+  // Every correct candidate got exactly one decision; per step, ceil(n / 3) plus possibly the
+  // best were promoted, and exactly the promoted ones ran rung 2.
+  std::map<int, int> correct_per_step, promoted_per_step;
+  std::set<std::string> promoted;
+  for (const CandidateRecord& c : result.candidates) {
+    if (c.verdict != Verdict::ok) {
+      EXPECT_EQ(c.promotion, "") << c.id;
+      continue;
+    }
+    ++correct_per_step[c.step];
+    ASSERT_TRUE(c.promotion == "promoted" || c.promotion == "pruned") << c.id;
+    if (c.promotion == "promoted") {
+      ++promoted_per_step[c.step];
+      promoted.insert(c.id);
+      EXPECT_GE(c.rung, 2) << c.id;
+    } else {
+      EXPECT_EQ(c.rung, 1) << c.id;
+      EXPECT_FALSE(c.full_geomean_speedup) << c.id;
+    }
+    EXPECT_GT(c.quick_score, 0.0);
+    // A lower bound of the speedup (the reference's quick median is 20 ms + 0.1% noise).
+    EXPECT_LE(c.quick_score, 20.05 / *c.median_ms);
+  }
+  for (const auto& [step, n] : correct_per_step) {
+    const int quota = (n + 2) / 3;
+    EXPECT_GE(promoted_per_step[step], quota) << "step " << step;
+    EXPECT_LE(promoted_per_step[step], quota + 1) << "step " << step;  // + the best
+  }
+  std::set<std::string> measured;
+  for (const nlohmann::json& e : events_of(root_ / "run0", "full_rung")) {
+    measured.insert(e["candidate"].get<std::string>());
+  }
+  EXPECT_EQ(measured, promoted);
+  EXPECT_EQ(events_of(root_ / "run0", "promotion").size(),
+            static_cast<size_t>(std::accumulate(correct_per_step.begin(), correct_per_step.end(),
+                                                0, [](int a, auto& p) { return a + p.second; })));
   ASSERT_TRUE(result.best->full_geomean_speedup);
   // One timed workload ("big"): its geomean is its speedup, reference 20 ms over the best.
   EXPECT_NEAR(*result.best->full_geomean_speedup, 20.0 / *result.best->median_ms, 0.05);
+  EXPECT_EQ(result.best->rung, 3);
+  EXPECT_EQ(result.rung_occupancy[3], 1);
   EXPECT_TRUE(fs::exists(root_ / "run0" / fs::path(result.best->source_file).parent_path() /
                          "full_rung.json"));
+}
+
+TEST_F(OptimizerTest, APromotedCandidatesFullRungResultGoesToTheMemoryUpdate) {
+  task_.workloads.push_back({"other", {{"n", 1 << 16}}, true});
+  worker_.slow_on = [](const std::string&, const std::string& workload) {
+    return workload == "other";  // every candidate 100x slower there: geomean = speedup / 10
+  };
+  OptimizeOptions options;
+  options.steps = 2;
+  const OptimizeResult result = run(options);
+  int checked = 0;
+  for (const memory::Evidence& e : store_->evidence("cpu")) {
+    for (const CandidateRecord& c : result.candidates) {
+      if (c.artifact_key != e.candidate_id || !e.speedup_vs_baseline) continue;
+      if (c.full_geomean_speedup) {
+        EXPECT_DOUBLE_EQ(*e.speedup_vs_baseline, *c.full_geomean_speedup);
+        ++checked;
+      } else {
+        EXPECT_NEAR(*e.speedup_vs_baseline, 20.0 / *c.median_ms, 0.01 * 20.0 / *c.median_ms);
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST_F(OptimizerTest, FullFidelityGivesEveryCorrectCandidateTheFullRung) {
+  OptimizeOptions options;
+  options.steps = 2;
+  options.fidelity = Fidelity::full;
+  std::vector<std::string> lines;
+  const OptimizeResult result = run(options, &lines);
+  ASSERT_TRUE(result.best);
+  int correct = 0;
+  for (const CandidateRecord& c : result.candidates) {
+    if (c.verdict != Verdict::ok) continue;
+    ++correct;
+    EXPECT_EQ(c.promotion, "promoted") << c.id;
+    EXPECT_TRUE(c.full_geomean_speedup) << c.id;
+    // The quick rung ran with the full policy: 20 repetitions, not 10.
+    EXPECT_EQ(c.quick_samples_ms.size(), 20u) << c.id;
+  }
+  EXPECT_EQ(events_of(root_ / "run0", "full_rung").size(), static_cast<size_t>(correct));
+  const nlohmann::json json = result.to_json();
+  EXPECT_EQ(json["fidelity"], "full");
+  EXPECT_EQ(json["to_final_best"]["candidate"], result.best->id);
+  EXPECT_GT(json["to_final_best"]["device_s"].get<double>(), -1.0);
+  EXPECT_LE(json["to_final_best"]["device_s"].get<double>(),
+            json["budget"]["spent"]["device_s"].get<double>());
+}
+
+TEST_F(OptimizerTest, ProgressShowsRungOccupancy) {
+  OptimizeOptions options;
+  options.steps = 1;
+  std::vector<std::string> lines;
+  const OptimizeResult result = run(options, &lines);
+  std::string last;
+  for (const std::string& line : lines) {
+    if (line.rfind("progress: done", 0) == 0) last = line;
+  }
+  const auto& r = result.rung_occupancy;
+  EXPECT_NE(last.find(fmt::format("rungs 0:{} 1:{} 2:{} 3:{}", r[0], r[1], r[2], r[3])),
+            std::string::npos)
+      << last;
+  EXPECT_EQ(r[0] + r[1] + r[2] + r[3], static_cast<int>(result.candidates.size()));
+  EXPECT_GT(r[0], 0);  // the tiled hint fails the gate
+  EXPECT_EQ(r[3], 1);
 }
 
 TEST_F(OptimizerTest, FullRungReplacesABestThatIsSlowOnAnotherTimedWorkload) {

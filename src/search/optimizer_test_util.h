@@ -2,6 +2,7 @@
 // a fixture with a toy kernel family (optimizer_test.cpp, optimizer_resume_test.cpp).
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -77,6 +79,11 @@ class FakeWorker : public worker::Worker {
   worker::TimeResult time(const worker::TimeRequest& request, double) override {
     ++times;
     if (crash_at_time == times) throw Error("simulated orchestrator crash");
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
+    if (request.policy.min_repetitions == full_rung_repetitions) {
+      ++full_times;
+      if (crash_at_full_time == full_times) throw Error("simulated crash in rung 2");
+    }
     const std::string& path = paths_.at(request.handle);
     double ms = 10.0;
     if (path.find("reference") != std::string::npos) ms = 20.0;
@@ -98,7 +105,13 @@ class FakeWorker : public worker::Worker {
   int times = 0;
   /// The time() call (1-based) that throws, as if the orchestrator died there; 0: none.
   int crash_at_time = 0;
+  /// Rung-2 time() calls (recognized by the full policy's repetitions) so far, and the one
+  /// (1-based) that throws; 0: none.
+  int full_times = 0;
+  int crash_at_full_time = 0;
+  int full_rung_repetitions = evaluation::EvaluationPolicy{}.full.min_repetitions;
   int64_t memory_bytes = 0;  // 0: unknown (no fit check)
+  double delay_ms = 0.0;     // real time each time() call takes (a slower device)
   /// Candidates (by artifact path) that run 100x slower on a workload.
   std::function<bool(const std::string& path, const std::string& workload)> slow_on;
 
@@ -160,11 +173,19 @@ decomposition = "row_tiled"
   OptimizeResult run_in(const fs::path& dir, OptimizeOptions options, FakeWorker& worker,
                         std::vector<std::string>* lines = nullptr,
                         const std::function<void(Optimizer&)>& setup = {}) {
+    return run_pool(dir, options, {&worker}, lines, setup);
+  }
+
+  /// run_in with a pool of candidate workers.
+  OptimizeResult run_pool(const fs::path& dir, OptimizeOptions options,
+                          std::vector<worker::Worker*> workers,
+                          std::vector<std::string>* lines = nullptr,
+                          const std::function<void(Optimizer&)>& setup = {}) {
     generation::TemplatesGenerator generator(
         generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
     report::RunDirectory run_dir(dir, options.resume ? report::RunDirectory::Mode::resume
                                                      : report::RunDirectory::Mode::create);
-    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker,
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, workers,
                         reference_worker_, run_dir,
                         [&](const std::string& line) {
                           if (lines) lines->push_back(line);

@@ -41,6 +41,22 @@ double RunJournal::recorded_device_s(const std::string& candidate_id) const {
   return seconds;
 }
 
+double RunJournal::recorded_rung_s(const std::string& candidate_id,
+                                   const std::string& rung) const {
+  double seconds = 0.0;
+  for (const report::RungRow& row : db_->rungs(candidate_id)) {
+    if (row.rung == rung) seconds += row.seconds;
+  }
+  return seconds;
+}
+
+bool RunJournal::has_rung(const std::string& candidate_id, const std::string& rung) const {
+  for (const report::RungRow& row : db_->rungs(candidate_id)) {
+    if (row.rung == rung) return true;
+  }
+  return false;
+}
+
 std::optional<nlohmann::json> RunJournal::recorded(const std::string& kind,
                                                    const std::string& key) const {
   auto it = decisions_.find(decision_key(kind, key));

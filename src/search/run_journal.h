@@ -4,7 +4,10 @@
 // Decisions are JSON objects with a "kind" and a "key" (unique per kind within a run), e.g.
 //   plan         key "step:3"      the moves the policy chose for a step, and the rng state after
 //   acceptance   key <challenger>  a paired comparison with the best: faster / slower / tie
-//   outcome      key <candidate>   promoted (new best), pruned (correct, not better) or rejected
+//   outcome      key <candidate>   accepted (new best), not_better (correct, not faster beyond
+//                                  noise) or rejected (failed the gate or the quick rung)
+//   promotion    key <candidate>   promoted to rung 2 or pruned by successive halving, with the
+//                                  score S(p, 1), its rank, the quota and why (scheduler.h)
 //   evidence     key "step:3:1"    the memory evidence of one move was written to the store
 //   full_rung    key <candidate>   rung 2's geomean speedup (or failure) of one candidate
 //   full_choice  key <ids>         which candidate the final rung takes, and why
@@ -45,6 +48,10 @@ class RunJournal {
   /// Seconds the candidate worker spent on `candidate_id` during the search: the sum of its
   /// recorded rungs other than rung 2 ("full") and the final rung.
   double recorded_device_s(const std::string& candidate_id) const;
+  /// Seconds recorded for `candidate_id`'s rung named `rung` ("full", "final", ...), summed.
+  double recorded_rung_s(const std::string& candidate_id, const std::string& rung) const;
+  /// Whether `candidate_id` has a recorded rung named `rung`.
+  bool has_rung(const std::string& candidate_id, const std::string& rung) const;
 
   /// The decision of `kind` with `key`, if one was recorded (this session or an earlier one).
   std::optional<nlohmann::json> recorded(const std::string& kind, const std::string& key) const;

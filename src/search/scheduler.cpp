@@ -1,0 +1,94 @@
+#include "search/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace kforge::search {
+
+std::string to_string(Fidelity fidelity) {
+  return fidelity == Fidelity::full ? "full" : "ladder";
+}
+
+Fidelity parse_fidelity(const std::string& text) {
+  if (text == "ladder") return Fidelity::ladder;
+  if (text == "full") return Fidelity::full;
+  throw Error("--fidelity: '" + text + "' is not a fidelity (expected ladder or full)");
+}
+
+void validate_eta(double eta) {
+  if (!std::isfinite(eta) || eta <= 1.0) {
+    throw Error(fmt::format("--eta: {} is not a halving ratio (expected a number > 1, e.g. 3: the "
+                            "top third of each step's candidates reach rung 2; to give every "
+                            "candidate rung 2 use --fidelity full)",
+                            eta));
+  }
+}
+
+int median_upper_rank(int n, double level) {
+  if (n <= 0) return 0;
+  // P(Binomial(n, 1/2) <= k), accumulated in doubles: n stays in the hundreds at most.
+  const double target = (1.0 + level) / 2.0;
+  double cdf = 0.0;
+  double term = std::pow(0.5, n);  // P(X = 0)
+  for (int k = 0; k < n; ++k) {
+    cdf += term;
+    if (cdf >= target) return std::min(n, k + 1);
+    term *= static_cast<double>(n - k) / static_cast<double>(k + 1);
+  }
+  return n;
+}
+
+double quick_score(std::span<const double> samples_ms, double reference_ms, double level) {
+  if (samples_ms.empty() || reference_ms <= 0.0) return 0.0;
+  std::vector<double> sorted(samples_ms.begin(), samples_ms.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() <= 0.0) return 0.0;
+  const int u = median_upper_rank(static_cast<int>(sorted.size()), level);
+  return reference_ms / sorted[static_cast<size_t>(u - 1)];
+}
+
+std::vector<Promotion> successive_halving(std::span<const Contender> cohort, double eta,
+                                          Fidelity fidelity) {
+  const int n = static_cast<int>(cohort.size());
+  std::vector<int> order(cohort.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return cohort[a].score > cohort[b].score; });
+  const int quota =
+      fidelity == Fidelity::full ? n : static_cast<int>(std::ceil(static_cast<double>(n) / eta));
+  std::vector<Promotion> decisions(cohort.size());
+  for (int rank = 1; rank <= n; ++rank) {
+    const int i = order[static_cast<size_t>(rank - 1)];
+    const Contender& c = cohort[static_cast<size_t>(i)];
+    Promotion& p = decisions[static_cast<size_t>(i)];
+    p.id = c.id;
+    p.rank = rank;
+    p.quota = quota;
+    if (fidelity == Fidelity::full) {
+      p.promoted = true;
+      p.reason = "fidelity full: every correct candidate gets rung 2";
+    } else if (rank <= quota) {
+      p.promoted = true;
+      p.reason = fmt::format("S = {:.3f}x (lower bound of the quick speedup) ranks {} of {}, "
+                             "within the top ceil({}/{:g}) = {}",
+                             c.score, rank, n, n, eta, quota);
+    } else if (c.is_best) {
+      p.promoted = true;
+      p.reason = fmt::format("the search's best (accepted by a paired comparison), although "
+                             "S = {:.3f}x ranks {} of {}, outside the top {}",
+                             c.score, rank, n, quota);
+    } else {
+      p.reason = fmt::format("S = {:.3f}x (lower bound of the quick speedup) ranks {} of {}, "
+                             "outside the top ceil({}/{:g}) = {}",
+                             c.score, rank, n, n, eta, quota);
+    }
+  }
+  return decisions;
+}
+
+}  // namespace kforge::search
