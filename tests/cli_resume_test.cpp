@@ -126,7 +126,8 @@ TEST_F(CliResumeTest, BadPoolFlagsAreClearErrors) {
            {{"--workers", "0"}, "--workers", 2},
            {{"--devices", "0,1"}, "--devices applies to the cuda backend", 1},
            {{"--backend", "cuda", "--devices", "0,0"}, "device 0 is listed twice", 1},
-           {{"--backend", "cuda", "--workers", "2"}, "--workers applies to the cpu backend", 1}}) {
+           {{"--backend", "cuda", "--workers", "2"}, "--workers applies to the cpu backend", 1},
+           {{"--device", "1", "--devices", "0,1"}, "--device excludes --devices", 2}}) {
     const fs::path run = dir_ / "run";
     std::vector<std::string> args = optimize_args(run);
     for (size_t i = 0; i + 1 < c.flags.size(); i += 2) {

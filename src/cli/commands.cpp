@@ -86,8 +86,9 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--cuda-arch", options.cuda_arch, "nvcc -arch for cuda candidates")
       ->envname("KFORGE_CUDA_ARCH")
       ->capture_default_str();
-  optimize->add_option("--device", options.device, "Device index for the worker")
-      ->envname("KFORGE_DEVICE")
+  CLI::Option* device_option =
+      optimize->add_option("--device", options.device, "Device index for the worker");
+  device_option->envname("KFORGE_DEVICE")
       ->check(CLI::Range(0, 1023))
       ->capture_default_str();
   optimize->add_option("--devices", options.devices,
@@ -95,7 +96,8 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
                        "its device to itself; the reference runs on the first)")
       ->envname("KFORGE_DEVICES")
       ->delimiter(',')
-      ->check(CLI::Range(0, 1023));
+      ->check(CLI::Range(0, 1023))
+      ->excludes(device_option);  // one way to say where the workers run, never two
   optimize->add_option("--workers", options.workers,
                        "cpu: candidate worker processes evaluating a step's candidates "
                        "concurrently (they share the cores: timings are noisier above 1)")
