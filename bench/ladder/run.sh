@@ -7,7 +7,12 @@
 # Writes OUT/ladder_BACKEND.json and OUT/ladder_BACKEND.md (bench/ladder/summarize.py).
 #
 # usage: bench/ladder/run.sh [--backend cpu|cuda] [--out DIR] [--kforge PATH]
-#                            [--machine "words"] [--tasks "rmsnorm softmax"] [-- optimize flags...]
+#                            [--machine "words"] [--tasks "rmsnorm softmax"] [--commit SHA]
+#                            [--no-summary] [-- optimize flags...]
+# --commit names the commit measured when the tree is a copy without a usable git (the GPU
+# machine's copy reports a stale HEAD); --no-summary keeps the result.json files under
+# OUT/runs-BACKEND for a later summarize.py over several batches (one device call is limited to
+# 10 minutes, the eight examples twice take longer).
 # e.g.   bench/ladder/run.sh --backend cuda --machine "1x NVIDIA H200" -- --device 0
 set -euo pipefail
 
@@ -17,6 +22,8 @@ out="$root/bench/ladder"
 kforge="$root/build/release/kforge"
 machine="$(uname -n), $(nproc) cores"
 tasks=""
+commit=""
+summary=1
 extra=()
 while (($#)); do
   case "$1" in
@@ -25,6 +32,8 @@ while (($#)); do
     --kforge) kforge=$2; shift 2 ;;
     --machine) machine=$2; shift 2 ;;
     --tasks) tasks=$2; shift 2 ;;
+    --commit) commit=$2; shift 2 ;;
+    --no-summary) summary=0; shift ;;
     --) shift; extra=("$@"); break ;;
     *) echo "bench/ladder/run.sh: unknown argument '$1' (see the header for usage)" >&2; exit 2 ;;
   esac
@@ -50,8 +59,14 @@ for task in $tasks; do
     results+=("$work/$name.result.json")
   done
 done
-python3 "$root/bench/ladder/summarize.py" --backend "$backend" --machine "$machine" \
-  --commit "$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo -dirty)" \
-  --flags "${extra[*]:-}" --out "$out/ladder_$backend" "${results[@]}"
 rm -rf "$work"/*.cache
+if ((summary == 0)); then
+  echo "kept ${#results[@]} result files under $work (no summary)" >&2
+  exit 0
+fi
+if [[ -z "$commit" ]]; then
+  commit="$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo -dirty)"
+fi
+python3 "$root/bench/ladder/summarize.py" --backend "$backend" --machine "$machine" \
+  --commit "$commit" --flags "${extra[*]:-}" --out "$out/ladder_$backend" "${results[@]}"
 echo "wrote $out/ladder_$backend.json and $out/ladder_$backend.md" >&2
