@@ -2,7 +2,9 @@
 // every variant of every family, at its default point and at every one-parameter change from it,
 // is compiled by the ToolchainCompiler and must pass the gate (every gate workload, several seeds
 // and input distributions, two calls, NaN-poisoned outputs) of its bundled task
-// examples/<family>/task.toml, against that task's reference in a separate worker.
+// examples/<task>/task.toml, against that task's reference in a separate worker. A task names its
+// family; the kernels are built for the element type of its first input (an fp16/bf16 task checks
+// the variants whose family.toml `dtypes` list that type).
 //
 // cpu (suite KernelFamilies/CpuFamilyPoint, runs in CI): the timed workloads are dropped and the
 // largest gate workload is timed instead, so the suite stays small on a CI machine.
@@ -35,33 +37,51 @@ namespace kforge {
 namespace {
 namespace fs = std::filesystem;
 
-// Families with a bundled task of the same name under examples/.
-const char* const kFamilies[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
-                                 "layernorm", "rmsnorm_channels", "relu",    "gelu"};
+// Bundled tasks (examples/<name>/task.toml) whose family's built-in kernels are checked. A task
+// is checked on each backend it has a reference for.
+const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
+                              "layernorm", "rmsnorm_channels", "relu",    "gelu"};
 
 struct FamilyPoint {
-  std::string backend, family;
+  std::string backend, task, family, dtype;
   generation::TemplatePoint point;
 };
 void PrintTo(const FamilyPoint& p, std::ostream* out) {
-  *out << p.backend << "/" << p.family << "/" << p.point.id();
+  *out << p.backend << "/" << p.task << "/" << p.point.id();
+}
+
+std::string task_path(const std::string& task) {
+  return worker::testing::source_root() + "/examples/" + task + "/task.toml";
+}
+
+/// Element type the kernels are built for: that of the task's first input.
+std::string element_dtype(const Task& task) {
+  for (const TensorSpec& tensor : task.signature.tensors) {
+    if (tensor.role == TensorRole::input) return to_string(tensor.dtype);
+  }
+  return "f32";
 }
 
 std::string kernels_root() { return worker::testing::source_root() + "/kernels"; }
 
-/// Default point of each variant plus every one-parameter change from it.
+/// Default point of each variant that takes the task's element type plus every one-parameter
+/// change from it, for every task with a reference on `backend`.
 std::vector<FamilyPoint> points_for(const std::string& backend) {
   std::vector<FamilyPoint> points;
-  for (const char* family : kFamilies) {
-    const generation::KernelFamily loaded = generation::load_family(kernels_root(), backend, family);
+  for (const char* task_name : kTasks) {
+    const Task task = load_task(task_path(task_name));
+    if (!task.reference_paths.count(backend)) continue;
+    const std::string dtype = element_dtype(task);
+    const generation::KernelFamily loaded = generation::for_dtype(
+        generation::load_family(kernels_root(), backend, task.family), dtype);
     for (const generation::TemplateVariant& variant : loaded.variants) {
       const generation::TemplatePoint base = generation::default_point(variant);
-      points.push_back({backend, family, base});
+      points.push_back({backend, task_name, task.family, dtype, base});
       for (const generation::TemplateParam& param : variant.params) {
         for (size_t i = 1; i < param.values.size(); ++i) {
           generation::TemplatePoint changed = base;
           changed.params[param.name] = param.values[i];
-          points.push_back({backend, family, changed});
+          points.push_back({backend, task_name, task.family, dtype, changed});
         }
       }
     }
@@ -70,7 +90,7 @@ std::vector<FamilyPoint> points_for(const std::string& backend) {
 }
 
 std::string point_name(const ::testing::TestParamInfo<FamilyPoint>& info) {
-  std::string name = info.param.family + "_" + info.param.point.variant;
+  std::string name = info.param.task + "_" + info.param.point.variant;
   for (const auto& [param, value] : info.param.point.params) name += "_" + param + value;
   for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name;
@@ -105,8 +125,8 @@ evaluation::EvaluationPolicy test_policy() {
 }
 
 /// The bundled task; on cpu its timed workloads are replaced by its largest gate workload.
-Task task_for(const std::string& family, const std::string& backend) {
-  Task task = load_task(worker::testing::source_root() + "/examples/" + family + "/task.toml");
+Task task_for(const std::string& task_name, const std::string& backend) {
+  Task task = load_task(task_path(task_name));
   if (backend != "cpu") return task;
   std::erase_if(task.workloads, [](const Workload& w) { return w.timed; });
   if (task.workloads.empty()) throw Error(task.source_path + ": no gate workload");
@@ -119,7 +139,7 @@ Task task_for(const std::string& family, const std::string& backend) {
   return task;
 }
 
-// One prepared Evaluator per (family, backend), shared by all that family's points.
+// One prepared Evaluator per (task, backend), shared by all that task's points.
 struct Harness {
   Task task;
   std::unique_ptr<worker::ProcessWorker> candidates;
@@ -130,8 +150,8 @@ struct Harness {
   std::string error;  // preparing failed
 };
 
-void prepare(Harness& harness, const std::string& family, const std::string& backend) {
-  harness.task = task_for(family, backend);
+void prepare(Harness& harness, const std::string& task_name, const std::string& backend) {
+  harness.task = task_for(task_name, backend);
   harness.reference =
       std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), backend, 0);
   try {
@@ -146,7 +166,8 @@ void prepare(Harness& harness, const std::string& family, const std::string& bac
   harness.evaluator = std::make_unique<evaluation::Evaluator>(
       *harness.candidates, *harness.reference, harness.task, test_policy());
   harness.generator = std::make_unique<generation::TemplatesGenerator>(
-      generation::load_family(kernels_root(), backend, family));
+      generation::load_family(kernels_root(), backend, harness.task.family),
+      element_dtype(harness.task));
   const std::string& reference_path = harness.task.reference_paths.at(backend);
   const compile::Artifact reference = compiler().compile(
       {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
@@ -154,22 +175,22 @@ void prepare(Harness& harness, const std::string& family, const std::string& bac
   harness.evaluator->prepare(reference);
 }
 
-Harness& harness_for(const std::string& family, const std::string& backend) {
+Harness& harness_for(const std::string& task_name, const std::string& backend) {
   static std::map<std::string, std::unique_ptr<Harness>> all;
-  std::unique_ptr<Harness>& slot = all[family + "/" + backend];
+  std::unique_ptr<Harness>& slot = all[task_name + "/" + backend];
   if (!slot) {
     slot = std::make_unique<Harness>();
     try {
-      prepare(*slot, family, backend);
+      prepare(*slot, task_name, backend);
     } catch (const std::exception& e) {
-      slot->error = "preparing " + family + " (" + backend + "): " + e.what();
+      slot->error = "preparing " + task_name + " (" + backend + "): " + e.what();
     }
   }
   return *slot;
 }
 
 void check_point(const FamilyPoint& p) {
-  Harness& harness = harness_for(p.family, p.backend);
+  Harness& harness = harness_for(p.task, p.backend);
   if (!harness.skip.empty()) GTEST_SKIP() << harness.skip;
   ASSERT_TRUE(harness.error.empty()) << harness.error;
   const generation::Proposal proposal = harness.generator->make_proposal(p.point);
@@ -192,20 +213,23 @@ INSTANTIATE_TEST_SUITE_P(KernelFamilies, CpuFamilyPoint, ::testing::ValuesIn(poi
 INSTANTIATE_TEST_SUITE_P(Gpu, CudaFamilyPoint, ::testing::ValuesIn(points_for("cuda")),
                          point_name);
 
-// Every family listed here has its task and both backends' kernels, and every task has a
+// Every fp32 task listed here has both backends' references and kernels, and every task has a
 // gate workload with a size that is not a multiple of 32 (the tails the kernels must handle).
-TEST(KernelFamiliesList, EveryFamilyHasATaskAndBothBackends) {
-  for (const char* family : kFamilies) {
-    const Task task = load_task(worker::testing::source_root() + "/examples/" + family +
-                                "/task.toml");
-    EXPECT_EQ(task.family, family);
-    EXPECT_TRUE(task.reference_paths.count("cpu")) << family;
-    EXPECT_TRUE(task.reference_paths.count("cuda")) << family;
+TEST(KernelFamiliesList, EveryTaskHasItsBackendsAndATail) {
+  for (const char* task_name : kTasks) {
+    const Task task = load_task(task_path(task_name));
+    EXPECT_TRUE(task.reference_paths.count("cuda")) << task_name;
+    if (element_dtype(task) == "f32") EXPECT_TRUE(task.reference_paths.count("cpu")) << task_name;
+    for (const auto& [backend, path] : task.reference_paths) {
+      EXPECT_NO_THROW(generation::for_dtype(
+          generation::load_family(kernels_root(), backend, task.family), element_dtype(task)))
+          << task_name << " on " << backend;
+    }
     bool has_tail = false;
     for (const Workload& w : task.workloads) {
       for (const auto& [dim, value] : w.dims) has_tail = has_tail || (!w.timed && value % 32 != 0);
     }
-    EXPECT_TRUE(has_tail) << family;
+    EXPECT_TRUE(has_tail) << task_name;
   }
 }
 

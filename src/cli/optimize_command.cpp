@@ -141,6 +141,14 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
   return generation::load_family(kernels.string(), backend, task.family);
 }
 
+/// The element type the built-in kernels are compiled for: that of the first input tensor.
+std::string element_dtype(const Task& task) {
+  for (const TensorSpec& tensor : task.signature.tensors) {
+    if (tensor.role == TensorRole::input) return to_string(tensor.dtype);
+  }
+  return "f32";
+}
+
 }  // namespace
 
 namespace {
@@ -214,7 +222,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     if (!options.search.budget.max_cost_usd) options.search.budget.max_cost_usd = 1.0;
     llm_config = resolve_llm_config(options.llm);  // no endpoint: a clear error, nothing written
   } else {
-    templates = std::make_unique<generation::TemplatesGenerator>(load_family_for(task, root, backend));
+    templates = std::make_unique<generation::TemplatesGenerator>(
+        load_family_for(task, root, backend), element_dtype(task));
   }
 
   compile::ToolchainOptions toolchain;

@@ -1,6 +1,8 @@
 #include "generation/kernel_family.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include <toml++/toml.h>
 
@@ -44,6 +46,20 @@ TemplateVariant read_variant(const toml::table& table, const fs::path& dir,
   }
   variant.decomposition = table["decomposition"].value_or(variant.name);
   variant.description = table["description"].value_or(std::string());
+  if (const toml::node* node = table.get("dtypes")) {
+    const toml::array* dtypes = node->as_array();
+    if (dtypes == nullptr || dtypes->empty()) {
+      throw Error(where + ".dtypes: expected a non-empty array of \"f32\", \"f16\", \"bf16\"");
+    }
+    variant.dtypes.clear();
+    for (const toml::node& value : *dtypes) {
+      auto text = value.value<std::string>();
+      if (!text || (*text != "f32" && *text != "f16" && *text != "bf16")) {
+        throw Error(where + ".dtypes: values must be \"f32\", \"f16\" or \"bf16\"");
+      }
+      variant.dtypes.push_back(*text);
+    }
+  }
   if (const toml::table* params = table["params"].as_table()) {
     for (const auto& [key, node] : *params) {
       TemplateParam param;
@@ -95,6 +111,32 @@ KernelFamily load_family(const std::string& kernels_root, const std::string& bac
     result.variants.push_back(read_variant(*(*variants)[i].as_table(), dir, where));
   }
   return result;
+}
+
+KernelFamily for_dtype(const KernelFamily& family, const std::string& dtype) {
+  KernelFamily result = family;
+  result.variants.clear();
+  std::set<std::string> supported;
+  for (const TemplateVariant& variant : family.variants) {
+    supported.insert(variant.dtypes.begin(), variant.dtypes.end());
+    if (std::find(variant.dtypes.begin(), variant.dtypes.end(), dtype) != variant.dtypes.end()) {
+      result.variants.push_back(variant);
+    }
+  }
+  if (result.variants.empty()) {
+    std::string list;
+    for (const std::string& name : supported) list += (list.empty() ? "" : ", ") + name;
+    throw Error("the built-in " + family.backend + " kernels of family '" + family.family +
+                "' do not take " + dtype + " inputs (their variants take: " + list + ")");
+  }
+  return result;
+}
+
+std::string dtype_define(const std::string& dtype) {
+  if (dtype == "f32") return "KF_DTYPE_F32";
+  if (dtype == "f16") return "KF_DTYPE_F16";
+  if (dtype == "bf16") return "KF_DTYPE_BF16";
+  throw Error("no KF_DTYPE for element type '" + dtype + "' (expected f32, f16 or bf16)");
 }
 
 std::string TemplatePoint::id() const {

@@ -22,6 +22,9 @@ struct TemplateVariant {
   std::string decomposition;         // parallel decomposition, e.g. "warp_per_row"
   std::string description;
   std::vector<TemplateParam> params;
+  /// Element types of the first input the source compiles for (family.toml `dtypes`, default
+  /// {"f32"}); the generator passes the task's one as KF_DTYPE (include/kforge/elem.cuh).
+  std::vector<std::string> dtypes{"f32"};
 
   /// The parameter called `name`, or nullptr.
   const TemplateParam* param(const std::string& name) const;
@@ -40,6 +43,14 @@ struct KernelFamily {
 /// when it is missing or malformed, or when a variant's source file does not exist.
 KernelFamily load_family(const std::string& kernels_root, const std::string& backend,
                          const std::string& family);
+
+/// The family restricted to the variants that compile for element type `dtype` ("f32", "f16",
+/// "bf16"). Throws Error naming the family and the types its variants support when none does.
+KernelFamily for_dtype(const KernelFamily& family, const std::string& dtype);
+
+/// The KF_DTYPE value for a dtype name: "KF_DTYPE_F32", "KF_DTYPE_F16" or "KF_DTYPE_BF16";
+/// Throws Error for any other name.
+std::string dtype_define(const std::string& dtype);
 
 /// A point of the template space: a variant plus a value for each of its parameters.
 struct TemplatePoint {

@@ -80,7 +80,8 @@ bool apply_edit(const KernelFamily& family, TemplatePoint& point, const memory::
   return true;
 }
 
-TemplatesGenerator::TemplatesGenerator(KernelFamily family) : family_(std::move(family)) {}
+TemplatesGenerator::TemplatesGenerator(KernelFamily family, std::string dtype)
+    : family_(for_dtype(family, dtype)), dtype_(std::move(dtype)) {}
 
 Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
   const TemplateVariant* variant = family_.variant(point.variant);
@@ -100,6 +101,8 @@ Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
     }
     proposal.job.defines["KF_" + name] = value;
   }
+  // f32 builds keep the sources' default, so their artifacts and ids are unchanged.
+  if (dtype_ != "f32") proposal.job.defines["KF_DTYPE"] = dtype_define(dtype_);
   return proposal;
 }
 

@@ -8,7 +8,10 @@ namespace kforge::generation {
 
 class TemplatesGenerator : public Generator {
  public:
-  explicit TemplatesGenerator(KernelFamily family);
+  /// `dtype` is the element type of the task's first input ("f32", "f16", "bf16"): only the
+  /// variants that take it are searched, and non-f32 builds get -DKF_DTYPE=KF_DTYPE_<TYPE>.
+  /// Throws Error when no variant of the family takes it.
+  explicit TemplatesGenerator(KernelFamily family, std::string dtype = "f32");
   std::string name() const override { return "templates"; }
   std::vector<Proposal> initial_proposals() override;
   std::optional<Proposal> apply(const Proposal& parent, const memory::Strategy& strategy) override;
@@ -20,6 +23,7 @@ class TemplatesGenerator : public Generator {
 
  private:
   KernelFamily family_;
+  std::string dtype_;
 };
 
 /// Applies one edit to `point` within `variant`'s allowed values (ops as in memory::ParamEdit).

@@ -33,6 +33,7 @@ ACCUMULATORS = [1, 2, 4, 8]
 name = "simd"
 source = "b.cpp"
 decomposition = "row_simd"
+dtypes = ["f32", "bf16"]
 [variants.params]
 ACCUMULATORS = [4, 1, 2]
 PARALLEL = [0, 1]
@@ -112,6 +113,45 @@ TEST_F(TemplatesGeneratorTest, MissingFamilyIsAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no built-in kernels for family 'toy' on backend 'cuda'"),
               std::string::npos);
+  }
+}
+
+TEST_F(TemplatesGeneratorTest, OnlyVariantsTakingTheTaskDtypeAreSearchedWithItsDefine) {
+  KernelFamily family = load_family(root_.string(), "cpu", "toy");
+  EXPECT_EQ(family.variants[0].dtypes, std::vector<std::string>{"f32"});  // the default
+  TemplatesGenerator bf16(family, "bf16");
+  std::vector<Proposal> proposals = bf16.initial_proposals();
+  ASSERT_EQ(proposals.size(), 1u);
+  EXPECT_EQ(proposals[0].point.variant, "simd");
+  EXPECT_EQ(proposals[0].job.defines.at("KF_DTYPE"), "KF_DTYPE_BF16");
+  // A variant switch to one that does not take bf16 is not applicable.
+  EXPECT_FALSE(bf16.apply(proposals[0], strategy({{"", "variant", "serial"}})).has_value());
+  // f32 keeps the sources' default: no KF_DTYPE define.
+  TemplatesGenerator f32(family);
+  EXPECT_EQ(f32.initial_proposals()[0].job.defines.count("KF_DTYPE"), 0u);
+  try {
+    TemplatesGenerator f16(family, "f16");
+    FAIL() << "no variant takes f16";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("do not take f16 inputs (their variants take: bf16, f32)"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TemplatesGeneratorTest, MalformedDtypesNameTheField) {
+  std::ofstream(root_ / "cpu" / "toy" / "family.toml") << R"(
+family = "toy"
+[[variants]]
+name = "serial"
+source = "a.cpp"
+dtypes = ["f8"]
+)";
+  try {
+    load_family(root_.string(), "cpu", "toy");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("variants[0].dtypes: values must be"), std::string::npos)
+        << e.what();
   }
 }
 
