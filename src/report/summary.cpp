@@ -1,6 +1,8 @@
 #include "report/summary.h"
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -40,6 +42,27 @@ std::string budget_line(const nlohmann::json& result) {
       of("max_cost_usd"), budget->value("stopped_by", "?"));
 }
 
+double number_or(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+/// "kernelbench 37.67x, llm 0.03x" from the best's rung-2 speedups, and the names of the timed
+/// workloads where it is slower than the reference; empty when rung 2 has fewer than 2 entries.
+std::pair<std::string, std::string> workload_lines(const nlohmann::json& best) {
+  const nlohmann::json none = nlohmann::json::array();
+  const nlohmann::json& each = best.contains("full_workload_speedups") ? best["full_workload_speedups"] : none;
+  if (!each.is_array() || each.size() < 2) return {};
+  std::string all, slower;
+  for (const auto& w : each) {
+    const std::string name = w.value("workload", "?");
+    const double speedup = w.value("speedup", 0.0);
+    all += fmt::format("{}{} {:.2f}x", all.empty() ? "" : ", ", name, speedup);
+    if (speedup < 1.0) slower += fmt::format("{}{} ({:.2f}x)", slower.empty() ? "" : ", ", name, speedup);
+  }
+  return {all, slower};
+}
+
 }  // namespace
 
 std::string render_console_summary(const nlohmann::json& result, const std::string& task_name) {
@@ -74,6 +97,14 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
   text += fmt::format("  speedup:    {:.2f}x  [{:.0f}% CI {:.2f}x .. {:.2f}x]\n",
                       speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
                       speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+  if (const auto [all, slower] = workload_lines(result.at("best")); !all.empty()) {
+    text += fmt::format("  workloads:  {} (rung 2, geomean {:.2f}x)\n", all,
+                        number_or(result.at("best"), "full_geomean_speedup"));
+    if (!slower.empty()) {
+      text += "  warning:    slower than the reference on " + slower +
+              ": the speedup above is the primary timed workload's only\n";
+    }
+  }
   text += fmt::format("  bandwidth:  {:.1f} GB/s achieved ({:.1f} GB/s reference), {:.1f} MB moved per call\n",
                       final.value("achieved_gbps", 0.0), final.value("reference_gbps", 0.0),
                       static_cast<double>(result.value("bytes_moved", int64_t{0})) / 1e6);
@@ -120,6 +151,14 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
                         "timed in interleaved rounds).\n",
                         speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
                         speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+    if (const auto [all, slower] = workload_lines(result.at("best")); !all.empty()) {
+      text += fmt::format("\nEvery timed workload (rung 2): {}; geomean {:.3f}x.\n", all,
+                          number_or(result.at("best"), "full_geomean_speedup"));
+      if (!slower.empty()) {
+        text += "**Slower than the reference on " + slower +
+                "**: the speedup above is the primary timed workload's only.\n";
+      }
+    }
     if (const auto profile = result.find("profile"); profile != result.end() && profile->is_object()) {
       text += fmt::format("\n## Profile of the best (Nsight Compute, workload '{}')\n\n",
                           profile->value("workload", ""));

@@ -16,13 +16,23 @@ namespace {
 
 /// Rung 2's outcome for one candidate, as recorded in the run database.
 nlohmann::json full_rung_decision(const std::string& id, const evaluation::FullRung& full) {
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const evaluation::FullRung::Entry& e : full.workloads) {
+    workloads.push_back({{"workload", e.workload}, {"speedup", e.speedup}});
+  }
   return {{"candidate", id},
           {"verdict", to_string(full.verdict)},
           {"message", full.message},
-          {"geomean_speedup", full.geomean_speedup}};
+          {"geomean_speedup", full.geomean_speedup},
+          {"workload_speedups", workloads}};
 }
 
 }  // namespace
+
+std::string Optimizer::decomposition_of(const std::string& id) const {
+  const auto it = proposals_.find(id);
+  return it == proposals_.end() ? std::string() : it->second.point.variant;
+}
 
 void Optimizer::promote_cohort(int step) {
   std::vector<CandidateRecord*> members;
@@ -30,14 +40,24 @@ void Optimizer::promote_cohort(int step) {
   for (CandidateRecord& r : records_) {
     if (r.verdict != Verdict::ok || !r.median_ms || !r.promotion.empty()) continue;
     members.push_back(&r);
-    cohort.push_back({r.id, r.quick_score, best_ && best_->id == r.id});
+    Contender c{r.id, r.quick_score, best_ && best_->id == r.id};
+    c.decomposition = decomposition_of(r.id);
+    for (const CandidateRecord& other : records_) {
+      c.decomposition_covered = c.decomposition_covered ||
+                                (other.rung >= 2 && decomposition_of(other.id) == c.decomposition);
+    }
+    cohort.push_back(std::move(c));
   }
   if (members.empty()) return;
   if (interrupts() >= 2) {
     result_.final_skipped = true;
     return;
   }
-  const std::vector<Promotion> rule = successive_halving(cohort, options_.eta, options_.fidelity);
+  const bool several_timed =
+      std::count_if(task_.workloads.begin(), task_.workloads.end(),
+                    [](const Workload& w) { return w.timed; }) >= 2;
+  const std::vector<Promotion> rule =
+      successive_halving(cohort, options_.eta, options_.fidelity, several_timed);
   for (size_t i = 0; i < members.size(); ++i) {
     CandidateRecord& record = *members[i];
     // Decided once per run: a resumed run replays the recorded decision.
@@ -143,8 +163,16 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
     return;
   }
   record.full_geomean_speedup = decided->at("geomean_speedup").get<double>();
-  progress_(fmt::format("  geomean speedup {:.3f}x over every timed workload",
-                        *record.full_geomean_speedup));
+  record.full_workloads.clear();
+  std::string each;  // runs recorded before workload_speedups existed have only the geomean
+  for (const auto& w : decided->value("workload_speedups", nlohmann::json::array())) {
+    record.full_workloads.emplace_back(w.at("workload").get<std::string>(),
+                                       w.at("speedup").get<double>());
+    each += fmt::format("{}{} {:.3f}x", each.empty() ? " (" : ", ",
+                        record.full_workloads.back().first, record.full_workloads.back().second);
+  }
+  progress_(fmt::format("  geomean speedup {:.3f}x over every timed workload{}",
+                        *record.full_geomean_speedup, each.empty() ? "" : each + ")"));
 }
 
 std::string Optimizer::choose_final(const std::string& best_id) {

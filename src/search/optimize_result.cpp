@@ -20,6 +20,11 @@ nlohmann::json record_json(const CandidateRecord& r) {
   j["log_gain"] = optional_json(r.log_gain);
   j["acceptance"] = r.acceptance;
   j["full_geomean_speedup"] = optional_json(r.full_geomean_speedup);
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const auto& [workload, speedup] : r.full_workloads) {
+    workloads.push_back({{"workload", workload}, {"speedup", speedup}});
+  }
+  j["full_workload_speedups"] = workloads;
   j["device_s"] = r.device_s;
   j["quick_score"] = r.quick_score;
   j["promotion"] = r.promotion;

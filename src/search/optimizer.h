@@ -144,6 +144,8 @@ struct CandidateRecord {
   std::string source_file;         // path of the candidate's standalone source in the run dir
   /// Rung 2: geomean speedup over the reference across every timed workload, when it ran.
   std::optional<double> full_geomean_speedup;
+  /// Rung 2 per timed workload: (workload name, speedup over the reference), in task order.
+  std::vector<std::pair<std::string, double>> full_workloads;
   std::string build_log;           // the compiler's output (feedback for repairs)
   double device_s = 0.0;           // candidate-worker seconds its gate and quick rungs took
   bool replayed = false;           // restored from the run database on resume
@@ -310,6 +312,9 @@ class Optimizer {
   /// records each decision (kind "promotion"; replayed on resume), and runs rung 2 on the
   /// promoted in the cohort's order. A second Ctrl-C skips it (final_skipped).
   void promote_cohort(int step);
+  /// The template variant of candidate `id` (its parallel decomposition); empty for LLM
+  /// candidates and unknown ids.
+  std::string decomposition_of(const std::string& id) const;
   /// Rung 2 of `record` (or its recorded result on resume; or `measured`, run by the pool):
   /// records it, sets full_geomean_speedup when it passed, rung = 2, and adds its seconds to
   /// the device budget.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -53,7 +54,7 @@ double quick_score(std::span<const double> samples_ms, double reference_ms, doub
 }
 
 std::vector<Promotion> successive_halving(std::span<const Contender> cohort, double eta,
-                                          Fidelity fidelity) {
+                                          Fidelity fidelity, bool cover_decompositions) {
   const int n = static_cast<int>(cohort.size());
   std::vector<int> order(cohort.size());
   std::iota(order.begin(), order.end(), 0);
@@ -62,6 +63,10 @@ std::vector<Promotion> successive_halving(std::span<const Contender> cohort, dou
   const int quota =
       fidelity == Fidelity::full ? n : static_cast<int>(std::ceil(static_cast<double>(n) / eta));
   std::vector<Promotion> decisions(cohort.size());
+  std::set<std::string> covered;  // decompositions with a candidate on rung 2
+  for (const Contender& c : cohort) {
+    if (c.decomposition_covered) covered.insert(c.decomposition);
+  }
   for (int rank = 1; rank <= n; ++rank) {
     const int i = order[static_cast<size_t>(rank - 1)];
     const Contender& c = cohort[static_cast<size_t>(i)];
@@ -82,11 +87,19 @@ std::vector<Promotion> successive_halving(std::span<const Contender> cohort, dou
       p.reason = fmt::format("the search's best (accepted by a paired comparison), although "
                              "S = {:.3f}x ranks {} of {}, outside the top {}",
                              c.score, rank, n, quota);
+    } else if (cover_decompositions && !c.decomposition.empty() &&
+               !covered.contains(c.decomposition)) {
+      p.promoted = true;
+      p.reason = fmt::format("the first {} candidate to reach rung 2 (decomposition coverage: "
+                             "rung 1 timed only the primary workload), although S = {:.3f}x "
+                             "ranks {} of {}, outside the top {}",
+                             c.decomposition, c.score, rank, n, quota);
     } else {
       p.reason = fmt::format("S = {:.3f}x (lower bound of the quick speedup) ranks {} of {}, "
                              "outside the top ceil({}/{:g}) = {}",
                              c.score, rank, n, n, eta, quota);
     }
+    if (p.promoted && !c.decomposition.empty()) covered.insert(c.decomposition);
   }
   return decisions;
 }

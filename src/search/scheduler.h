@@ -22,7 +22,13 @@
 // Per step (a "cohort" = the correct candidates that finished rung 1 since the last promotion):
 //   ladder  the top ceil(n / eta) by S(p, 1) are promoted (ties: the earlier candidate first),
 //           and the current best (accepted through the paired comparison, stronger evidence than
-//           S) is promoted too when it is in the cohort; the rest are pruned.
+//           S) is promoted too when it is in the cohort. When the task has several timed
+//           workloads, the best-scoring candidate of each decomposition that has not had a
+//           candidate on rung 2 yet is promoted as well (decomposition coverage): rung 1 times
+//           the primary workload only, and a change of parallel decomposition is what changes
+//           how a kernel ranks across shapes (on the H200, LayerNorm's split_row is 37x the
+//           reference at 16 x 4M and 0.03x at 8192 x 4096; bench/ladder/ladder_cuda.md). The rest
+//           are pruned.
 //   full    every correct candidate is promoted (the flat full-fidelity baseline).
 #pragma once
 
@@ -58,6 +64,10 @@ struct Contender {
   std::string id;
   double score = 0.0;   // S(p, 1)
   bool is_best = false; // the current best of the search
+  /// Its parallel decomposition (the template variant); empty when unknown (LLM candidates).
+  std::string decomposition;
+  /// True when a candidate of the same decomposition already reached rung 2 in an earlier step.
+  bool decomposition_covered = false;
 };
 
 /// The decision for one contender, in the cohort's order.
@@ -71,7 +81,9 @@ struct Promotion {
 
 /// Applies the rule above to one cohort. Deterministic: the same contenders in the same order
 /// give the same decisions. `eta` must pass validate_eta (ignored under full fidelity).
+/// `cover_decompositions`: apply decomposition coverage (set when the task has two or more timed
+/// workloads).
 std::vector<Promotion> successive_halving(std::span<const Contender> cohort, double eta,
-                                          Fidelity fidelity);
+                                          Fidelity fidelity, bool cover_decompositions = false);
 
 }  // namespace kforge::search

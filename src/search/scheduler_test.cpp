@@ -65,6 +65,29 @@ TEST(Scheduler, TheBestIsPromotedEvenOutsideTheQuota) {
   EXPECT_FALSE(decisions[2].promoted);
 }
 
+TEST(Scheduler, DecompositionCoverageSendsEachNewDecompositionsBestToRungTwo) {
+  // Six candidates, quota ceil(6/3) = 2: both split_row ones fill it. block_per_row has not been
+  // on rung 2, so its best (rank 4) goes too; its other candidate and the covered warp_per_row
+  // decomposition do not.
+  std::vector<Contender> cohort = {
+      {"split_a", 37.0, true, "split_row", false},  {"split_b", 36.0, false, "split_row", false},
+      {"block_a", 3.0, false, "block_per_row", false}, {"block_b", 3.5, false, "block_per_row", false},
+      {"warp_a", 4.0, false, "warp_per_row", true},   {"llm", 5.0, false, "", false}};
+  const std::vector<Promotion> covered =
+      successive_halving(cohort, 3.0, Fidelity::ladder, /*cover_decompositions=*/true);
+  EXPECT_TRUE(covered[0].promoted);
+  EXPECT_TRUE(covered[1].promoted);
+  EXPECT_FALSE(covered[2].promoted);
+  EXPECT_TRUE(covered[3].promoted);
+  EXPECT_NE(covered[3].reason.find("the first block_per_row candidate to reach rung 2"),
+            std::string::npos) << covered[3].reason;
+  EXPECT_FALSE(covered[4].promoted);  // warp_per_row was on rung 2 in an earlier step
+  EXPECT_FALSE(covered[5].promoted);  // no decomposition known: the plain rule
+  // Without coverage (one timed workload) only the quota is promoted.
+  const std::vector<Promotion> plain = successive_halving(cohort, 3.0, Fidelity::ladder);
+  EXPECT_FALSE(plain[3].promoted);
+}
+
 TEST(Scheduler, FullFidelityPromotesEveryone) {
   std::vector<Contender> cohort = {{"a", 1.0, false}, {"b", 0.1, false}, {"c", 5.0, false}};
   for (const Promotion& p : successive_halving(cohort, 3.0, Fidelity::full)) {

@@ -1,0 +1,60 @@
+#include "report/summary.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace kforge::report {
+namespace {
+
+// The parts of result.json (OptimizeResult::to_json plus run_optimize's fields) the summary reads.
+nlohmann::json result_with_workloads(double llm_speedup) {
+  nlohmann::json best = {{"id", "split_row[CHUNK=16384]"},
+                         {"source", "/run/best.cu"},
+                         {"full_geomean_speedup", std::sqrt(37.7 * llm_speedup)},
+                         {"full_workload_speedups",
+                          {{{"workload", "kernelbench"}, {"speedup", 37.7}},
+                           {{"workload", "llm"}, {"speedup", llm_speedup}}}}};
+  nlohmann::json sample = {{"median_ms", 0.22}, {"min_ms", 0.21}, {"max_ms", 0.23}, {"count", 50}};
+  return {{"backend", "cuda"},
+          {"device", {{"name", "NVIDIA H200"}, {"compute_capability", "9.0"}}},
+          {"toolchain", "nvcc 13.0"},
+          {"wall_s", 40.0},
+          {"run_dir", "/run"},
+          {"bytes_moved", 537000000},
+          {"candidates", {{{"id", "split_row[CHUNK=16384]"}, {"verdict", "ok"}}}},
+          {"best", best},
+          {"final",
+           {{"reference", sample},
+            {"best", sample},
+            {"speedup", {{"speedup", 37.7}, {"ci_low", 37.6}, {"ci_high", 37.8}, {"level", 0.95}}}}}};
+}
+
+TEST(Summary, NamesEveryTimedWorkloadAndWarnsWhereTheBestIsSlower) {
+  const nlohmann::json result = result_with_workloads(0.027);
+  const std::string console = render_console_summary(result, "layernorm");
+  EXPECT_NE(console.find("workloads:  kernelbench 37.70x, llm 0.03x (rung 2, geomean 1.01x)"),
+            std::string::npos) << console;
+  EXPECT_NE(console.find("warning:    slower than the reference on llm (0.03x)"), std::string::npos)
+      << console;
+  const std::string markdown = render_markdown(result, "layernorm");
+  EXPECT_NE(markdown.find("**Slower than the reference on llm (0.03x)**"), std::string::npos)
+      << markdown;
+}
+
+TEST(Summary, NoWarningWhenTheBestWinsEverywhere) {
+  const std::string console = render_console_summary(result_with_workloads(1.2), "layernorm");
+  EXPECT_NE(console.find("workloads:  kernelbench 37.70x, llm 1.20x"), std::string::npos);
+  EXPECT_EQ(console.find("warning:"), std::string::npos) << console;
+}
+
+TEST(Summary, OneTimedWorkloadOrNoRungTwoAddsNoWorkloadLine) {
+  nlohmann::json result = result_with_workloads(1.2);
+  result["best"].erase("full_workload_speedups");
+  result["best"]["full_geomean_speedup"] = nullptr;
+  EXPECT_EQ(render_console_summary(result, "layernorm").find("workloads:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge::report
