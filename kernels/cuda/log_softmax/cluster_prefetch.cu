@@ -1,0 +1,20 @@
+// Log-softmax over the last dimension with persistent clusters that prefetch the next row's
+// chunk into a second shared-memory buffer while the current row is reduced and written (sm_90):
+//   y[r, c] = x[r, c] - m - log(sum_c exp(x[r, c] - m)),  m = max_c x[r, :].
+// The kernel is include/kforge/softmax_cluster_prefetch.cuh (shared with softmax); this file
+// supplies the output. Parameters: CLUSTER (blocks per row), BLOCK_THREADS.
+#include <kforge/softmax_cluster_prefetch.cuh>
+
+namespace {
+
+struct LogSoftmaxOutput {
+  float shift;  // m + log(s)
+  __device__ LogSoftmaxOutput(float row_max, float row_sum) : shift(row_max + logf(row_sum)) {}
+  __device__ float operator()(float v) const { return v - shift; }
+};
+
+}  // namespace
+
+KFORGE_API int kforge_run(const kforge_args* args) {
+  return kf_softmax_prefetch::run<LogSoftmaxOutput>(args);
+}
