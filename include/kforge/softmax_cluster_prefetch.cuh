@@ -92,7 +92,7 @@ __device__ __forceinline__ void block_merge(float& m, float& s, float* red_m, fl
   s = red_s[32];
 }
 
-/// Folds one value into a thread's online state.
+/// Folds one value into a thread's online state (the global-memory fallback).
 __device__ __forceinline__ void accumulate(float v, float& m, float& s) {
   if (v > m) {
     s = s * __expf(m - v) + 1.0f;
@@ -100,6 +100,23 @@ __device__ __forceinline__ void accumulate(float v, float& m, float& s) {
   } else {
     s += __expf(v - m);
   }
+}
+
+/// The block's maximum in every thread (red: 33 floats of shared memory).
+__device__ __forceinline__ float block_max(float m, float* red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    float t = lane < kWarps ? red[lane] : -FLT_MAX;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) t = fmaxf(t, __shfl_xor_sync(0xffffffffu, t, o));
+    if (lane == 0) red[32] = t;
+  }
+  __syncthreads();
+  return red[32];
 }
 
 /// PREFETCH: chunks staged in shared memory by cp.async (chunk % 4 == 0, 16-byte aligned rows);
@@ -148,14 +165,26 @@ row_softmax(const float* __restrict__ x, float* __restrict__ y, int64_t rows, in
     float* yr = y + row * cols + begin;
     float m = -FLT_MAX, s = 0.0f;
     if constexpr (PREFETCH) {
+      // Two passes over the chunk in shared memory (cheap next to DRAM) instead of the online
+      // update's serial max/rescale chain: the block's max, then sum exp(x - max) in four
+      // independent accumulators; (block max, block sum) is the partial the cluster merges.
+      float m4 = -FLT_MAX;
 #pragma unroll 4
       for (int64_t i = tid; i < count4; i += kThreads) {
         const float4 v = cur[i];
-        accumulate(v.x, m, s);
-        accumulate(v.y, m, s);
-        accumulate(v.z, m, s);
-        accumulate(v.w, m, s);
+        m4 = fmaxf(m4, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
       }
+      m = block_max(m4, red_m);
+      float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+#pragma unroll 4
+      for (int64_t i = tid; i < count4; i += kThreads) {
+        const float4 v = cur[i];
+        s0 += __expf(v.x - m);
+        s1 += __expf(v.y - m);
+        s2 += __expf(v.z - m);
+        s3 += __expf(v.w - m);
+      }
+      s = (s0 + s1) + (s2 + s3);
     } else {
 #pragma unroll 4
       for (int64_t i = tid; i < count; i += kThreads) accumulate(__ldg(xr + i), m, s);
