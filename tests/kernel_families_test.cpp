@@ -36,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Families with a bundled task of the same name under examples/.
-const char* const kFamilies[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
+const char* const kFamilies[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv", "gemv_t",
                                  "layernorm", "rmsnorm_channels", "relu",    "gelu"};
 
 struct FamilyPoint {

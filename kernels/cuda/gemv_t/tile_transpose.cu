@@ -1,22 +1,23 @@
 // Transposed matrix-vector product y = A^T x (A row-major [rows, cols], x [rows], y [cols]):
-// y[c] = sum_r A[r, c] * x[r]. One thread per VEC adjacent columns.
-// A warp reads 32 * VEC consecutive floats of one row per load (coalesced), and each thread walks
-// down the rows of its block's row chunk with UNROLL rows' loads in flight, accumulating its VEC
-// columns in registers: no reduction across threads. The chunk's x is staged in shared memory,
-// BLOCK_THREADS rows at a time (one coalesced load, then broadcast reads).
-// Grid: (column blocks of BLOCK_THREADS * VEC columns) x (row chunks). Few columns give few
-// column blocks, so the rows are split into SPLIT_ROWS chunks along blockIdx.y (0 = auto: the
-// fewest chunks whose grid fills >= 95% of the resident-block slots of the device's SMs, each
-// chunk at least kMinChunkRows rows). The chunks' partial sums are combined
+// y[c] = sum_r A[r, c] * x[r]. One block per tile of COL_THREADS * VEC columns.
+// The block is COL_THREADS column threads by BLOCK_THREADS / COL_THREADS row threads: thread
+// (tx, ty) owns VEC adjacent columns and the rows ty, ty + ROW_THREADS, ... of the block's row
+// chunk (UNROLL of them in flight), so each warp reads 32 * VEC / COL_THREADS row segments of
+// COL_THREADS * VEC contiguous floats (coalesced). At the end the row threads' partials meet in
+// shared memory and are summed down each column. Narrow tiles give more column blocks than
+// column_per_thread for the same block size, so fewer columns still fill the device without
+// splitting the rows. The chunk's x is staged in shared memory, BLOCK_THREADS rows at a time.
+// Row chunks (SPLIT_ROWS along blockIdx.y, 0 = auto: the fewest chunks whose grid fills >= 95%
+// of the resident-block slots of the device's SMs, each chunk at least kMinChunkRows rows) are
+// combined
 //   ATOMIC_COMBINE = 1: with atomicAdd into y, zeroed first by cudaMemsetAsync on the stream
 //                       (summation order across chunks not deterministic);
 //   ATOMIC_COMBINE = 0: through a static device workspace [chunks, cols] and a second kernel that
 //                       adds each column's partials in chunk order (deterministic); the chunk
 //                       count is capped so that the workspace holds them.
-// One chunk stores y directly (no memset, no atomics, no second pass). fp32 accumulate.
-// Vector loads only when cols % VEC == 0 and A is VEC*4-byte aligned (every row start then is);
-// otherwise the scalar instantiation runs. The workspace makes concurrent calls on two streams
-// unsafe (one worker runs one call at a time).
+// One chunk stores y directly. fp32 accumulate. Vector loads only when cols % VEC == 0 and A is
+// VEC*4-byte aligned (every row start then is); otherwise the scalar instantiation runs. The
+// workspace makes concurrent calls on two streams unsafe (one worker runs one call at a time).
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -26,6 +27,9 @@
 
 #ifndef KF_BLOCK_THREADS
 #define KF_BLOCK_THREADS 256
+#endif
+#ifndef KF_COL_THREADS
+#define KF_COL_THREADS 32
 #endif
 #ifndef KF_VEC
 #define KF_VEC 4
@@ -42,6 +46,8 @@
 
 static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 32 && KF_BLOCK_THREADS <= 1024,
               "BLOCK_THREADS must be a multiple of 32 in [32, 1024]");
+static_assert(KF_COL_THREADS >= 8 && KF_BLOCK_THREADS % KF_COL_THREADS == 0,
+              "COL_THREADS must be >= 8 and divide BLOCK_THREADS");
 static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
 static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 static_assert(KF_SPLIT_ROWS >= 0 && KF_SPLIT_ROWS <= 65535, "SPLIT_ROWS in [0, 65535]");
@@ -50,6 +56,8 @@ static_assert(KF_ATOMIC_COMBINE == 0 || KF_ATOMIC_COMBINE == 1, "ATOMIC_COMBINE 
 namespace {
 
 constexpr int kThreads = KF_BLOCK_THREADS;
+constexpr int kColThreads = KF_COL_THREADS;
+constexpr int kRowThreads = KF_BLOCK_THREADS / KF_COL_THREADS;
 // Register budget: UNROLL*VEC floats of A in flight, VEC accumulators, ~40 for addressing and
 // loop state; turned into a cap through __launch_bounds__ (65536 registers per SM) so ptxas
 // does not squeeze to 32 registers and spill.
@@ -103,14 +111,18 @@ __device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
 }
 
 // Block (bx, by) sums rows [by * chunk_rows, min(rows, (by + 1) * chunk_rows)) for columns
-// [(bx * kThreads + t) * V, + V) of thread t. V divides cols when V > 1.
+// [bx * kColThreads * V, + kColThreads * V). V divides cols when V > 1.
 template <int V, Combine C>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-gemv_t_column_per_thread(const float* __restrict__ a, const float* __restrict__ x,
-                         float* __restrict__ y, int64_t rows, int64_t cols, int64_t chunk_rows) {
+gemv_t_tile(const float* __restrict__ a, const float* __restrict__ x, float* __restrict__ y,
+            int64_t rows, int64_t cols, int64_t chunk_rows) {
   constexpr int U = KF_UNROLL;
+  constexpr int kTileCols = kColThreads * V;
   __shared__ float xs[kThreads];
-  const int64_t col = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) * V;
+  __shared__ float partial[kRowThreads][kTileCols];
+  const int tx = threadIdx.x % kColThreads, ty = threadIdx.x / kColThreads;
+  const int64_t tile_col = static_cast<int64_t>(blockIdx.x) * kTileCols;
+  const int64_t col = tile_col + tx * V;
   const bool active = col < cols;
   const int64_t r_begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
   const int64_t r_end = r_begin + chunk_rows < rows ? r_begin + chunk_rows : rows;
@@ -126,36 +138,46 @@ gemv_t_column_per_thread(const float* __restrict__ a, const float* __restrict__ 
     if (threadIdx.x < n) xs[threadIdx.x] = __ldg(x + t0 + threadIdx.x);
     __syncthreads();
     if (!active) continue;
-    const float* p = a + t0 * cols + col;
-    int i = 0;
+    // This thread's rows of the tile: i = ty + j * kRowThreads.
+    const float* p = a + (t0 + ty) * cols + col;
+    const int64_t step = int64_t{kRowThreads} * cols;
+    int i = ty;
 #pragma unroll 1
-    for (; i + U <= n; i += U) {
+    for (; i + (U - 1) * kRowThreads < n; i += U * kRowThreads) {
       float av[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(p + u * cols, av[u]);
+      for (int u = 0; u < U; ++u) load_vec<V>(p + u * step, av[u]);
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int k = 0; k < V; ++k) acc[k] = fmaf(av[u][k], xs[i + u], acc[k]);
-      p += U * cols;
+        for (int k = 0; k < V; ++k) acc[k] = fmaf(av[u][k], xs[i + u * kRowThreads], acc[k]);
+      p += U * step;
     }
 #pragma unroll 1
-    for (; i < n; ++i, p += cols) {
+    for (; i < n; i += kRowThreads, p += step) {
       float av[V];
       load_vec<V>(p, av);
 #pragma unroll
       for (int k = 0; k < V; ++k) acc[k] = fmaf(av[k], xs[i], acc[k]);
     }
   }
-  if (!active) return;
 #pragma unroll
-  for (int k = 0; k < V; ++k) {
+  for (int k = 0; k < V; ++k) partial[ty][tx * V + k] = acc[k];
+  __syncthreads();
+  // Sum down each column of the tile in row-thread order; consecutive threads, consecutive
+  // columns (coalesced stores).
+  for (int j = threadIdx.x; j < kTileCols; j += kThreads) {
+    const int64_t c = tile_col + j;
+    if (c >= cols) break;
+    float s = 0.0f;
+#pragma unroll 4
+    for (int t = 0; t < kRowThreads; ++t) s += partial[t][j];
     if constexpr (C == Combine::atomic) {
-      atomicAdd(y + col + k, acc[k]);
+      atomicAdd(y + c, s);
     } else if constexpr (C == Combine::workspace) {
-      g_partials[blockIdx.y * cols + col + k] = acc[k];
+      g_partials[blockIdx.y * cols + c] = s;
     } else {
-      y[col + k] = acc[k];
+      y[c] = s;
     }
   }
 }
@@ -182,7 +204,7 @@ int64_t resident_slots() {
   int sms = 0, per_sm = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, gemv_t_column_per_thread<V, Combine::atomic>, kThreads, 0) != cudaSuccess) {
+          &per_sm, gemv_t_tile<V, Combine::atomic>, kThreads, 0) != cudaSuccess) {
     return 0;
   }
   cached_device = device;
@@ -210,7 +232,7 @@ int64_t choose_chunks(int64_t col_blocks, int64_t rows, int64_t slots) {
 template <int V>
 int launch(const float* a, const float* x, float* y, int64_t rows, int64_t cols,
            cudaStream_t stream) {
-  const int64_t col_blocks = (cols + int64_t{kThreads} * V - 1) / (int64_t{kThreads} * V);
+  const int64_t col_blocks = (cols + int64_t{kColThreads} * V - 1) / (int64_t{kColThreads} * V);
   if (col_blocks > 0x7fffffff) return -2;
   int64_t chunks = choose_chunks(col_blocks, rows, resident_slots<V>());
   if (!KF_ATOMIC_COMBINE) chunks = std::max<int64_t>(1, std::min(chunks, kMaxPartials / cols));
@@ -218,15 +240,15 @@ int launch(const float* a, const float* x, float* y, int64_t rows, int64_t cols,
   chunks = (rows + chunk_rows - 1) / chunk_rows;  // no empty chunk
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(chunks));
   if (chunks == 1) {
-    gemv_t_column_per_thread<V, Combine::store>
+    gemv_t_tile<V, Combine::store>
         <<<grid, kThreads, 0, stream>>>(a, x, y, rows, cols, chunk_rows);
   } else if (KF_ATOMIC_COMBINE) {
     const cudaError_t zeroed = cudaMemsetAsync(y, 0, cols * sizeof(float), stream);
     if (zeroed != cudaSuccess) return static_cast<int>(zeroed);
-    gemv_t_column_per_thread<V, Combine::atomic>
+    gemv_t_tile<V, Combine::atomic>
         <<<grid, kThreads, 0, stream>>>(a, x, y, rows, cols, chunk_rows);
   } else {
-    gemv_t_column_per_thread<V, Combine::workspace>
+    gemv_t_tile<V, Combine::workspace>
         <<<grid, kThreads, 0, stream>>>(a, x, y, rows, cols, chunk_rows);
     const int64_t sum_blocks = std::min<int64_t>((cols + 255) / 256, 65535);
     gemv_t_sum_partials<<<static_cast<unsigned>(sum_blocks), 256, 0, stream>>>(
