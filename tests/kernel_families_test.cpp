@@ -39,7 +39,7 @@ namespace fs = std::filesystem;
 
 // Bundled tasks (examples/<name>/task.toml) whose family's built-in kernels are checked. A task
 // is checked on each backend it has a reference for.
-const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
+const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv", "gemv_t",
                               "layernorm", "rmsnorm_channels", "relu",    "gelu"};
 
 struct FamilyPoint {

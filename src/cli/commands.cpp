@@ -230,7 +230,7 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--similar-families", options.similar_families,
                        "Groups of similar operator families, one comma-separated group per use "
                        "(replaces the default softmax,rmsnorm,layernorm,logsoftmax and "
-                       "gemv,gemm,matmul)")
+                       "gemv,gemv_t,gemm,matmul)")
       ->envname("KFORGE_SIMILAR_FAMILIES");
   optimize->add_flag("--explain", options.search.explain,
                      "Print why each candidate was chosen, promoted, pruned or rejected");

@@ -158,7 +158,7 @@ dtypes = ["f8"]
 TEST(BundledFamilies, EveryExampleFamilyHasTwoOrMoreVariantsPerBackend) {
   for (const char* backend : {"cpu", "cuda"}) {
     for (const char* family :
-         {"rmsnorm", "softmax", "gemv", "log_softmax", "layernorm", "rmsnorm_channels"}) {
+         {"rmsnorm", "softmax", "gemv", "gemv_t", "log_softmax", "layernorm", "rmsnorm_channels"}) {
       KernelFamily loaded =
           load_family((fs::path(KFORGE_SOURCE_DIR) / "kernels").string(), backend, family);
       EXPECT_GE(loaded.variants.size(), 2u) << backend << "/" << family;

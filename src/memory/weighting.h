@@ -46,7 +46,7 @@ struct ProvenanceWeights {
   /// Groups of operator families whose evidence transfers as "similar"; a family may appear in
   /// several groups. Default: row-wise reductions together, matrix products together.
   std::vector<std::vector<std::string>> similar_families = {
-      {"softmax", "rmsnorm", "layernorm", "logsoftmax"}, {"gemv", "gemm", "matmul"}};
+      {"softmax", "rmsnorm", "layernorm", "logsoftmax"}, {"gemv", "gemv_t", "gemm", "matmul"}};
 
   /// Throws Error naming the field when a factor is outside [0, 1] or not finite.
   void validate() const;
