@@ -50,6 +50,8 @@ def main():
     # KernelBench level1 26: GELU (erf form, F.gelu's default) over the same shape.
     record("gelu_kernelbench", [4096, 393216], lambda: torch.nn.functional.gelu(x),
            2 * x.numel() * 4)
+    # KernelBench level1 25: Swish, written there as x * torch.sigmoid(x) (two kernels).
+    record("silu_kernelbench", [4096, 393216], lambda: x * torch.sigmoid(x), 2 * x.numel() * 4)
     del x
     # KernelBench level1 36: RMSNorm over dim 1 (C) of NCHW, x / sqrt(mean(x^2, dim=1) + 1e-5).
     x = torch.randn(112, 64, 512, 512, device="cuda")

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -119,12 +120,35 @@ std::vector<std::string> ToolchainCompiler::command(const CompileJob& job,
   return argv;
 }
 
+std::string ToolchainCompiler::headers_digest() {
+  std::lock_guard lock(mutex_);
+  if (!headers_digest_.empty()) return headers_digest_;
+  std::string contents;
+  for (const std::string& dir : options_.include_dirs) {
+    const fs::path headers = fs::path(dir) / "kforge";
+    std::error_code error;
+    if (!fs::is_directory(headers, error)) continue;
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(headers)) {
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      contents += fs::relative(file, dir).string() + '\n' + read_file(file.string()) + '\n';
+    }
+  }
+  headers_digest_ = sha256_hex(contents);
+  return headers_digest_;
+}
+
 Artifact ToolchainCompiler::compile(const CompileJob& job) {
   Artifact artifact;
   const std::string extension = job.backend == "cuda" ? ".cu" : ".cpp";
-  // The key covers everything that changes the binary: source, defines, flags, toolchain.
+  // The key covers everything that changes the binary: source, defines, flags, toolchain, and
+  // the kforge headers a source may include.
   std::ostringstream identity;
   identity << job.backend << '\n' << toolchain(job.backend) << '\n' << options_.cuda_arch << '\n';
+  identity << headers_digest() << '\n';
   for (const std::string& arg : command(job, "SRC", "OUT")) identity << arg << ' ';
   identity << '\n' << job.source;
   artifact.key = sha256_hex(identity.str()).substr(0, 24);

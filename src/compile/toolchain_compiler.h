@@ -31,12 +31,17 @@ class ToolchainCompiler : public Compiler {
 
  private:
   std::string compiler_path(const std::string& backend);
+  /// SHA-256 over the names and contents of the files under <include dir>/kforge/ (kernel.h,
+  /// elem.cuh, elementwise.cuh, ...), computed once: built-in kernels include these headers, so a
+  /// header edit must change the artifact key even though the candidate's source text does not.
+  std::string headers_digest();
 
   ToolchainOptions options_;
   std::mutex mutex_;                 // guards the version cache below
   std::string gxx_version_;
   std::string nvcc_version_;
   std::string nvcc_path_;
+  std::string headers_digest_;       // guarded by mutex_; empty until first computed
 };
 
 /// Looks `program` up on PATH; empty if not found.

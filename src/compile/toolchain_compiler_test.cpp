@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,25 @@ TEST_F(ToolchainCompilerTest, BuildsASharedObjectAndCachesIt) {
   EXPECT_EQ(second.key, first.key);
   job.defines["KF_X"] = "1";  // a different define is a different artifact
   EXPECT_NE(compiler.compile(job).key, first.key);
+}
+
+TEST_F(ToolchainCompilerTest, AnEditedKforgeHeaderChangesTheKey) {
+  // Built-in kernels are a few lines around #include <kforge/elementwise.cuh>: the cache must
+  // not hand back a binary built against the header's previous text.
+  const fs::path headers = cache_ / "include";
+  fs::create_directories(headers / "kforge");
+  std::ofstream(headers / "kforge" / "value.h") << "#define KF_VALUE 0\n";
+  options_.include_dirs.insert(options_.include_dirs.begin(), headers.string());
+  CompileJob job = cpu_job(
+      "#include <kforge/value.h>\nKFORGE_API int kforge_run(const kforge_args*) { return "
+      "KF_VALUE; }\n");
+  const Artifact first = ToolchainCompiler(options_).compile(job);
+  ASSERT_EQ(first.verdict, Verdict::ok) << first.log;
+  EXPECT_EQ(ToolchainCompiler(options_).compile(job).key, first.key);  // unchanged: same key
+  std::ofstream(headers / "kforge" / "value.h") << "#define KF_VALUE 1\n";
+  const Artifact second = ToolchainCompiler(options_).compile(job);
+  EXPECT_NE(second.key, first.key);
+  EXPECT_FALSE(second.from_cache);
 }
 
 TEST_F(ToolchainCompilerTest, CompileErrorIsAVerdictWithTheLog) {

@@ -215,7 +215,7 @@ TEST(Expression, EvaluatesArithmeticOverDims) {
 TEST(Task, BundledExamplesLoad) {
   for (const char* name :
        {"rmsnorm", "softmax", "gemv", "gemv_t", "log_softmax", "layernorm", "rmsnorm_channels",
-        "relu", "gelu"}) {
+        "relu", "gelu", "silu"}) {
     fs::path path = fs::path(KFORGE_SOURCE_DIR) / "examples" / name / "task.toml";
     Task task = load_task(path.string());
     EXPECT_EQ(task.family, name);
