@@ -40,7 +40,8 @@ namespace fs = std::filesystem;
 // Bundled tasks (examples/<name>/task.toml) whose family's built-in kernels are checked. A task
 // is checked on each backend it has a reference for.
 const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
-                              "layernorm", "rmsnorm_channels", "relu",    "gelu"};
+                              "layernorm", "rmsnorm_channels", "relu",    "gelu",
+                              "rmsnorm_bf16"};
 
 struct FamilyPoint {
   std::string backend, task, family, dtype;
