@@ -41,7 +41,7 @@ namespace fs = std::filesystem;
 // is checked on each backend it has a reference for.
 const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
                               "layernorm", "rmsnorm_channels", "relu",    "gelu",
-                              "rmsnorm_bf16", "softmax_f16", "log_softmax_bf16"};
+                              "rmsnorm_bf16", "softmax_f16", "log_softmax_bf16", "layernorm_bf16"};
 
 struct FamilyPoint {
   std::string backend, task, family, dtype;
