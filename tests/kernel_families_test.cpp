@@ -39,11 +39,12 @@ namespace fs = std::filesystem;
 
 // Bundled tasks (examples/<name>/task.toml) whose family's built-in kernels are checked. A task
 // is checked on each backend it has a reference for.
-// silu_f16 and gelu_bf16 (cuda only) check the fp16 and bf16 builds of the element-wise kernels.
+// The *_f16 / *_bf16 tasks (cuda only) check the fp16 and bf16 builds of their families.
 const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv",
                               "gemv_t",    "layernorm",        "rmsnorm_channels",
                               "relu",      "gelu",             "silu",
-                              "silu_f16",  "gelu_bf16"};
+                              "silu_f16",  "gelu_bf16",        "rmsnorm_bf16",
+                              "softmax_f16", "log_softmax_bf16", "layernorm_bf16"};
 
 struct FamilyPoint {
   std::string backend, task, family, dtype;

@@ -1,18 +1,20 @@
 // LayerNorm over the last dimension, one block per row (rows of a few thousand to a few
 // hundred thousand elements, e.g. the LLM shape 8192 x 4096):
 //   y[r, c] = (x[r, c] - mean_r) * rsqrt(var_r + eps) * w[c] + b[c],  var_r biased (1/cols).
-// BLOCK_THREADS threads share a row (VEC floats per load, UNROLL loads in flight); each keeps
+// BLOCK_THREADS threads share a row (VEC elements per load, UNROLL loads in flight); each keeps
 // running statistics of its slice (WELFORD = 1: count, mean and sum of squared deviations,
 // merged with Chan et al.'s formula, stable for rows with a large mean; WELFORD = 0: sum and sum
 // of squares, var = E[x^2] - mean^2, one fewer dependent operation but cancellation when
 // |mean| >> std), merged by warp shuffles and one shared-memory step, then the write pass.
-// CACHE_ROW = 1 stages the row in dynamic shared memory during the statistics pass, so x is read
-// from global memory once (rows up to ~56K floats on an H200; longer rows fall back to
-// re-reading). Grid-stride over rows. fp32. Vector loads only when cols % VEC == 0 and every
-// pointer is VEC*4-byte aligned; otherwise the scalar instantiation runs.
-#include <kforge/kernel.h>
-
-#include <cuda_runtime.h>
+// CACHE_ROW = 1 stages the row (as fp32) in dynamic shared memory during the statistics pass, so
+// x is read from global memory once (rows up to ~56K elements on an H200; longer rows fall back
+// to re-reading). Grid-stride over rows. Vector loads only when cols % VEC == 0 and every
+// pointer is VEC * sizeof(element)-byte aligned; otherwise the scalar instantiation runs.
+// x, w, b and y are all of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16;
+// w and b have the activations' type, as LayerNorm parameters do in LLM inference); loads are
+// widened to fp32, the statistics and the affine transform are fp32, y is rounded once on the
+// store.
+#include <kforge/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -45,42 +47,8 @@ namespace {
 constexpr int kThreads = KF_BLOCK_THREADS;
 constexpr int kWarps = KF_BLOCK_THREADS / 32;
 
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
 template <int V>
-__device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
-  if constexpr (V == 4) {
-    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  } else if constexpr (V == 2) {
-    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
-    v[0] = t.x; v[1] = t.y;
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
+__device__ __forceinline__ void store_shared(float* p, const float (&v)[V]) {
   if constexpr (V == 4) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
   } else if constexpr (V == 2) {
@@ -170,8 +138,8 @@ __device__ __forceinline__ void load_shared(const float* p, float (&v)[V]) {
 // buffer between the two passes (the block merge's barriers order rows).
 template <int V, bool CACHE>
 __global__ void __launch_bounds__(kThreads)
-layernorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w,
-                        const float* __restrict__ b, float* __restrict__ y, int64_t rows,
+layernorm_block_per_row(const kf_elem* __restrict__ x, const kf_elem* __restrict__ w,
+                        const kf_elem* __restrict__ b, kf_elem* __restrict__ y, int64_t rows,
                         int64_t cols, float eps) {
   constexpr int U = KF_UNROLL;
   extern __shared__ float4 cache_raw[];  // float4: 16-byte aligned
@@ -181,8 +149,8 @@ layernorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w
   const int64_t nvec = cols / V;
 
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* xr = x + row * cols;
-    float* yr = y + row * cols;
+    const kf_elem* xr = x + row * cols;
+    kf_elem* yr = y + row * cols;
     Stats s;
     int64_t i = threadIdx.x;
     for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
@@ -190,8 +158,8 @@ layernorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         float t[V];
-        load_vec<V>(xr + (i + u * kThreads) * V, t);
-        if constexpr (CACHE) store_vec<V>(cache + (i + u * kThreads) * V, t);
+        kf::load_vec<V>(xr + (i + u * kThreads) * V, t);
+        if constexpr (CACHE) store_shared<V>(cache + (i + u * kThreads) * V, t);
 #pragma unroll
         for (int k = 0; k < V; ++k) v[u * V + k] = t[k];
       }
@@ -199,8 +167,8 @@ layernorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w
     }
     for (; i < nvec; i += kThreads) {
       float v[V];
-      load_vec<V>(xr + i * V, v);
-      if constexpr (CACHE) store_vec<V>(cache + i * V, v);
+      kf::load_vec<V>(xr + i * V, v);
+      if constexpr (CACHE) store_shared<V>(cache + i * V, v);
       accumulate<V>(s, v);
     }
     s = block_merge(s, red);
@@ -220,21 +188,21 @@ layernorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w
       if constexpr (CACHE) {
         load_shared<V>(cache + i * V, v);
       } else {
-        load_vec<V>(xr + i * V, v);
+        kf::load_vec<V>(xr + i * V, v);
       }
-      load_vec<V>(w + i * V, wv);
-      load_vec<V>(b + i * V, bv);
+      kf::load_vec<V>(w + i * V, wv);
+      kf::load_vec<V>(b + i * V, bv);
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = (v[k] - mean) * rstd * wv[k] + bv[k];
-      store_vec<V>(yr + i * V, v);
+      kf::store_vec<V>(yr + i * V, v);
     }
     __syncthreads();  // row_stats and red are reused by the next row
   }
 }
 
 template <int V>
-int launch(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t cols,
-           float eps, cudaStream_t stream) {
+int launch(const kf_elem* x, const kf_elem* w, const kf_elem* b, kf_elem* y, int64_t rows,
+           int64_t cols, float eps, cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, 0x7fffffff));
   if constexpr (KF_CACHE_ROW != 0) {
     const size_t smem = static_cast<size_t>((cols + 3) / 4) * 16;
@@ -262,8 +230,8 @@ int launch(const float* x, const float* w, const float* b, float* y, int64_t row
 }  // namespace
 
 // Inputs x [rows, cols], w [cols], b [cols]; output y [rows, cols]; scalar eps.
-// Error codes: -1 wrong tensor/scalar count, -2 wrong rank or shape, -3 wrong dtype,
-// -4 non-compact strides, otherwise a cudaError_t.
+// Error codes: -1 wrong tensor/scalar count, -2 wrong rank or shape, -3 a dtype other than the
+// compiled element type (x, w, b and y alike), -4 non-compact strides, otherwise a cudaError_t.
 KFORGE_API int kforge_run(const kforge_args* args) {
   if (args->num_inputs != 3 || args->num_outputs != 1 || args->num_scalars != 1) return -1;
   const DLTensor& x = args->inputs[0];
@@ -274,19 +242,20 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (w.shape[0] != cols || b.shape[0] != cols || y.shape[0] != rows || y.shape[1] != cols)
     return -2;
-  if (!is_f32(x) || !is_f32(w) || !is_f32(b) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(w) || !is_compact(b) || !is_compact(y)) return -4;
+  if (!kf::is_elem(x) || !kf::is_elem(w) || !kf::is_elem(b) || !kf::is_elem(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(w) || !kf::is_compact(b) || !kf::is_compact(y))
+    return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  const float* wp = data_of<const float>(w);
-  const float* bp = data_of<const float>(b);
-  float* yp = data_of<float>(y);
+  const kf_elem* xp = kf::data_of<const kf_elem>(x);
+  const kf_elem* wp = kf::data_of<const kf_elem>(w);
+  const kf_elem* bp = kf::data_of<const kf_elem>(b);
+  kf_elem* yp = kf::data_of<kf_elem>(y);
   const float eps = static_cast<float>(args->scalars[0]);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
-  constexpr int bytes = KF_VEC * 4;
-  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(wp, bytes) &&
-                   aligned(bp, bytes) && aligned(yp, bytes);
+  constexpr int bytes = KF_VEC * kf::kElemBytes;
+  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && kf::aligned(xp, bytes) &&
+                   kf::aligned(wp, bytes) && kf::aligned(bp, bytes) && kf::aligned(yp, bytes);
   if (vec) return launch<KF_VEC>(xp, wp, bp, yp, rows, cols, eps, stream);
   return launch<1>(xp, wp, bp, yp, rows, cols, eps, stream);
 }

@@ -2,22 +2,24 @@
 //   y[r, c] = (x[r, c] - m) - log(sum_c exp(x[r, c] - m)),  m = max_c x[r, :]
 // (in that order: x - m is exact near the max, so an output near 0 keeps its relative accuracy
 // even when |m| is large, which x - (m + log sum) would not).
-// BLOCK_THREADS threads share a row, each a strided slice (VEC floats per load, UNROLL loads in
+// BLOCK_THREADS threads share a row, each a strided slice (VEC elements per load, UNROLL loads in
 // flight); block reductions are warp shuffles plus one shared-memory step.
 // ONLINE = 0: max pass, sum-of-exponentials pass, write pass.
 // ONLINE = 1: one pass keeps a running (max, sum) per thread (the sum rescaled when the max
 //             grows), merged across the block; then the write pass.
-// CACHE_ROW = 1: the first pass stages the row in dynamic shared memory and later passes read it
-//             from there (x is read from global memory exactly once; the write pass needs x
-//             itself, (x - m) - log(sum), so no exponential is stored back). CACHE_ROW = 0 re-reads
-//             x from global memory (L1/L2 hits when the rows in flight fit there).
+// CACHE_ROW = 1: the first pass stages the row (as fp32) in dynamic shared memory and later
+//             passes read it from there (x is read from global memory exactly once; the write
+//             pass needs x itself, (x - m) - log(sum), so no exponential is stored back).
+//             CACHE_ROW = 0 re-reads x from global memory (L1/L2 hits when the rows in flight
+//             fit there).
 // Grid-stride over rows. fp32, __expf (a few ulp for the arguments here, which are <= 0). Vector
-// loads only when every row start is VEC*4-byte aligned (base pointers aligned and
+// loads only when every row start is VEC * sizeof(element)-byte aligned (base pointers aligned and
 // cols % VEC == 0); otherwise the scalar instantiation runs. If a cached row does not fit the
 // device's shared memory, the uncached kernel runs.
-#include <kforge/kernel.h>
-
-#include <cuda_runtime.h>
+// x and y are of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16); loads
+// are widened to fp32, the max, the sum and the exponentials are fp32, y is rounded once on
+// the store.
+#include <kforge/elem.cuh>
 
 #include <algorithm>
 #include <cfloat>
@@ -58,41 +60,6 @@ constexpr int kRegBudget = 2 * KF_UNROLL * KF_VEC + 32;
 constexpr int kMinBlocksRaw = 65536 / (kRegBudget * kThreads);
 constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kMinBlocksRaw);
 
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-// Global loads go through the read-only path; shared-memory loads are plain.
-template <int V>
-__device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
-  if constexpr (V == 4) {
-    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  } else if constexpr (V == 2) {
-    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
-    v[0] = t.x; v[1] = t.y;
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
 template <int V>
 __device__ __forceinline__ void load_shared(const float* p, float (&v)[V]) {
   if constexpr (V == 4) {
@@ -107,7 +74,7 @@ __device__ __forceinline__ void load_shared(const float* p, float (&v)[V]) {
 }
 
 template <int V>
-__device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
+__device__ __forceinline__ void store_shared(float* p, const float (&v)[V]) {
   if constexpr (V == 4) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
   } else if constexpr (V == 2) {
@@ -117,14 +84,15 @@ __device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
   }
 }
 
-// Reads chunk i (VEC floats) of the row: from the staging buffer when it holds the row.
+// Reads chunk i (VEC elements, as fp32) of the row: from the fp32 staging buffer when it holds
+// the row.
 template <int V, bool FROM_CACHE>
-__device__ __forceinline__ void load_row(const float* xr, const float* cache, int64_t i,
+__device__ __forceinline__ void load_row(const kf_elem* xr, const float* cache, int64_t i,
                                          float (&v)[V]) {
   if constexpr (FROM_CACHE)
     load_shared<V>(cache + i * V, v);
   else
-    load_vec<V>(xr + i * V, v);
+    kf::load_vec<V>(xr + i * V, v);
 }
 
 #if !KF_ONLINE
@@ -213,7 +181,7 @@ __device__ __forceinline__ void block_merge(float& m, float& s, float* red_m, fl
 // buffer: each thread reads back exactly what it wrote itself.
 template <int V, bool CACHE>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, int64_t rows,
+log_softmax_block_per_row(const kf_elem* __restrict__ x, kf_elem* __restrict__ y, int64_t rows,
                       int64_t cols) {
   constexpr int U = KF_UNROLL;
   extern __shared__ float4 row_cache_raw[];  // float4: 16-byte aligned
@@ -224,8 +192,8 @@ log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, in
 
 #pragma unroll 1
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* xr = x + row * cols;
-    float* yr = y + row * cols;
+    const kf_elem* xr = x + row * cols;
+    kf_elem* yr = y + row * cols;
     float m = -FLT_MAX, s = 0.0f;
     int64_t i;
 
@@ -236,11 +204,11 @@ log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, in
     for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
       float v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
+      for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
       float cm = v[0][0];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if constexpr (CACHE) store_vec<V>(row_cache + (i + u * kThreads) * V, v[u]);
+        if constexpr (CACHE) store_shared<V>(row_cache + (i + u * kThreads) * V, v[u]);
 #pragma unroll
         for (int k = 0; k < V; ++k) cm = fmaxf(cm, v[u][k]);
       }
@@ -256,8 +224,8 @@ log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, in
 #pragma unroll 1
     for (; i < nvec; i += kThreads) {
       float v[V];
-      load_vec<V>(xr + i * V, v);
-      if constexpr (CACHE) store_vec<V>(row_cache + i * V, v);
+      kf::load_vec<V>(xr + i * V, v);
+      if constexpr (CACHE) store_shared<V>(row_cache + i * V, v);
       float cm = v[0];
 #pragma unroll
       for (int k = 1; k < V; ++k) cm = fmaxf(cm, v[k]);
@@ -280,10 +248,10 @@ log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, in
       for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
         float v[U][V];
 #pragma unroll
-        for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
+        for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          if constexpr (CACHE) store_vec<V>(row_cache + (i + u * kThreads) * V, v[u]);
+          if constexpr (CACHE) store_shared<V>(row_cache + (i + u * kThreads) * V, v[u]);
 #pragma unroll
           for (int k = 0; k < V; ++k) mu[u] = fmaxf(mu[u], v[u][k]);
         }
@@ -291,8 +259,8 @@ log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, in
 #pragma unroll 1
       for (; i < nvec; i += kThreads) {
         float v[V];
-        load_vec<V>(xr + i * V, v);
-        if constexpr (CACHE) store_vec<V>(row_cache + i * V, v);
+        kf::load_vec<V>(xr + i * V, v);
+        if constexpr (CACHE) store_shared<V>(row_cache + i * V, v);
 #pragma unroll
         for (int k = 0; k < V; ++k) mu[0] = fmaxf(mu[0], v[k]);
       }
@@ -342,7 +310,7 @@ log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, in
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int k = 0; k < V; ++k) v[u][k] = (v[u][k] - m) - log_sum;
-        store_vec<V>(yr + (i + u * kThreads) * V, v[u]);
+        kf::store_vec<V>(yr + (i + u * kThreads) * V, v[u]);
       }
     }
 #pragma unroll 1
@@ -351,13 +319,13 @@ log_softmax_block_per_row(const float* __restrict__ x, float* __restrict__ y, in
       load_row<V, CACHE>(xr, row_cache, i, v);
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = (v[k] - m) - log_sum;
-      store_vec<V>(yr + i * V, v);
+      kf::store_vec<V>(yr + i * V, v);
     }
   }
 }
 
 template <int V>
-int launch(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream) {
+int launch(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols, cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, 0x7fffffff));
   if constexpr (KF_CACHE_ROW != 0) {
     const size_t smem = static_cast<size_t>((cols + 3) / 4) * 16;
@@ -384,8 +352,8 @@ int launch(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t st
 
 }  // namespace
 
-// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 wrong dtype,
-// -4 non-compact strides, otherwise a cudaError_t.
+// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 a dtype other than the compiled
+// element type (x and y alike), -4 non-compact strides, otherwise a cudaError_t.
 KFORGE_API int kforge_run(const kforge_args* args) {
   if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
   const DLTensor& x = args->inputs[0];
@@ -393,15 +361,16 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 2 || y.ndim != 2) return -2;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_elem(x) || !kf::is_elem(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(y)) return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const kf_elem* xp = kf::data_of<const kf_elem>(x);
+  kf_elem* yp = kf::data_of<kf_elem>(y);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
-  constexpr int bytes = KF_VEC * 4;
-  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(yp, bytes);
+  constexpr int bytes = KF_VEC * kf::kElemBytes;
+  const bool vec =
+      KF_VEC > 1 && cols % KF_VEC == 0 && kf::aligned(xp, bytes) && kf::aligned(yp, bytes);
   if (vec) return launch<KF_VEC>(xp, yp, rows, cols, stream);
   return launch<1>(xp, yp, rows, cols, stream);
 }

@@ -2,17 +2,18 @@
 //   y[r, c] = (x[r, c] - m) - log(sum_c exp(x[r, c] - m)),  m = max_c x[r, :]
 // (in that order: x - m is exact near the max, so an output near 0 keeps its relative accuracy
 // even when |m| is large, which x - (m + log sum) would not).
-// Each thread walks its own row sequentially (VEC floats per load, UNROLL loads in flight), so no
-// reduction across threads is needed; neighbouring threads read different rows, so a warp's
+// Each thread walks its own row sequentially (VEC elements per load, UNROLL loads in flight), so
+// no reduction across threads is needed; neighbouring threads read different rows, so a warp's
 // loads are not coalesced and rely on L1 to reuse each 128-byte line over the following loads.
 // ONLINE = 0: max, sum and write passes; ONLINE = 1: one pass with a running (max, sum), then the
 // write pass. Meant for short rows and many rows; a poor fit for long rows or few rows (too few
 // threads). Grid-stride over rows. fp32, __expf. Vector loads only when every row start is
-// VEC*4-byte aligned (base pointers aligned and cols % VEC == 0); otherwise the scalar
-// instantiation runs.
-#include <kforge/kernel.h>
-
-#include <cuda_runtime.h>
+// VEC * sizeof(element)-byte aligned (base pointers aligned and cols % VEC == 0); otherwise the
+// scalar instantiation runs.
+// x and y are of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16); loads
+// are widened to fp32, the max, the sum and the exponentials are fp32, y is rounded once on
+// the store.
+#include <kforge/elem.cuh>
 
 #include <algorithm>
 #include <cfloat>
@@ -48,54 +49,9 @@ constexpr int kRegBudget = 2 * KF_UNROLL * KF_VEC + 32;
 constexpr int kMinBlocksRaw = 65536 / (kRegBudget * kThreads);
 constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kMinBlocksRaw);
 
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-template <int V>
-__device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
-  if constexpr (V == 4) {
-    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  } else if constexpr (V == 2) {
-    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
-    v[0] = t.x; v[1] = t.y;
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
-  if constexpr (V == 4) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  } else if constexpr (V == 2) {
-    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
-  } else {
-    p[0] = v[0];
-  }
-}
-
 template <int V>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, int64_t rows,
+log_softmax_thread_per_row(const kf_elem* __restrict__ x, kf_elem* __restrict__ y, int64_t rows,
                        int64_t cols) {
   constexpr int U = KF_UNROLL;
   const int64_t nvec = cols / V;  // V divides cols on the vector path
@@ -103,8 +59,8 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
 #pragma unroll 1
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; row < rows;
        row += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const float* xr = x + row * cols;
-    float* yr = y + row * cols;
+    const kf_elem* xr = x + row * cols;
+    kf_elem* yr = y + row * cols;
     float m = -FLT_MAX, s = 0.0f;
     int64_t i;
 
@@ -114,7 +70,7 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
     for (; i + U <= nvec; i += U) {
       float v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u) * V, v[u]);
+      for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u) * V, v[u]);
       float cm = v[0][0];
 #pragma unroll
       for (int u = 0; u < U; ++u)
@@ -132,7 +88,7 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
 #pragma unroll 1
     for (; i < nvec; ++i) {
       float v[V];
-      load_vec<V>(xr + i * V, v);
+      kf::load_vec<V>(xr + i * V, v);
       float cm = v[0];
 #pragma unroll
       for (int k = 1; k < V; ++k) cm = fmaxf(cm, v[k]);
@@ -153,7 +109,7 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
       for (; i + U <= nvec; i += U) {
         float v[U][V];
 #pragma unroll
-        for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u) * V, v[u]);
+        for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u) * V, v[u]);
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -162,7 +118,7 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
 #pragma unroll 1
       for (; i < nvec; ++i) {
         float v[V];
-        load_vec<V>(xr + i * V, v);
+        kf::load_vec<V>(xr + i * V, v);
 #pragma unroll
         for (int k = 0; k < V; ++k) mu[0] = fmaxf(mu[0], v[k]);
       }
@@ -177,7 +133,7 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
       for (; i + U <= nvec; i += U) {
         float v[U][V];
 #pragma unroll
-        for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u) * V, v[u]);
+        for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u) * V, v[u]);
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -186,7 +142,7 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
 #pragma unroll 1
       for (; i < nvec; ++i) {
         float v[V];
-        load_vec<V>(xr + i * V, v);
+        kf::load_vec<V>(xr + i * V, v);
 #pragma unroll
         for (int k = 0; k < V; ++k) su[0] += __expf(v[k] - m);
       }
@@ -201,29 +157,29 @@ log_softmax_thread_per_row(const float* __restrict__ x, float* __restrict__ y, i
     for (; i + U <= nvec; i += U) {
       float v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u) * V, v[u]);
+      for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u) * V, v[u]);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int k = 0; k < V; ++k) v[u][k] = (v[u][k] - m) - log_sum;
-        store_vec<V>(yr + (i + u) * V, v[u]);
+        kf::store_vec<V>(yr + (i + u) * V, v[u]);
       }
     }
 #pragma unroll 1
     for (; i < nvec; ++i) {
       float v[V];
-      load_vec<V>(xr + i * V, v);
+      kf::load_vec<V>(xr + i * V, v);
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = (v[k] - m) - log_sum;
-      store_vec<V>(yr + i * V, v);
+      kf::store_vec<V>(yr + i * V, v);
     }
   }
 }
 
 }  // namespace
 
-// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 wrong dtype,
-// -4 non-compact strides, otherwise the cudaError_t of the launch.
+// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 a dtype other than the compiled
+// element type (x and y alike), -4 non-compact strides, otherwise the cudaError_t of the launch.
 KFORGE_API int kforge_run(const kforge_args* args) {
   if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
   const DLTensor& x = args->inputs[0];
@@ -231,18 +187,19 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 2 || y.ndim != 2) return -2;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_elem(x) || !kf::is_elem(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(y)) return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const kf_elem* xp = kf::data_of<const kf_elem>(x);
+  kf_elem* yp = kf::data_of<kf_elem>(y);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
 
   const int64_t blocks = (rows + kThreads - 1) / kThreads;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, 0x7fffffff));
-  constexpr int bytes = KF_VEC * 4;
-  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(yp, bytes);
+  constexpr int bytes = KF_VEC * kf::kElemBytes;
+  const bool vec =
+      KF_VEC > 1 && cols % KF_VEC == 0 && kf::aligned(xp, bytes) && kf::aligned(yp, bytes);
   if (vec)
     log_softmax_thread_per_row<KF_VEC><<<grid, kThreads, 0, stream>>>(xp, yp, rows, cols);
   else

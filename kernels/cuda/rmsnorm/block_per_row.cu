@@ -1,14 +1,16 @@
 // RMSNorm, one block per row: y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * w[c].
-// BLOCK_THREADS threads share a row: each sums the squares of a strided slice (VEC floats per
+// BLOCK_THREADS threads share a row: each sums the squares of a strided slice (VEC elements per
 // load, UNROLL loads in flight), warp shuffles then one shared-memory step give the block's sum,
-// then the row is normalized. CACHE_ROW = 1 keeps the row in dynamic shared memory between the
-// two passes (x is read from global memory once); CACHE_ROW = 0 re-reads it (from L1/L2).
-// Grid-stride over rows. fp32 accumulate. Vector loads only when every row start is VEC*4-byte
-// aligned (base pointers aligned and cols % VEC == 0); otherwise the scalar instantiation runs.
+// then the row is normalized. CACHE_ROW = 1 keeps the row (as fp32) in dynamic shared memory
+// between the two passes (x is read from global memory once); CACHE_ROW = 0 re-reads it (from
+// L1/L2). Grid-stride over rows.
+// x, w and y are all of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16;
+// w has the activations' type, as RMSNorm weights do in LLM inference); loads are widened to
+// fp32, the sum and the scaling are fp32, y is rounded once on the store.
+// Vector loads only when every row start is VEC * sizeof(element)-byte aligned (base pointers
+// aligned and cols % VEC == 0); otherwise the scalar instantiation runs.
 // If a cached row does not fit the device's shared memory, the uncached kernel runs.
-#include <kforge/kernel.h>
-
-#include <cuda_runtime.h>
+#include <kforge/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -44,41 +46,6 @@ constexpr int kRegBudget = 2 * KF_UNROLL * KF_VEC + 32;
 constexpr int kMinBlocksRaw = 65536 / (kRegBudget * kThreads);
 constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kMinBlocksRaw);
 
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-// Global loads go through the read-only path; shared-memory loads are plain.
-template <int V>
-__device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
-  if constexpr (V == 4) {
-    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  } else if constexpr (V == 2) {
-    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
-    v[0] = t.x; v[1] = t.y;
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
 template <int V>
 __device__ __forceinline__ void load_shared(const float* p, float (&v)[V]) {
   if constexpr (V == 4) {
@@ -93,7 +60,7 @@ __device__ __forceinline__ void load_shared(const float* p, float (&v)[V]) {
 }
 
 template <int V>
-__device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
+__device__ __forceinline__ void store_shared(float* p, const float (&v)[V]) {
   if constexpr (V == 4) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
   } else if constexpr (V == 2) {
@@ -131,10 +98,10 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 // buffer: each thread reads back exactly what it wrote itself.
 template <int V, bool CACHE>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-rmsnorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w,
-                      float* __restrict__ y, int64_t rows, int64_t cols, float eps) {
+rmsnorm_block_per_row(const kf_elem* __restrict__ x, const kf_elem* __restrict__ w,
+                      kf_elem* __restrict__ y, int64_t rows, int64_t cols, float eps) {
   constexpr int U = KF_UNROLL;
-  extern __shared__ float4 row_cache_raw[];  // float4: 16-byte aligned
+  extern __shared__ float4 row_cache_raw[];  // fp32 whatever KF_DTYPE is; float4: 16-byte aligned
   float* row_cache = reinterpret_cast<float*>(row_cache_raw);
   __shared__ float red[33];
   const int64_t nvec = cols / V;  // V divides cols on the vector path
@@ -142,8 +109,8 @@ rmsnorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w,
 
 #pragma unroll 1
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* xr = x + row * cols;
-    float* yr = y + row * cols;
+    const kf_elem* xr = x + row * cols;
+    kf_elem* yr = y + row * cols;
 
     float acc[U];
 #pragma unroll
@@ -153,10 +120,10 @@ rmsnorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w,
     for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
       float v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
+      for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if constexpr (CACHE) store_vec<V>(row_cache + (i + u * kThreads) * V, v[u]);
+        if constexpr (CACHE) store_shared<V>(row_cache + (i + u * kThreads) * V, v[u]);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[u] = fmaf(v[u][k], v[u][k], acc[u]);
       }
@@ -164,8 +131,8 @@ rmsnorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w,
 #pragma unroll 1
     for (; i < nvec; i += kThreads) {
       float v[V];
-      load_vec<V>(xr + i * V, v);
-      if constexpr (CACHE) store_vec<V>(row_cache + i * V, v);
+      kf::load_vec<V>(xr + i * V, v);
+      if constexpr (CACHE) store_shared<V>(row_cache + i * V, v);
 #pragma unroll
       for (int k = 0; k < V; ++k) acc[0] = fmaf(v[k], v[k], acc[0]);
     }
@@ -184,14 +151,14 @@ rmsnorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w,
         if constexpr (CACHE)
           load_shared<V>(row_cache + (i + u * kThreads) * V, v[u]);
         else
-          load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
-        load_vec<V>(w + (i + u * kThreads) * V, g[u]);
+          kf::load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
+        kf::load_vec<V>(w + (i + u * kThreads) * V, g[u]);
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int k = 0; k < V; ++k) v[u][k] = v[u][k] * inv * g[u][k];
-        store_vec<V>(yr + (i + u * kThreads) * V, v[u]);
+        kf::store_vec<V>(yr + (i + u * kThreads) * V, v[u]);
       }
     }
 #pragma unroll 1
@@ -200,17 +167,17 @@ rmsnorm_block_per_row(const float* __restrict__ x, const float* __restrict__ w,
       if constexpr (CACHE)
         load_shared<V>(row_cache + i * V, v);
       else
-        load_vec<V>(xr + i * V, v);
-      load_vec<V>(w + i * V, g);
+        kf::load_vec<V>(xr + i * V, v);
+      kf::load_vec<V>(w + i * V, g);
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = v[k] * inv * g[k];
-      store_vec<V>(yr + i * V, v);
+      kf::store_vec<V>(yr + i * V, v);
     }
   }
 }
 
 template <int V>
-int launch(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps,
+int launch(const kf_elem* x, const kf_elem* w, kf_elem* y, int64_t rows, int64_t cols, float eps,
            cudaStream_t stream) {
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, 0x7fffffff));
   if constexpr (KF_CACHE_ROW != 0) {
@@ -238,8 +205,8 @@ int launch(const float* x, const float* w, float* y, int64_t rows, int64_t cols,
 
 }  // namespace
 
-// Error codes: -1 wrong tensor/scalar count, -2 wrong rank or shape, -3 wrong dtype,
-// -4 non-compact strides, otherwise a cudaError_t.
+// Error codes: -1 wrong tensor/scalar count, -2 wrong rank or shape, -3 a dtype other than the
+// compiled element type (x, w and y alike), -4 non-compact strides, otherwise a cudaError_t.
 KFORGE_API int kforge_run(const kforge_args* args) {
   if (args->num_inputs != 2 || args->num_outputs != 1 || args->num_scalars != 1) return -1;
   const DLTensor& x = args->inputs[0];
@@ -248,18 +215,18 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 2 || w.ndim != 1 || y.ndim != 2) return -2;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (w.shape[0] != cols || y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!is_f32(x) || !is_f32(w) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(w) || !is_compact(y)) return -4;
+  if (!kf::is_elem(x) || !kf::is_elem(w) || !kf::is_elem(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(w) || !kf::is_compact(y)) return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  const float* wp = data_of<const float>(w);
-  float* yp = data_of<float>(y);
+  const kf_elem* xp = kf::data_of<const kf_elem>(x);
+  const kf_elem* wp = kf::data_of<const kf_elem>(w);
+  kf_elem* yp = kf::data_of<kf_elem>(y);
   const float eps = static_cast<float>(args->scalars[0]);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
-  constexpr int bytes = KF_VEC * 4;
-  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(wp, bytes) &&
-                   aligned(yp, bytes);
+  constexpr int bytes = KF_VEC * kf::kElemBytes;
+  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && kf::aligned(xp, bytes) &&
+                   kf::aligned(wp, bytes) && kf::aligned(yp, bytes);
   if (vec) return launch<KF_VEC>(xp, wp, yp, rows, cols, eps, stream);
   return launch<1>(xp, wp, yp, rows, cols, eps, stream);
 }

@@ -1,14 +1,15 @@
 // RMSNorm, one thread per row: y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * w[c].
-// Each thread walks its own row sequentially (VEC floats per load, UNROLL loads in flight), so no
-// reduction across threads is needed; neighbouring threads read different rows, so a warp's
+// Each thread walks its own row sequentially (VEC elements per load, UNROLL loads in flight), so
+// no reduction across threads is needed; neighbouring threads read different rows, so a warp's
 // loads are not coalesced and rely on L1 to reuse each 128-byte line over the following loads.
 // Meant for short rows (tens to a few hundred columns) and many rows; a poor fit for long rows
-// or few rows (too few threads). Grid-stride over rows. fp32 accumulate. Vector loads only when
-// every row start is VEC*4-byte aligned (base pointers aligned and cols % VEC == 0); otherwise
-// the scalar instantiation runs.
-#include <kforge/kernel.h>
-
-#include <cuda_runtime.h>
+// or few rows (too few threads). Grid-stride over rows.
+// x, w and y are all of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16;
+// w has the activations' type, as RMSNorm weights do in LLM inference); loads are widened to
+// fp32, the sum and the scaling are fp32, y is rounded once on the store.
+// Vector loads only when every row start is VEC * sizeof(element)-byte aligned (base pointers
+// aligned and cols % VEC == 0); otherwise the scalar instantiation runs.
+#include <kforge/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -39,55 +40,10 @@ constexpr int kRegBudget = 2 * KF_UNROLL * KF_VEC + 32;
 constexpr int kMinBlocksRaw = 65536 / (kRegBudget * kThreads);
 constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kMinBlocksRaw);
 
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-template <int V>
-__device__ __forceinline__ void load_vec(const float* p, float (&v)[V]) {
-  if constexpr (V == 4) {
-    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  } else if constexpr (V == 2) {
-    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
-    v[0] = t.x; v[1] = t.y;
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
-  if constexpr (V == 4) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  } else if constexpr (V == 2) {
-    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
-  } else {
-    p[0] = v[0];
-  }
-}
-
 template <int V>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-rmsnorm_thread_per_row(const float* __restrict__ x, const float* __restrict__ w,
-                       float* __restrict__ y, int64_t rows, int64_t cols, float eps) {
+rmsnorm_thread_per_row(const kf_elem* __restrict__ x, const kf_elem* __restrict__ w,
+                       kf_elem* __restrict__ y, int64_t rows, int64_t cols, float eps) {
   constexpr int U = KF_UNROLL;
   const int64_t nvec = cols / V;  // V divides cols on the vector path
   const float inv_cols = 1.0f / static_cast<float>(cols);
@@ -95,8 +51,8 @@ rmsnorm_thread_per_row(const float* __restrict__ x, const float* __restrict__ w,
 #pragma unroll 1
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; row < rows;
        row += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const float* xr = x + row * cols;
-    float* yr = y + row * cols;
+    const kf_elem* xr = x + row * cols;
+    kf_elem* yr = y + row * cols;
 
     float acc[U];
 #pragma unroll
@@ -106,7 +62,7 @@ rmsnorm_thread_per_row(const float* __restrict__ x, const float* __restrict__ w,
     for (; i + U <= nvec; i += U) {
       float v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(xr + (i + u) * V, v[u]);
+      for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u) * V, v[u]);
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -115,7 +71,7 @@ rmsnorm_thread_per_row(const float* __restrict__ x, const float* __restrict__ w,
 #pragma unroll 1
     for (; i < nvec; ++i) {
       float v[V];
-      load_vec<V>(xr + i * V, v);
+      kf::load_vec<V>(xr + i * V, v);
 #pragma unroll
       for (int k = 0; k < V; ++k) acc[0] = fmaf(v[k], v[k], acc[0]);
     }
@@ -130,32 +86,33 @@ rmsnorm_thread_per_row(const float* __restrict__ x, const float* __restrict__ w,
       float v[U][V], g[U][V];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        load_vec<V>(xr + (i + u) * V, v[u]);
-        load_vec<V>(w + (i + u) * V, g[u]);
+        kf::load_vec<V>(xr + (i + u) * V, v[u]);
+        kf::load_vec<V>(w + (i + u) * V, g[u]);
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int k = 0; k < V; ++k) v[u][k] = v[u][k] * inv * g[u][k];
-        store_vec<V>(yr + (i + u) * V, v[u]);
+        kf::store_vec<V>(yr + (i + u) * V, v[u]);
       }
     }
 #pragma unroll 1
     for (; i < nvec; ++i) {
       float v[V], g[V];
-      load_vec<V>(xr + i * V, v);
-      load_vec<V>(w + i * V, g);
+      kf::load_vec<V>(xr + i * V, v);
+      kf::load_vec<V>(w + i * V, g);
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = v[k] * inv * g[k];
-      store_vec<V>(yr + i * V, v);
+      kf::store_vec<V>(yr + i * V, v);
     }
   }
 }
 
 }  // namespace
 
-// Error codes: -1 wrong tensor/scalar count, -2 wrong rank or shape, -3 wrong dtype,
-// -4 non-compact strides, otherwise the cudaError_t of the launch.
+// Error codes: -1 wrong tensor/scalar count, -2 wrong rank or shape, -3 a dtype other than the
+// compiled element type (x, w and y alike), -4 non-compact strides, otherwise the cudaError_t of
+// the launch.
 KFORGE_API int kforge_run(const kforge_args* args) {
   if (args->num_inputs != 2 || args->num_outputs != 1 || args->num_scalars != 1) return -1;
   const DLTensor& x = args->inputs[0];
@@ -164,21 +121,21 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 2 || w.ndim != 1 || y.ndim != 2) return -2;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (w.shape[0] != cols || y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!is_f32(x) || !is_f32(w) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(w) || !is_compact(y)) return -4;
+  if (!kf::is_elem(x) || !kf::is_elem(w) || !kf::is_elem(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(w) || !kf::is_compact(y)) return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  const float* wp = data_of<const float>(w);
-  float* yp = data_of<float>(y);
+  const kf_elem* xp = kf::data_of<const kf_elem>(x);
+  const kf_elem* wp = kf::data_of<const kf_elem>(w);
+  kf_elem* yp = kf::data_of<kf_elem>(y);
   const float eps = static_cast<float>(args->scalars[0]);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
 
   const int64_t blocks = (rows + kThreads - 1) / kThreads;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, 0x7fffffff));
-  constexpr int bytes = KF_VEC * 4;
-  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(wp, bytes) &&
-                   aligned(yp, bytes);
+  constexpr int bytes = KF_VEC * kf::kElemBytes;
+  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && kf::aligned(xp, bytes) &&
+                   kf::aligned(wp, bytes) && kf::aligned(yp, bytes);
   if (vec)
     rmsnorm_thread_per_row<KF_VEC><<<grid, kThreads, 0, stream>>>(xp, wp, yp, rows, cols, eps);
   else

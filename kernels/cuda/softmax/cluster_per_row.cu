@@ -10,16 +10,18 @@
 // shared memory: x is read from DRAM exactly once and y written once, the minimum traffic. The
 // barrier that protects a published partial from being overwritten is split (arrive after the
 // remote reads, wait after the next row's loads), so only one cluster barrier per row stalls.
-//   Bytes per call: rows * cols * 8 (fp32 in and out). FLOPs ~5 per element: memory-bound.
+//   Bytes per call: rows * cols * 2 * sizeof(element). FLOPs ~5 per element: memory-bound.
+// x and y are of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16); loads
+// are widened to fp32 and the chunk is cached as fp32 (so a chunk holds as many elements
+// whatever the type), the statistics are fp32, y is rounded once on the store.
 // When a chunk does not fit the opt-in shared memory (cols > CLUSTER * ~56K floats), the write
 // pass re-reads x from global memory instead (1.5x the minimum traffic). CLUSTER > 8 needs the
 // non-portable cluster size attribute (up to 16 on H100/H200). UNROLL loads per thread are in
-// flight before any is used. Vector loads when cols % VEC == 0
-// and both pointers are VEC*4-byte aligned; otherwise the scalar instantiation runs.
-#include <kforge/kernel.h>
+// flight before any is used. Vector loads when cols % VEC == 0 and both pointers are
+// VEC * sizeof(element)-byte aligned; otherwise the scalar instantiation runs.
+#include <kforge/elem.cuh>
 
 #include <cooperative_groups.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -52,40 +54,7 @@ namespace {
 constexpr int kThreads = KF_BLOCK_THREADS;
 constexpr int kWarps = KF_BLOCK_THREADS / 32;
 
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-template <int V>
-__device__ __forceinline__ void load_global(const float* p, float (&v)[V]) {
-  if constexpr (V == 4) {
-    const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  } else if constexpr (V == 2) {
-    const float2 t = __ldg(reinterpret_cast<const float2*>(p));
-    v[0] = t.x; v[1] = t.y;
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
+// The fp32 chunk cache in shared memory: plain loads and stores.
 template <int V>
 __device__ __forceinline__ void load_plain(const float* p, float (&v)[V]) {
   if constexpr (V == 4) {
@@ -110,14 +79,14 @@ __device__ __forceinline__ void store(float* p, const float (&v)[V]) {
   }
 }
 
-/// Element `i` (in vectors) of the chunk: from shared memory when cached, else from global.
+/// Element `i` (in vectors) of the chunk as fp32: from shared memory when cached, else from global.
 template <int V, bool CACHE>
-__device__ __forceinline__ void load_row(const float* xr, const float* cache, int64_t i,
+__device__ __forceinline__ void load_row(const kf_elem* xr, const float* cache, int64_t i,
                                          float (&v)[V]) {
   if constexpr (CACHE) {
     load_plain<V>(cache + i * V, v);
   } else {
-    load_global<V>(xr + i * V, v);
+    kf::load_vec<V>(xr + i * V, v);
   }
 }
 
@@ -174,7 +143,7 @@ __device__ __forceinline__ void block_merge(float& m, float& s, float* red_m, fl
 /// [k * chunk, min(cols, (k + 1) * chunk)).
 template <int V, bool CACHE>
 __global__ void __launch_bounds__(kThreads)
-softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int64_t rows,
+softmax_cluster_per_row(const kf_elem* __restrict__ x, kf_elem* __restrict__ y, int64_t rows,
                         int64_t cols, int64_t chunk) {
   constexpr int U = KF_UNROLL;
   cg::cluster_group cluster = cg::this_cluster();
@@ -195,17 +164,17 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
 
 #pragma unroll 1
   for (int64_t row = blockIdx.x / blocks; row < rows; row += clusters) {
-    const float* xr = x + row * cols + begin;
-    float* yr = y + row * cols + begin;
+    const kf_elem* xr = x + row * cols + begin;
+    kf_elem* yr = y + row * cols + begin;
     float m = -FLT_MAX, s = 0.0f;
-    // UNROLL loads of VEC floats in flight per thread before any is used: the bytes in flight
+    // UNROLL loads of VEC elements in flight per thread before any is used: the bytes in flight
     // per SM must cover DRAM latency (about 32 KiB per SM at 4.25 TB/s).
     int64_t i = threadIdx.x;
 #pragma unroll 1
     for (; i + (U - 1) * kThreads < nvec; i += U * kThreads) {
       float v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_global<V>(xr + (i + u * kThreads) * V, v[u]);
+      for (int u = 0; u < U; ++u) kf::load_vec<V>(xr + (i + u * kThreads) * V, v[u]);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         if constexpr (CACHE) store<V>(cache + (i + u * kThreads) * V, v[u]);
@@ -215,7 +184,7 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
 #pragma unroll 1
     for (; i < nvec; i += kThreads) {
       float v[V];
-      load_global<V>(xr + i * V, v);
+      kf::load_vec<V>(xr + i * V, v);
       if constexpr (CACHE) store<V>(cache + i * V, v);
       accumulate<V>(v, m, s);
     }
@@ -256,7 +225,7 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int k = 0; k < V; ++k) v[u][k] = __expf(v[u][k] - row_max) * inv;
-        store<V>(yr + (i + u * kThreads) * V, v[u]);
+        kf::store_vec<V>(yr + (i + u * kThreads) * V, v[u]);
       }
     }
 #pragma unroll 1
@@ -265,7 +234,7 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
       load_row<V, CACHE>(xr, cache, i, v);
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = __expf(v[k] - row_max) * inv;
-      store<V>(yr + i * V, v);
+      kf::store_vec<V>(yr + i * V, v);
     }
   }
   // A block's shared memory must outlive every remote read of it: no block exits before all
@@ -274,7 +243,7 @@ softmax_cluster_per_row(const float* __restrict__ x, float* __restrict__ y, int6
 }
 
 template <int V, bool CACHE>
-cudaError_t launch_with(const float* x, float* y, int64_t rows, int64_t cols, int64_t chunk,
+cudaError_t launch_with(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols, int64_t chunk,
                         size_t smem, cudaStream_t stream) {
   auto kernel = softmax_cluster_per_row<V, CACHE>;
   cudaError_t err = cudaSuccess;
@@ -304,7 +273,7 @@ cudaError_t launch_with(const float* x, float* y, int64_t rows, int64_t cols, in
 }
 
 template <int V>
-int launch(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream) {
+int launch(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols, cudaStream_t stream) {
   int64_t chunk = (cols + KF_CLUSTER - 1) / KF_CLUSTER;
   chunk = (chunk + V - 1) / V * V;
   const size_t smem = static_cast<size_t>(chunk) * sizeof(float);
@@ -323,8 +292,8 @@ int launch(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t st
 
 }  // namespace
 
-// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 wrong dtype,
-// -4 non-compact strides, otherwise a cudaError_t.
+// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 a dtype other than the compiled
+// element type (x and y alike), -4 non-compact strides, otherwise a cudaError_t.
 KFORGE_API int kforge_run(const kforge_args* args) {
   if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
   const DLTensor& x = args->inputs[0];
@@ -332,15 +301,16 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 2 || y.ndim != 2) return -2;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_elem(x) || !kf::is_elem(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(y)) return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const kf_elem* xp = kf::data_of<const kf_elem>(x);
+  kf_elem* yp = kf::data_of<kf_elem>(y);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
-  constexpr int bytes = KF_VEC * 4;
-  const bool vec = KF_VEC > 1 && cols % KF_VEC == 0 && aligned(xp, bytes) && aligned(yp, bytes);
+  constexpr int bytes = KF_VEC * kf::kElemBytes;
+  const bool vec =
+      KF_VEC > 1 && cols % KF_VEC == 0 && kf::aligned(xp, bytes) && kf::aligned(yp, bytes);
   if (vec) return launch<KF_VEC>(xp, yp, rows, cols, stream);
   return launch<1>(xp, yp, rows, cols, stream);
 }
