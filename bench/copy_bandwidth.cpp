@@ -2,6 +2,11 @@
 // a large device-to-device cudaMemcpyAsync on `cuda`, a large memcpy on `cpu` split over
 // all hardware threads.
 // Counts bytes read plus bytes written; reports the median of repeated copies as JSON.
+// On `cpu` it also reports STREAM's "scale" kernel (y[i] = q * x[i] over fp32, McCalpin, "Memory
+// Bandwidth and Machine Balance in Current High Performance Computers", IEEE TCCA Newsletter
+// 1995), split over all hardware threads and counted the same way (4 bytes read + 4 written per
+// element, write-allocate traffic not counted): the ceiling for kernels that read one tensor
+// and write another with ordinary stores, which memcpy's non-temporal stores can exceed.
 //
 //   kforge_bench_copy cpu|cuda [bytes]
 #include <cuda_runtime.h>
@@ -70,9 +75,36 @@ int bench_cpu(size_t bytes) {
     if (i >= 2) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   double m = median(ms);
+  a.clear();
+  a.shrink_to_fit();
+  b.clear();
+  b.shrink_to_fit();
+  const size_t n = bytes / sizeof(float);
+  std::vector<float> x(n, 1.0f), y(n, 0.0f);
+  std::vector<double> scale_ms;
+  for (int i = 0; i < 12; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> workers;
+    size_t chunk = (n + threads - 1) / threads;
+    for (unsigned t = 0; t < threads; ++t) {
+      size_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+      workers.emplace_back([&, begin, end] {
+        float* __restrict__ out = y.data();
+        const float* __restrict__ in = x.data();
+        for (size_t k = begin; k < end; ++k) out[k] = 3.0f * in[k];
+      });
+    }
+    for (std::thread& w : workers) w.join();
+    auto t1 = std::chrono::steady_clock::now();
+    if (i >= 2) scale_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  double s = median(scale_ms);
   std::printf("{\"backend\": \"cpu\", \"bytes_per_copy\": %zu, \"median_ms\": %.4f, "
-              "\"copy_gbps\": %.1f, \"check\": %d}\n",
-              bytes, m, 2.0 * bytes / (m * 1e-3) * 1e-9, b[bytes / 2]);
+              "\"copy_gbps\": %.1f, \"stream_scale_ms\": %.4f, \"stream_scale_gbps\": %.1f, "
+              "\"check\": %d}\n",
+              bytes, m, 2.0 * bytes / (m * 1e-3) * 1e-9, s, 2.0 * n * sizeof(float) / (s * 1e-3) * 1e-9,
+              static_cast<int>(y[n / 2]));
   return 0;
 }
 

@@ -44,6 +44,11 @@ def main():
     x = torch.randn(4096, 8192, device="cuda")
     record("softmax_example", [4096, 8192], lambda: torch.softmax(x, dim=1), 2 * x.numel() * 4)
     del x
+    # LLM inference: softmax over attention scores, batch 32 x 32 heads x 2048 x 2048, last dim.
+    x = torch.randn(32, 32, 2048, 2048, device="cuda")
+    record("softmax_attention", [32, 32, 2048, 2048], lambda: torch.softmax(x, dim=-1),
+           2 * x.numel() * 4)
+    del x
     # KernelBench level1 19: ReLU over the same 4096 x 393216 tensor.
     x = torch.randn(4096, 393216, device="cuda")
     record("relu_kernelbench", [4096, 393216], lambda: torch.relu(x), 2 * x.numel() * 4)

@@ -40,7 +40,10 @@ void Optimizer::promote_cohort(int step) {
   for (CandidateRecord& r : records_) {
     if (r.verdict != Verdict::ok || !r.median_ms || !r.promotion.empty()) continue;
     members.push_back(&r);
-    Contender c{r.id, r.quick_score, best_ && best_->id == r.id};
+    Contender c;
+    c.id = r.id;
+    c.score = r.quick_score;
+    c.is_best = best_ && best_->id == r.id;
     c.decomposition = decomposition_of(r.id);
     for (const CandidateRecord& other : records_) {
       c.decomposition_covered = c.decomposition_covered ||
