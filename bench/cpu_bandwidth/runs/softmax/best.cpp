@@ -1,0 +1,182 @@
+// kforge candidate row_tiled[PARALLEL=1,TILE_ROWS=2] (family softmax, backend cpu)
+#define KF_PARALLEL 1
+#define KF_TILE_ROWS 2
+// Softmax over the last dimension (cpu), row tiles:
+//   y[r, c] = exp(x[r, c] - m) / sum_c exp(x[r, c] - m),  m = max_c x[r, :].
+// TILE_ROWS rows go through each pass together: one `omp simd` loop over the columns computes
+// the maxima of all rows of the tile, one the sums of exponentials (written into y), then each
+// row is scaled. Independent reductions per row give instruction-level parallelism; the exp is
+// the vectorizable polynomial (Cephes expf, ~1 ulp). Leftover rows (rows % TILE_ROWS) go one at
+// a time. PARALLEL = 1 spreads tiles over OpenMP threads. fp32.
+#include <kforge/kernel.h>
+
+#include <omp.h>
+
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+
+#ifndef KF_PARALLEL
+#define KF_PARALLEL 1
+#endif
+#ifndef KF_TILE_ROWS
+#define KF_TILE_ROWS 4
+#endif
+
+static_assert(KF_PARALLEL == 0 || KF_PARALLEL == 1, "PARALLEL is 0 or 1");
+static_assert(KF_TILE_ROWS == 1 || KF_TILE_ROWS == 2 || KF_TILE_ROWS == 4 || KF_TILE_ROWS == 8,
+              "TILE_ROWS is 1, 2, 4 or 8");
+
+namespace {
+
+bool is_f32(const DLTensor& t) {
+  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
+}
+
+bool is_compact(const DLTensor& t) {
+  if (t.strides == nullptr) return true;
+  int64_t expect = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
+    expect *= t.shape[i];
+  }
+  return true;
+}
+
+template <typename T>
+T* data_of(const DLTensor& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
+}
+
+// exp(x) for x in [-87, 88] (clamped; below -87 the result is ~1.6e-38, not 0), vectorizable:
+// no libm call, no branch. n = round(x / ln 2) comes from adding 1.5 * 2^23, which leaves the
+// rounded integer in the low mantissa bits (exact for |x / ln 2| < 2^22).
+inline __attribute__((always_inline)) float simd_exp(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  const float t = x * 1.44269504088896341f + 12582912.0f;
+  const float fx = t - 12582912.0f;
+  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
+  float r = x - fx * 0.693359375f;
+  r = r - fx * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int32_t bits = (n + 127) << 23;
+  return e * std::bit_cast<float>(bits);
+}
+
+// Rows [r0, r0 + T) of x into y. Unused slots (t >= T) alias row r0 and are dropped.
+template <int T>
+void softmax_tile(const float* __restrict__ x, float* __restrict__ y, int64_t r0, int64_t cols) {
+  const float* xr[8];
+  float* yr[8];
+  for (int t = 0; t < 8; ++t) {
+    xr[t] = x + (r0 + (t < T ? t : 0)) * cols;
+    yr[t] = y + (r0 + (t < T ? t : 0)) * cols;
+  }
+  const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+  const float *x4 = xr[4], *x5 = xr[5], *x6 = xr[6], *x7 = xr[7];
+
+  float m0 = -FLT_MAX, m1 = -FLT_MAX, m2 = -FLT_MAX, m3 = -FLT_MAX;
+  float m4 = -FLT_MAX, m5 = -FLT_MAX, m6 = -FLT_MAX, m7 = -FLT_MAX;
+#pragma omp simd reduction(max : m0, m1, m2, m3, m4, m5, m6, m7)
+  for (int64_t c = 0; c < cols; ++c) {
+    m0 = x0[c] > m0 ? x0[c] : m0;
+    if constexpr (T > 1) m1 = x1[c] > m1 ? x1[c] : m1;
+    if constexpr (T > 2) {
+      m2 = x2[c] > m2 ? x2[c] : m2;
+      m3 = x3[c] > m3 ? x3[c] : m3;
+    }
+    if constexpr (T > 4) {
+      m4 = x4[c] > m4 ? x4[c] : m4;
+      m5 = x5[c] > m5 ? x5[c] : m5;
+      m6 = x6[c] > m6 ? x6[c] : m6;
+      m7 = x7[c] > m7 ? x7[c] : m7;
+    }
+  }
+
+  // Only the first T output rows are written (the others alias row r0).
+  float *y0 = yr[0], *y1 = yr[1], *y2 = yr[2], *y3 = yr[3];
+  float *y4 = yr[4], *y5 = yr[5], *y6 = yr[6], *y7 = yr[7];
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f, s7 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
+  for (int64_t c = 0; c < cols; ++c) {
+    float e = simd_exp(x0[c] - m0);
+    y0[c] = e;
+    s0 += e;
+    if constexpr (T > 1) {
+      e = simd_exp(x1[c] - m1);
+      y1[c] = e;
+      s1 += e;
+    }
+    if constexpr (T > 2) {
+      e = simd_exp(x2[c] - m2);
+      y2[c] = e;
+      s2 += e;
+      e = simd_exp(x3[c] - m3);
+      y3[c] = e;
+      s3 += e;
+    }
+    if constexpr (T > 4) {
+      e = simd_exp(x4[c] - m4);
+      y4[c] = e;
+      s4 += e;
+      e = simd_exp(x5[c] - m5);
+      y5[c] = e;
+      s5 += e;
+      e = simd_exp(x6[c] - m6);
+      y6[c] = e;
+      s6 += e;
+      e = simd_exp(x7[c] - m7);
+      y7[c] = e;
+      s7 += e;
+    }
+  }
+
+  const float s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+  for (int t = 0; t < T; ++t) {
+    const float inv = 1.0f / s[t];
+    float* yt = yr[t];
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) yt[c] *= inv;
+  }
+}
+
+}  // namespace
+
+// Error codes: -1 wrong tensor count, -2 wrong rank or shape, -3 wrong dtype,
+// -4 non-compact strides.
+KFORGE_API int kforge_run(const kforge_args* args) {
+  if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
+  const DLTensor& x = args->inputs[0];
+  const DLTensor& y = args->outputs[0];
+  if (x.ndim != 2 || y.ndim != 2) return -2;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  if (y.shape[0] != rows || y.shape[1] != cols) return -2;
+  if (!is_f32(x) || !is_f32(y)) return -3;
+  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (rows == 0 || cols == 0) return 0;
+
+  const float* xp = data_of<const float>(x);
+  float* yp = data_of<float>(y);
+  constexpr int T = KF_TILE_ROWS;
+  const int64_t tiles = (rows + T - 1) / T;
+#if KF_PARALLEL
+#pragma omp parallel for schedule(static)
+#endif
+  for (int64_t i = 0; i < tiles; ++i) {
+    const int64_t r0 = i * T;
+    if (r0 + T <= rows) {
+      softmax_tile<T>(xp, yp, r0, cols);
+    } else {
+      for (int64_t r = r0; r < rows; ++r) softmax_tile<1>(xp, yp, r, cols);
+    }
+  }
+  return 0;
+}
