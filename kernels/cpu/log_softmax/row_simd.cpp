@@ -3,17 +3,18 @@
 // (in that order: x - m is exact near the max, so an output near 0 keeps its relative accuracy
 // even when |m| is large, which x - (m + log sum) would not).
 // Every pass is an `omp simd` loop (max and sum as simd reductions, legal without -ffast-math),
-// with a branch-free polynomial exp (Cephes expf: range reduction by ln 2, degree-6 polynomial,
+// with a branch-free polynomial exp (kf::exp_vectorizable in include/kforge/vmath.h: Cephes
+// expf, range reduction by ln 2, degree-6 polynomial,
 // 2^n from the exponent bits; ~1 ulp) that vectorizes, unlike a libm call.
 // Three passes (max, sum of exponentials, y = (x - m) - log(sum)): exp once per element, y written once.
 // ONLINE = 1 fuses the max and sum passes: a running (max, sum) per SIMD lane (the max of each
 // block of 8 elements first, then one rescale), x read twice instead of three times.
 // PARALLEL = 1 spreads rows over OpenMP threads. fp32.
 #include <kforge/kernel.h>
+#include <kforge/vmath.h>
 
 #include <omp.h>
 
-#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -49,28 +50,6 @@ T* data_of(const DLTensor& t) {
   return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
 }
 
-// exp(x) for x in [-87, 88] (clamped; below -87 the result is ~1.6e-38, not 0), vectorizable:
-// no libm call, no branch. n = round(x / ln 2) comes from adding 1.5 * 2^23, which leaves the
-// rounded integer in the low mantissa bits (exact for |x / ln 2| < 2^22).
-inline __attribute__((always_inline)) float simd_exp(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  const float t = x * 1.44269504088896341f + 12582912.0f;
-  const float fx = t - 12582912.0f;
-  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = x - fx * 0.693359375f;
-  r = r - fx * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
-  const int32_t bits = (n + 127) << 23;
-  return e * std::bit_cast<float>(bits);
-}
-
 void log_softmax_row(const float* __restrict__ xr, float* __restrict__ yr, int64_t cols) {
 #if KF_ONLINE
   // Blocks of 8: the block's max, then its exponentials against the running max. Lanes keep
@@ -87,27 +66,27 @@ void log_softmax_row(const float* __restrict__ xr, float* __restrict__ yr, int64
     for (int k = 0; k < kLanes; ++k) {
       const float v = xr[c + k];
       const float nm = v > m[k] ? v : m[k];
-      s[k] = s[k] * simd_exp(m[k] - nm) + simd_exp(v - nm);
+      s[k] = s[k] * kf::exp_vectorizable(m[k] - nm) + kf::exp_vectorizable(v - nm);
       m[k] = nm;
     }
   }
   for (int k = 0; c < cols; ++c, ++k) {
     const float v = xr[c];
     const float nm = v > m[k] ? v : m[k];
-    s[k] = s[k] * simd_exp(m[k] - nm) + simd_exp(v - nm);
+    s[k] = s[k] * kf::exp_vectorizable(m[k] - nm) + kf::exp_vectorizable(v - nm);
     m[k] = nm;
   }
   float mx = m[0];
   for (int k = 1; k < kLanes; ++k) mx = m[k] > mx ? m[k] : mx;
   float sum = 0.0f;
-  for (int k = 0; k < kLanes; ++k) sum += s[k] * simd_exp(m[k] - mx);
+  for (int k = 0; k < kLanes; ++k) sum += s[k] * kf::exp_vectorizable(m[k] - mx);
 #else
   float mx = -FLT_MAX;
 #pragma omp simd reduction(max : mx)
   for (int64_t c = 0; c < cols; ++c) mx = xr[c] > mx ? xr[c] : mx;
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t c = 0; c < cols; ++c) sum += simd_exp(xr[c] - mx);
+  for (int64_t c = 0; c < cols; ++c) sum += kf::exp_vectorizable(xr[c] - mx);
 #endif
   const float log_sum = std::log(sum);
 #pragma omp simd

@@ -5,13 +5,13 @@
 // TILE_ROWS rows go through each pass together: one `omp simd` loop over the columns computes
 // the maxima of all rows of the tile, one the sums of exponentials, then each row is written as
 // y = (x - m) - log(sum). Independent reductions per row give instruction-level parallelism; the exp is
-// the vectorizable polynomial (Cephes expf, ~1 ulp). Leftover rows (rows % TILE_ROWS) go one at
+// the vectorizable polynomial (kf::exp_vectorizable, include/kforge/vmath.h). Leftover rows (rows % TILE_ROWS) go one at
 // a time. PARALLEL = 1 spreads tiles over OpenMP threads. fp32.
 #include <kforge/kernel.h>
+#include <kforge/vmath.h>
 
 #include <omp.h>
 
-#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -48,28 +48,6 @@ T* data_of(const DLTensor& t) {
   return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
 }
 
-// exp(x) for x in [-87, 88] (clamped; below -87 the result is ~1.6e-38, not 0), vectorizable:
-// no libm call, no branch. n = round(x / ln 2) comes from adding 1.5 * 2^23, which leaves the
-// rounded integer in the low mantissa bits (exact for |x / ln 2| < 2^22).
-inline __attribute__((always_inline)) float simd_exp(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  const float t = x * 1.44269504088896341f + 12582912.0f;
-  const float fx = t - 12582912.0f;
-  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = x - fx * 0.693359375f;
-  r = r - fx * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
-  const int32_t bits = (n + 127) << 23;
-  return e * std::bit_cast<float>(bits);
-}
-
 // Rows [r0, r0 + T) of x into y. Unused slots (t >= T) alias row r0 and are dropped.
 template <int T>
 void log_softmax_tile(const float* __restrict__ x, float* __restrict__ y, int64_t r0, int64_t cols) {
@@ -103,19 +81,19 @@ void log_softmax_tile(const float* __restrict__ x, float* __restrict__ y, int64_
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f, s7 = 0.0f;
 #pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
   for (int64_t c = 0; c < cols; ++c) {
-    s0 += simd_exp(x0[c] - m0);
+    s0 += kf::exp_vectorizable(x0[c] - m0);
     if constexpr (T > 1) {
-      s1 += simd_exp(x1[c] - m1);
+      s1 += kf::exp_vectorizable(x1[c] - m1);
     }
     if constexpr (T > 2) {
-      s2 += simd_exp(x2[c] - m2);
-      s3 += simd_exp(x3[c] - m3);
+      s2 += kf::exp_vectorizable(x2[c] - m2);
+      s3 += kf::exp_vectorizable(x3[c] - m3);
     }
     if constexpr (T > 4) {
-      s4 += simd_exp(x4[c] - m4);
-      s5 += simd_exp(x5[c] - m5);
-      s6 += simd_exp(x6[c] - m6);
-      s7 += simd_exp(x7[c] - m7);
+      s4 += kf::exp_vectorizable(x4[c] - m4);
+      s5 += kf::exp_vectorizable(x5[c] - m5);
+      s6 += kf::exp_vectorizable(x6[c] - m6);
+      s7 += kf::exp_vectorizable(x7[c] - m7);
     }
   }
 

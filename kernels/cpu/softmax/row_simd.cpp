@@ -1,16 +1,17 @@
 // Softmax over the last dimension (cpu), explicit SIMD:
 //   y[r, c] = exp(x[r, c] - m) / sum_c exp(x[r, c] - m),  m = max_c x[r, :].
 // Every pass is an `omp simd` loop (max and sum as simd reductions, legal without -ffast-math),
-// with a branch-free polynomial exp (Cephes expf: range reduction by ln 2, degree-6 polynomial,
+// with a branch-free polynomial exp (kf::exp_vectorizable in include/kforge/vmath.h: Cephes
+// expf, range reduction by ln 2, degree-6 polynomial,
 // 2^n from the exponent bits; ~1 ulp) that vectorizes, unlike a libm call.
 // STORE_EXP = 1: the sum pass writes e = exp(x - m) into y and the last pass scales y (exp once,
 //                y written twice). STORE_EXP = 0: the last pass recomputes exp from x (exp twice,
 //                y written once). PARALLEL = 1 spreads rows over OpenMP threads. fp32.
 #include <kforge/kernel.h>
+#include <kforge/vmath.h>
 
 #include <omp.h>
 
-#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -46,28 +47,6 @@ T* data_of(const DLTensor& t) {
   return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
 }
 
-// exp(x) for x in [-87, 88] (clamped; below -87 the result is ~1.6e-38, not 0), vectorizable:
-// no libm call, no branch. n = round(x / ln 2) comes from adding 1.5 * 2^23, which leaves the
-// rounded integer in the low mantissa bits (exact for |x / ln 2| < 2^22).
-inline __attribute__((always_inline)) float simd_exp(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  const float t = x * 1.44269504088896341f + 12582912.0f;
-  const float fx = t - 12582912.0f;
-  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = x - fx * 0.693359375f;
-  r = r - fx * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
-  const int32_t bits = (n + 127) << 23;
-  return e * std::bit_cast<float>(bits);
-}
-
 void softmax_row(const float* __restrict__ xr, float* __restrict__ yr, int64_t cols) {
   float m = -FLT_MAX;
 #pragma omp simd reduction(max : m)
@@ -77,7 +56,7 @@ void softmax_row(const float* __restrict__ xr, float* __restrict__ yr, int64_t c
 #if KF_STORE_EXP
 #pragma omp simd reduction(+ : s)
   for (int64_t c = 0; c < cols; ++c) {
-    const float e = simd_exp(xr[c] - m);
+    const float e = kf::exp_vectorizable(xr[c] - m);
     yr[c] = e;
     s += e;
   }
@@ -86,10 +65,10 @@ void softmax_row(const float* __restrict__ xr, float* __restrict__ yr, int64_t c
   for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
 #else
 #pragma omp simd reduction(+ : s)
-  for (int64_t c = 0; c < cols; ++c) s += simd_exp(xr[c] - m);
+  for (int64_t c = 0; c < cols; ++c) s += kf::exp_vectorizable(xr[c] - m);
   const float inv = 1.0f / s;
 #pragma omp simd
-  for (int64_t c = 0; c < cols; ++c) yr[c] = simd_exp(xr[c] - m) * inv;
+  for (int64_t c = 0; c < cols; ++c) yr[c] = kf::exp_vectorizable(xr[c] - m) * inv;
 #endif
 }
 
