@@ -58,14 +58,6 @@ std::string task_path(const std::string& task) {
   return worker::testing::source_root() + "/examples/" + task + "/task.toml";
 }
 
-/// Element type the kernels are built for: that of the task's first input.
-std::string element_dtype(const Task& task) {
-  for (const TensorSpec& tensor : task.signature.tensors) {
-    if (tensor.role == TensorRole::input) return to_string(tensor.dtype);
-  }
-  return "f32";
-}
-
 std::string kernels_root() { return worker::testing::source_root() + "/kernels"; }
 
 /// Default point of each variant that takes the task's element type plus every one-parameter
@@ -75,7 +67,7 @@ std::vector<FamilyPoint> points_for(const std::string& backend) {
   for (const char* task_name : kTasks) {
     const Task task = load_task(task_path(task_name));
     if (!task.reference_paths.count(backend)) continue;
-    const std::string dtype = element_dtype(task);
+    const std::string dtype = to_string(element_dtype(task));
     const generation::KernelFamily loaded = generation::for_dtype(
         generation::load_family(kernels_root(), backend, task.family), dtype);
     for (const generation::TemplateVariant& variant : loaded.variants) {
@@ -171,7 +163,7 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
       *harness.candidates, *harness.reference, harness.task, test_policy());
   harness.generator = std::make_unique<generation::TemplatesGenerator>(
       generation::load_family(kernels_root(), backend, harness.task.family),
-      element_dtype(harness.task));
+      to_string(element_dtype(harness.task)));
   const std::string& reference_path = harness.task.reference_paths.at(backend);
   const compile::Artifact reference = compiler().compile(
       {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
@@ -223,10 +215,13 @@ TEST(KernelFamiliesList, EveryTaskHasItsBackendsAndATail) {
   for (const char* task_name : kTasks) {
     const Task task = load_task(task_path(task_name));
     EXPECT_TRUE(task.reference_paths.count("cuda")) << task_name;
-    if (element_dtype(task) == "f32") EXPECT_TRUE(task.reference_paths.count("cpu")) << task_name;
+    if (element_dtype(task) == DType::f32) {
+      EXPECT_TRUE(task.reference_paths.count("cpu")) << task_name;
+    }
     for (const auto& [backend, path] : task.reference_paths) {
       EXPECT_NO_THROW(generation::for_dtype(
-          generation::load_family(kernels_root(), backend, task.family), element_dtype(task)))
+          generation::load_family(kernels_root(), backend, task.family),
+          to_string(element_dtype(task))))
           << task_name << " on " << backend;
     }
     bool has_tail = false;

@@ -141,14 +141,6 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
   return generation::load_family(kernels.string(), backend, task.family);
 }
 
-/// The element type the built-in kernels are compiled for: that of the first input tensor.
-std::string element_dtype(const Task& task) {
-  for (const TensorSpec& tensor : task.signature.tensors) {
-    if (tensor.role == TensorRole::input) return to_string(tensor.dtype);
-  }
-  return "f32";
-}
-
 }  // namespace
 
 namespace {
@@ -223,7 +215,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     llm_config = resolve_llm_config(options.llm);  // no endpoint: a clear error, nothing written
   } else {
     templates = std::make_unique<generation::TemplatesGenerator>(
-        load_family_for(task, root, backend), element_dtype(task));
+        load_family_for(task, root, backend), to_string(element_dtype(task)));
   }
 
   compile::ToolchainOptions toolchain;

@@ -51,14 +51,17 @@ double number_or(const nlohmann::json& object, const char* key) {
 /// workloads where it is slower than the reference; empty when rung 2 has fewer than 2 entries.
 std::pair<std::string, std::string> workload_lines(const nlohmann::json& best) {
   const nlohmann::json none = nlohmann::json::array();
-  const nlohmann::json& each = best.contains("full_workload_speedups") ? best["full_workload_speedups"] : none;
+  const nlohmann::json& each =
+      best.contains("full_workload_speedups") ? best["full_workload_speedups"] : none;
   if (!each.is_array() || each.size() < 2) return {};
   std::string all, slower;
   for (const auto& w : each) {
     const std::string name = w.value("workload", "?");
     const double speedup = w.value("speedup", 0.0);
     all += fmt::format("{}{} {:.2f}x", all.empty() ? "" : ", ", name, speedup);
-    if (speedup < 1.0) slower += fmt::format("{}{} ({:.2f}x)", slower.empty() ? "" : ", ", name, speedup);
+    if (speedup < 1.0) {
+      slower += fmt::format("{}{} ({:.2f}x)", slower.empty() ? "" : ", ", name, speedup);
+    }
   }
   return {all, slower};
 }

@@ -68,6 +68,13 @@ std::vector<int64_t> bind_shape(const TensorSpec& spec, const Workload& workload
   return shape;
 }
 
+DType element_dtype(const Task& task) {
+  for (const TensorSpec& tensor : task.signature.tensors) {
+    if (tensor.role == TensorRole::input) return tensor.dtype;
+  }
+  return DType::f32;
+}
+
 int64_t min_bytes_moved(const Signature& signature, const Workload& workload) {
   int64_t bytes = 0;
   for (const TensorSpec& tensor : signature.tensors) {

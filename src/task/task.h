@@ -117,6 +117,10 @@ struct Task {
 /// Bytes one call must move under `workload`: the task's formula, else min_bytes_moved.
 int64_t bytes_per_call(const Task& task, const Workload& workload);
 
+/// The element type kernels are built for: that of the first input tensor (f32 when the
+/// signature has no input). The templates generator passes it as KF_DTYPE.
+DType element_dtype(const Task& task);
+
 /// FLOPs of one call under `workload`, or nullopt if the task gives no formula.
 std::optional<double> flops_per_call(const Task& task, const Workload& workload);
 
