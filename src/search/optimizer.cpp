@@ -19,7 +19,10 @@ namespace {
 
 // Bumped when what a resumed run reads back (decision kinds and keys, meta) changes meaning.
 // 2: per-step successive-halving promotions ("promotion" decisions), outcome values renamed.
-constexpr int kResumeFormat = 2;
+// 3: the promotion rule covers each decomposition when there are several timed workloads, and
+//    "full_rung" decisions carry workload_speedups: a run begun under 2 would continue under
+//    another rule, so it is refused rather than resumed.
+constexpr int kResumeFormat = 3;
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
