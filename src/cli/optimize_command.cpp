@@ -141,10 +141,6 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
   return generation::load_family(kernels.string(), backend, task.family);
 }
 
-}  // namespace
-
-namespace {
-
 // Prints a finished run's summary again (--resume of a complete run).
 int report_complete(const OptimizeCommandOptions& given, const ResumePlan& plan) {
   std::cerr << "kforge: " << fs::absolute(given.resume_dir).string()
