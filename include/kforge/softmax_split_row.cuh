@@ -1,0 +1,149 @@
+// Softmax and log-softmax over the last dimension on the grid-persistent row pipeline
+// (include/kforge/row_pipeline.cuh), shared by kernels/cuda/softmax/split_row_persistent.cu and
+// kernels/cuda/log_softmax/split_row_persistent.cu (they differ only in the output line):
+//   softmax      y = exp(x - m) / s
+//   log-softmax  y = (x - m) - log(s)     (x - m first: exact near the max)
+// with m = max of the row and s = sum of exp(x - m) over it. A block's partial is its chunk's
+// online (max, rescaled sum) (Milakov & Gimelshein 2018, "Online normalizer calculation for
+// softmax", algorithm 3), the group's partials merge the same way in warp 0.
+// x and y are of the element type KF_DTYPE (f32, f16 or bf16; include/kforge/elem.cuh), the
+// statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) when the second read hits
+// L2. Parameters: KF_BLOCK_THREADS, KF_VEC (elements per access), KF_UNROLL (accesses in flight
+// per thread), KF_LAG (rows the reduction runs ahead of the write, run_l2), KF_BLOCKS_PER_SM,
+// KF_RESIDENT (1: run_resident, the chunk in shared memory, when the row fits the grid's).
+#pragma once
+
+#include <kforge/row_pipeline.cuh>
+
+#include <cfloat>
+#include <cstdint>
+
+#ifndef KF_BLOCK_THREADS
+#define KF_BLOCK_THREADS 512
+#endif
+#ifndef KF_VEC
+#define KF_VEC 4
+#endif
+#ifndef KF_UNROLL
+#define KF_UNROLL 4
+#endif
+#ifndef KF_LAG
+#define KF_LAG 1
+#endif
+#ifndef KF_BLOCKS_PER_SM
+#define KF_BLOCKS_PER_SM 2
+#endif
+#ifndef KF_RESIDENT
+#define KF_RESIDENT 0
+#endif
+
+static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 64 && KF_BLOCK_THREADS <= 1024,
+              "BLOCK_THREADS must be a multiple of 32 in [64, 1024]");
+static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
+static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
+static_assert(KF_LAG >= 0 && KF_LAG <= 3, "LAG in [0, 3]");
+static_assert(KF_BLOCKS_PER_SM >= 1 && KF_BLOCKS_PER_SM <= 8, "BLOCKS_PER_SM in [1, 8]");
+static_assert(KF_RESIDENT == 0 || KF_RESIDENT == 1, "RESIDENT is 0 or 1");
+
+namespace kf::softmax_rows {
+
+constexpr int kThreads = KF_BLOCK_THREADS;
+constexpr int kWarps = KF_BLOCK_THREADS / 32;
+
+/// Merges the online state (om, os) into (m, s): max and sum of exp(x - max).
+__device__ __forceinline__ void merge(float& m, float& s, float om, float os) {
+  const float nm = fmaxf(m, om);
+  s = s * __expf(m - nm) + os * __expf(om - nm);
+  m = nm;
+}
+
+__device__ __forceinline__ void warp_merge(float& m, float& s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  }
+}
+
+/// Folds V values into a thread's online state: the sum is rescaled only when the vector raises
+/// the running max (rare after the first few vectors of random data), so a vector costs V
+/// exponentials instead of the V + 2 of a full merge.
+template <int V>
+__device__ __forceinline__ void accumulate(const float (&v)[V], float& m, float& s) {
+  float cm = v[0];
+#pragma unroll
+  for (int k = 1; k < V; ++k) cm = fmaxf(cm, v[k]);
+  if (cm > m) {
+    s *= __expf(m - cm);
+    m = cm;
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) s += __expf(v[k] - m);
+}
+
+/// The pipeline's operation (include/kforge/row_pipeline.cuh) for V-element accesses.
+template <int V, bool LOG>
+struct SplitRowOp {
+  struct State {
+    float m, s;
+  };
+
+  __device__ State start(int64_t) const { return State{-FLT_MAX, 0.0f}; }
+
+  __device__ void add(State& state, const float (&v)[V]) const {
+    accumulate<V>(v, state.m, state.s);
+  }
+
+  __device__ float4 finish(State& state) const {
+    __shared__ float red_m[kWarps];
+    __shared__ float red_s[kWarps];
+    float m = state.m, s = state.s;
+    warp_merge(m, s);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+      red_m[warp] = m;
+      red_s[warp] = s;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      m = lane < kWarps ? red_m[lane] : -FLT_MAX;
+      s = lane < kWarps ? red_s[lane] : 0.0f;
+      warp_merge(m, s);
+    }
+    __syncthreads();  // red_m / red_s are rewritten by the next row's reduction
+    return make_float4(m, s, 0.0f, 0.0f);
+  }
+
+  __device__ float4 combine(const float4* partials, int count) const {
+    float m = -FLT_MAX, s = 0.0f;
+    for (int i = threadIdx.x; i < count; i += 32) {
+      const float4 p = __ldcg(partials + i);
+      merge(m, s, p.x, p.y);
+    }
+    warp_merge(m, s);
+    // softmax: (max, 1 / sum); log-softmax: (max, log(sum)), an accurate log once per row.
+    return make_float4(m, LOG ? logf(s) : 1.0f / s, 0.0f, 0.0f);
+  }
+
+  struct Cols {};
+
+  __device__ void load_cols(Cols&, int64_t) const {}
+
+  __device__ void apply(float (&v)[V], const Cols&, float4 constants) const {
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      v[k] = LOG ? (v[k] - constants.x) - constants.y : __expf(v[k] - constants.x) * constants.y;
+    }
+  }
+};
+
+/// Softmax (LOG = false) or log-softmax of x [rows, cols] into y on `stream`, V elements per
+/// access (V divides cols; x and y aligned to V elements). Returns a cudaError_t.
+template <int V, bool LOG>
+cudaError_t launch(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols,
+                   cudaStream_t stream) {
+  return kf::pipeline::launch_rows<kThreads, V, KF_UNROLL, KF_LAG, KF_BLOCKS_PER_SM,
+                                   KF_RESIDENT != 0>(SplitRowOp<V, LOG>{}, x, y, rows, cols,
+                                                     stream);
+}
+
+}  // namespace kf::softmax_rows
