@@ -90,6 +90,31 @@ def main():
     record("gemv_t_kernelbench", [2048, 1048576], lambda: torch.matmul(a.t(), u),
            (a.numel() + v.numel() + u.numel()) * 4)
     del a, v, u
+    # The bundled examples' timed workloads that have no KernelBench counterpart: log-probabilities
+    # over a 32K vocabulary, and the fp16/bf16 tasks (2 bytes per element; weights in the same
+    # type, as the tasks declare them).
+    x = torch.randn(1024, 32000, device="cuda")
+    record("log_softmax_example", [1024, 32000], lambda: torch.log_softmax(x, dim=1),
+           2 * x.numel() * 4)
+    xb = x.to(torch.bfloat16)
+    record("log_softmax_bf16_example", [1024, 32000], lambda: torch.log_softmax(xb, dim=1),
+           2 * xb.numel() * 2)
+    del x, xb
+    x = torch.randn(4096, 8192, device="cuda", dtype=torch.float16)
+    record("softmax_f16_example", [4096, 8192], lambda: torch.softmax(x, dim=1), 2 * x.numel() * 2)
+    record("silu_f16_example", [4096, 8192], lambda: torch.nn.functional.silu(x), 2 * x.numel() * 2)
+    xb = x.to(torch.bfloat16)
+    record("gelu_bf16_example", [4096, 8192], lambda: torch.nn.functional.gelu(xb),
+           2 * xb.numel() * 2)
+    del x, xb
+    x = torch.randn(8192, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    record("rmsnorm_bf16_llm", [8192, 4096],
+           lambda: torch.nn.functional.rms_norm(x, (4096,), w, 1e-5), (2 * x.numel() + w.numel()) * 2)
+    record("layernorm_bf16_llm", [8192, 4096],
+           lambda: torch.nn.functional.layer_norm(x, (4096,), w, w, 1e-5),
+           (2 * x.numel() + 2 * w.numel()) * 2)
+    del x, w
     print(json.dumps(results, indent=1))
 
 
