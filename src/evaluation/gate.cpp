@@ -31,9 +31,12 @@ std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
   if (task.distributions.empty()) throw Error(task.source_path + ": no input distributions");
   std::vector<GateCase> cases;
   size_t turn = 0;
+  // At least one seed per distribution: a distribution listed for a reason (e.g. "small" for a
+  // norm's eps) must reach every gate workload.
+  const int seeds = std::max(plan.seeds, static_cast<int>(task.distributions.size()));
   for (const Workload& workload : task.workloads) {
     if (workload.timed) continue;
-    for (int k = 0; k < plan.seeds; ++k) {
+    for (int k = 0; k < seeds; ++k) {
       GateCase gate_case;
       gate_case.workload = workload;
       gate_case.seed = plan.base_seed + static_cast<uint64_t>(k);

@@ -36,6 +36,20 @@ TEST(PlanGate, SeedsCycleDistributionsAndTheTimedWorkloadComesLast) {
   EXPECT_NE(cases[6].label().find("workload 'big'"), std::string::npos);
 }
 
+TEST(PlanGate, EveryListedDistributionReachesEveryGateWorkload) {
+  Task task = matrix_task(false, 64);
+  task.distributions = {"uniform", "normal", "heavy_tailed", "small"};
+  const std::vector<GateCase> cases = plan_gate(task, GatePlan{});
+  ASSERT_EQ(cases.size(), 9u);  // 2 gate workloads x 4 seeds (one per distribution) + the timed one
+  for (const char* workload : {"one", "tail"}) {
+    int small = 0;
+    for (const GateCase& gate_case : cases) {
+      if (gate_case.workload.name == workload && gate_case.distribution == "small") ++small;
+    }
+    EXPECT_EQ(small, 1) << workload;
+  }
+}
+
 TEST(PlanGate, LargeTimedOutputsAreCalledOnce) {
   const std::vector<GateCase> cases = plan_gate(matrix_task(false, 1 << 17), GatePlan{});
   EXPECT_EQ(cases.back().calls, 1);  // 512 MiB of outputs

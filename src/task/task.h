@@ -106,8 +106,9 @@ struct Task {
   /// Bytes one call must move, as a formula of the dims; optional, default min_bytes_moved.
   std::string bytes_formula;
   /// Input distributions the gate cycles through, by name ("uniform", "normal",
-  /// "heavy_tailed"); default all three. A task whose math cannot take large magnitudes (e.g.
-  /// dot products that cancel) narrows this.
+  /// "heavy_tailed", "small"); default the first three. A task whose math cannot take large
+  /// magnitudes (e.g. dot products that cancel) narrows this; a norm with an additive eps adds
+  /// "small" (inputs of magnitude 2^-10, where eps dominates and a wrong eps shows).
   std::vector<std::string> distributions = {"uniform", "normal", "heavy_tailed"};
   /// Static checks on candidate sources ([policy] table).
   evaluation::SourcePolicy source_policy;

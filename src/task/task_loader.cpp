@@ -199,7 +199,7 @@ Tolerance read_tolerance(const FieldReader& reader, const toml::table& root) {
 }
 
 std::vector<std::string> read_distributions(const FieldReader& reader, const toml::table& root) {
-  static const std::set<std::string> kKnown = {"uniform", "normal", "heavy_tailed"};
+  static const std::set<std::string> kKnown = {"uniform", "normal", "heavy_tailed", "small"};
   const toml::node* node = root.get("distributions");
   if (node == nullptr) return Task{}.distributions;
   const toml::array* array = node->as_array();
@@ -209,7 +209,7 @@ std::vector<std::string> read_distributions(const FieldReader& reader, const tom
       auto name = item.value<std::string>();
       if (!name || !kKnown.contains(*name)) {
         reader.fail("distributions",
-                    "expected names among \"uniform\", \"normal\", \"heavy_tailed\"");
+                    "expected names among \"uniform\", \"normal\", \"heavy_tailed\", \"small\"");
       }
       names.push_back(*name);
     }

@@ -163,13 +163,13 @@ TEST_F(TaskLoaderTest, EvaluationFieldsLoadAndAreValidated) {
   std::string text = replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nnormalized = 1e-5");
   text = replace(text, "flops = \"rows*cols\"",
                  "flops = \"rows*cols\"\nbytes = \"4*rows*cols\"\n"
-                 "distributions = [\"uniform\", \"normal\"]");
+                 "distributions = [\"uniform\", \"normal\", \"small\"]");
   text = replace(text, "shape = [\"rows\", \"cols\"]\n[[outputs]]",
                  "shape = [\"rows\", \"cols\"]\nstrided = true\n[[outputs]]");
   text += "[policy]\nallow = [\"library_compute\"]\n";
   task = load_task(write(text));
   EXPECT_EQ(*task.tolerance.normalized, 1e-5);
-  EXPECT_EQ(task.distributions, (std::vector<std::string>{"uniform", "normal"}));
+  EXPECT_EQ(task.distributions, (std::vector<std::string>{"uniform", "normal", "small"}));
   EXPECT_EQ(bytes_per_call(task, task.workloads[1]), 4 * 1024 * 1024);
   EXPECT_TRUE(task.signature.tensors[0].strided);
   EXPECT_FALSE(task.source_policy.enabled.contains(evaluation::PolicyCategory::library_compute));

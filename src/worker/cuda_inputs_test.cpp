@@ -16,8 +16,10 @@ namespace {
 
 constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32,
                              DType::i64};
-constexpr InputDistribution kDistributions[] = {
-    InputDistribution::uniform, InputDistribution::normal, InputDistribution::heavy_tailed};
+constexpr InputDistribution kDistributions[] = {InputDistribution::uniform,
+                                                InputDistribution::normal,
+                                                InputDistribution::heavy_tailed,
+                                                InputDistribution::small};
 
 class GpuInputs : public ::testing::Test {
  protected:

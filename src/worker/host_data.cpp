@@ -125,7 +125,8 @@ static_assert(static_cast<int>(Distribution::uniform) ==
                   static_cast<int>(InputDistribution::uniform) &&
               static_cast<int>(Distribution::normal) == static_cast<int>(InputDistribution::normal) &&
               static_cast<int>(Distribution::heavy_tailed) ==
-                  static_cast<int>(InputDistribution::heavy_tailed));
+                  static_cast<int>(InputDistribution::heavy_tailed) &&
+              static_cast<int>(Distribution::small) == static_cast<int>(InputDistribution::small));
 
 /// Below this many elements thread start-up (tens of microseconds) outweighs the work.
 constexpr int64_t kParallelMinimumElements = int64_t{1} << 20;
@@ -202,6 +203,11 @@ struct InputStream {
           const uint64_t bits = stream_value(element_key, e);
           return is_zero_draw(bits) ? 0.0 : heavy_tailed_value(t, bits);
         });
+      case Distribution::small:
+        return store_as_dtype(out, begin, end, [element_key](int64_t e) {
+          const uint64_t bits = stream_value(element_key, e);
+          return is_zero_draw(bits) ? 0.0 : uniform_value(bits) * 0x1p-10;
+        });
     }
   }
 
@@ -248,17 +254,19 @@ std::string to_string(InputDistribution distribution) {
       return "normal";
     case InputDistribution::heavy_tailed:
       return "heavy_tailed";
+    case InputDistribution::small:
+      return "small";
   }
   return "uniform";
 }
 
 InputDistribution parse_input_distribution(const std::string& name) {
   for (auto distribution : {InputDistribution::uniform, InputDistribution::normal,
-                            InputDistribution::heavy_tailed}) {
+                            InputDistribution::heavy_tailed, InputDistribution::small}) {
     if (name == to_string(distribution)) return distribution;
   }
   throw Error("unknown input distribution '" + name +
-              "' (expected one of uniform, normal, heavy_tailed)");
+              "' (expected one of uniform, normal, heavy_tailed, small)");
 }
 
 InputDistribution distribution_for_case(uint64_t seed_index) {

@@ -41,9 +41,11 @@ enum class InputDistribution {
   uniform,       ///< floats uniform in [-1, 1]; integers uniform in [-16, 16]
   normal,        ///< floats standard normal (ziggurat); integers as for uniform
   heavy_tailed,  ///< floats +-10^u with u uniform in [-3, 3); integers uniform in [-1000, 1000]
+  small,         ///< floats uniform in [-2^-10, 2^-10] (mean square ~3e-7, below a norm's eps of
+                 ///< 1e-5, so a wrong eps shows); integers as for uniform
 };
 
-/// "uniform", "normal" or "heavy_tailed".
+/// "uniform", "normal", "heavy_tailed" or "small".
 std::string to_string(InputDistribution distribution);
 /// Inverse of to_string; throws Error naming `name` and listing the valid names.
 InputDistribution parse_input_distribution(const std::string& name);

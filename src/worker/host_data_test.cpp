@@ -71,8 +71,10 @@ TEST(HostData, DlpackTypes) {
   EXPECT_EQ(to_dl_dtype(DType::f64).lanes, 1);
 }
 
-constexpr InputDistribution kDistributions[] = {
-    InputDistribution::uniform, InputDistribution::normal, InputDistribution::heavy_tailed};
+constexpr InputDistribution kDistributions[] = {InputDistribution::uniform,
+                                                InputDistribution::normal,
+                                                InputDistribution::heavy_tailed,
+                                                InputDistribution::small};
 constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 
 std::vector<double> values_of(DType dtype, const std::vector<std::byte>& bytes) {
@@ -128,7 +130,7 @@ TEST(HostData, InputsArePinnedAcrossVersions) {
   // The whole f64 stream, every bit: catches fused multiply-adds or -ffast-math (host_data.cpp)
   // that change the last bits of some values but not the rounded f32 ones above.
   const uint64_t expected_digest[] = {0x5216cbfece91f34aull, 0xa70f276b3e323532ull,
-                                      0xfba71dd65c367fa3ull};
+                                      0xfba71dd65c367fa3ull, 0x0810904913263d81ull};
   for (auto distribution : kDistributions) {
     uint64_t digest = 0xcbf29ce484222325ull;  // FNV-1a
     for (std::byte b : make_input(DType::f64, 4096, 7, 0, distribution)) {
@@ -142,6 +144,26 @@ TEST(HostData, InputsArePinnedAcrossVersions) {
   EXPECT_EQ(element_as_double(DType::f64, normal.data(), 9965), 3.8207811036187831);
 }
 
+TEST(HostData, SmallInputsAreUniformScaledByTwoToTheMinusTen) {
+  // Uniform draws (of their own stream) times 2^-10 exactly: magnitudes at which a norm's eps
+  // (1e-5 or 1e-6) dominates the mean square, so a kernel with a wrong eps fails the gate.
+  const auto small = make_input(DType::f64, 4096, 7, 0, InputDistribution::small);
+  const std::vector<double> v = values_of(DType::f64, small);
+  double mean_square = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_LE(std::abs(v[i]), 0x1p-10) << i;
+    // On the 2^-62 grid (uniform's 2^-52 grid scaled by a power of two, not by 1e-3).
+    EXPECT_EQ(std::ldexp(v[i], 62), std::floor(std::ldexp(v[i], 62))) << i;
+    mean_square += v[i] * v[i] / static_cast<double>(v.size());
+  }
+  EXPECT_GT(mean_square, 2e-7);
+  EXPECT_LT(mean_square, 4e-7);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    const auto values = values_of(dtype, make_input(dtype, 4096, 7, 0, InputDistribution::small));
+    for (double value : values) EXPECT_LE(std::abs(value), 0x1p-10) << to_string(dtype);
+  }
+}
+
 TEST(HostData, DistributionNamesRoundTrip) {
   for (auto distribution : kDistributions) {
     EXPECT_EQ(parse_input_distribution(to_string(distribution)), distribution);
@@ -153,7 +175,7 @@ TEST(HostData, DistributionNamesRoundTrip) {
   } catch (const Error& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("'gaussian'"), std::string::npos) << message;
-    EXPECT_NE(message.find("uniform, normal, heavy_tailed"), std::string::npos) << message;
+    EXPECT_NE(message.find("uniform, normal, heavy_tailed, small"), std::string::npos) << message;
   }
 }
 

@@ -27,7 +27,7 @@
 namespace kforge::worker::generator {
 
 /// How generated values are distributed; the same numbering as InputDistribution (host_data.h).
-enum class Distribution : int { uniform = 0, normal = 1, heavy_tailed = 2 };
+enum class Distribution : int { uniform = 0, normal = 1, heavy_tailed = 2, small = 3 };
 /// Element types; the same numbering as DType (task.h), which this header does not include so
 /// that nvcc never sees the task module's headers (host_data.cpp checks the numbering).
 enum class Element : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3, i32 = 4, i64 = 5 };
@@ -289,6 +289,9 @@ KF_HD double real_element(const Tables& t, const Stream& s, int64_t e) {
     }
     case Distribution::heavy_tailed:
       value = heavy_tailed_value(t, bits);
+      break;
+    case Distribution::small:
+      value = uniform_value(bits) * 0x1p-10;  // a power of two: exact, host and device alike
       break;
   }
   return is_zero_draw(bits) ? 0.0 : value;
