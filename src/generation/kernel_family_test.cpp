@@ -111,5 +111,24 @@ TEST_F(KernelFamilyTest, MalformedParamsByDtypeNameTheField) {
             std::string::npos);
 }
 
+// The row-wise CUDA families move halves 8 at a time (16 bytes) and f32 at most 4 (16 bytes);
+// the family tests (tests/kernel_families_test.cpp) and the search enumerate these lists.
+TEST(BundledFamilies, RowWiseCudaFamiliesOfferVec8ForHalvesOnly) {
+  const std::string kernels = (fs::path(KFORGE_SOURCE_DIR) / "kernels").string();
+  for (const char* name : {"rmsnorm", "softmax", "log_softmax", "layernorm"}) {
+    const KernelFamily family = load_family(kernels, "cuda", name);
+    for (const char* dtype : {"f32", "f16", "bf16"}) {
+      const std::string expected_default = std::string(dtype) == "f32" ? "4" : "8";
+      for (const TemplateVariant& variant : for_dtype(family, dtype).variants) {
+        const std::vector<std::string>& vec = variant.param("VEC")->values;
+        const bool has_8 = std::find(vec.begin(), vec.end(), "8") != vec.end();
+        EXPECT_EQ(has_8, std::string(dtype) != "f32")
+            << name << "/" << variant.name << " " << dtype;
+        EXPECT_EQ(vec.front(), expected_default) << name << "/" << variant.name << " " << dtype;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kforge::generation
