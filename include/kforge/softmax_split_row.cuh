@@ -39,7 +39,8 @@
 
 static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 64 && KF_BLOCK_THREADS <= 1024,
               "BLOCK_THREADS must be a multiple of 32 in [64, 1024]");
-static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
+static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4 || (KF_VEC == 8 && kf::kElemBytes == 2),
+              "VEC must be 1, 2 or 4 (also 8 for f16/bf16: 16-byte accesses)");
 static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 static_assert(KF_LAG >= 0 && KF_LAG <= 3, "LAG in [0, 3]");
 static_assert(KF_BLOCKS_PER_SM >= 1 && KF_BLOCKS_PER_SM <= 8, "BLOCKS_PER_SM in [1, 8]");

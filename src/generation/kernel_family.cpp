@@ -36,6 +36,72 @@ std::string required_string(const toml::table& table, const char* key, const std
   return *value;
 }
 
+// One parameter's value list; `where` names the field ("...params.VEC").
+TemplateParam read_param(const std::string& name, const toml::node& node,
+                         const std::string& where) {
+  TemplateParam param;
+  param.name = name;
+  const toml::array* values = node.as_array();
+  if (values == nullptr || values->empty()) {
+    throw Error(where + ": expected a non-empty array of values");
+  }
+  for (const toml::node& value : *values) {
+    if (auto integer = value.value<int64_t>()) {
+      param.values.push_back(std::to_string(*integer));
+    } else if (auto text = value.value<std::string>()) {
+      param.values.push_back(*text);
+    } else {
+      throw Error(where + ": values must be integers or strings");
+    }
+  }
+  return param;
+}
+
+std::vector<std::string> read_dtypes(const toml::node& node, const std::string& where) {
+  const toml::array* dtypes = node.as_array();
+  if (dtypes == nullptr || dtypes->empty()) {
+    throw Error(where + ".dtypes: expected a non-empty array of \"f32\", \"f16\", \"bf16\"");
+  }
+  std::vector<std::string> result;
+  for (const toml::node& value : *dtypes) {
+    auto text = value.value<std::string>();
+    if (!text || (*text != "f32" && *text != "f16" && *text != "bf16")) {
+      throw Error(where + ".dtypes: values must be \"f32\", \"f16\" or \"bf16\"");
+    }
+    result.push_back(*text);
+  }
+  return result;
+}
+
+// [variants.params_by_dtype.<dtype>]: each type must be one the variant takes and each
+// parameter one of its params, so that a misspelt key cannot be silently ignored.
+void read_params_by_dtype(const toml::node& node, const std::string& where,
+                          TemplateVariant& variant) {
+  const toml::table* by_dtype = node.as_table();
+  if (by_dtype == nullptr) {
+    throw Error(where + ".params_by_dtype: expected a table of element types");
+  }
+  for (const auto& [key, dtype_node] : *by_dtype) {
+    const std::string dtype(key.str());
+    const std::string field = where + ".params_by_dtype." + dtype;
+    if (std::find(variant.dtypes.begin(), variant.dtypes.end(), dtype) == variant.dtypes.end()) {
+      std::string list;
+      for (const std::string& name : variant.dtypes) list += (list.empty() ? "" : ", ") + name;
+      throw Error(field + ": '" + dtype + "' is not one of the variant's dtypes (" + list + ")");
+    }
+    const toml::table* params = dtype_node.as_table();
+    if (params == nullptr) throw Error(field + ": expected a table of parameter value lists");
+    std::vector<TemplateParam>& overrides = variant.params_by_dtype[dtype];
+    for (const auto& [name_key, values] : *params) {
+      const std::string name(name_key.str());
+      if (variant.param(name) == nullptr) {
+        throw Error(field + "." + name + ": not a parameter of the variant (not in its params)");
+      }
+      overrides.push_back(read_param(name, values, field + "." + name));
+    }
+  }
+}
+
 TemplateVariant read_variant(const toml::table& table, const fs::path& dir,
                              const std::string& where) {
   TemplateVariant variant;
@@ -46,41 +112,31 @@ TemplateVariant read_variant(const toml::table& table, const fs::path& dir,
   }
   variant.decomposition = table["decomposition"].value_or(variant.name);
   variant.description = table["description"].value_or(std::string());
-  if (const toml::node* node = table.get("dtypes")) {
-    const toml::array* dtypes = node->as_array();
-    if (dtypes == nullptr || dtypes->empty()) {
-      throw Error(where + ".dtypes: expected a non-empty array of \"f32\", \"f16\", \"bf16\"");
-    }
-    variant.dtypes.clear();
-    for (const toml::node& value : *dtypes) {
-      auto text = value.value<std::string>();
-      if (!text || (*text != "f32" && *text != "f16" && *text != "bf16")) {
-        throw Error(where + ".dtypes: values must be \"f32\", \"f16\" or \"bf16\"");
-      }
-      variant.dtypes.push_back(*text);
-    }
-  }
+  if (const toml::node* node = table.get("dtypes")) variant.dtypes = read_dtypes(*node, where);
   if (const toml::table* params = table["params"].as_table()) {
     for (const auto& [key, node] : *params) {
-      TemplateParam param;
-      param.name = std::string(key.str());
-      const toml::array* values = node.as_array();
-      if (values == nullptr || values->empty()) {
-        throw Error(where + ".params." + param.name + ": expected a non-empty array of values");
-      }
-      for (const toml::node& value : *values) {
-        if (auto integer = value.value<int64_t>()) {
-          param.values.push_back(std::to_string(*integer));
-        } else if (auto text = value.value<std::string>()) {
-          param.values.push_back(*text);
-        } else {
-          throw Error(where + ".params." + param.name + ": values must be integers or strings");
-        }
-      }
-      variant.params.push_back(std::move(param));
+      const std::string name(key.str());
+      variant.params.push_back(read_param(name, node, where + ".params." + name));
     }
   }
+  if (const toml::node* node = table.get("params_by_dtype")) {
+    read_params_by_dtype(*node, where, variant);
+  }
   return variant;
+}
+
+// The variant with `dtype`'s value lists in place of the defaults, overrides consumed.
+TemplateVariant resolved_for(const TemplateVariant& variant, const std::string& dtype) {
+  TemplateVariant result = variant;
+  result.params_by_dtype.clear();
+  auto overrides = variant.params_by_dtype.find(dtype);
+  if (overrides == variant.params_by_dtype.end()) return result;
+  for (TemplateParam& param : result.params) {
+    for (const TemplateParam& override_param : overrides->second) {
+      if (override_param.name == param.name) param.values = override_param.values;
+    }
+  }
+  return result;
 }
 
 }  // namespace
@@ -120,7 +176,7 @@ KernelFamily for_dtype(const KernelFamily& family, const std::string& dtype) {
   for (const TemplateVariant& variant : family.variants) {
     supported.insert(variant.dtypes.begin(), variant.dtypes.end());
     if (std::find(variant.dtypes.begin(), variant.dtypes.end(), dtype) != variant.dtypes.end()) {
-      result.variants.push_back(variant);
+      result.variants.push_back(resolved_for(variant, dtype));
     }
   }
   if (result.variants.empty()) {

@@ -25,6 +25,11 @@ struct TemplateVariant {
   /// Element types of the first input the source compiles for (family.toml `dtypes`, default
   /// {"f32"}); the generator passes the task's one as KF_DTYPE (include/kforge/elem.cuh).
   std::vector<std::string> dtypes{"f32"};
+  /// Per element type, value lists that replace those of `params` for that type (family.toml
+  /// `[variants.params_by_dtype.<dtype>]`, e.g. VEC = [8, 4, 2, 1] for f16: one 16-byte access
+  /// of halves, where f32 stops at 4). Keys are types in `dtypes`; every parameter named is one
+  /// of `params`. for_dtype() applies them.
+  std::map<std::string, std::vector<TemplateParam>> params_by_dtype;
 
   /// The parameter called `name`, or nullptr.
   const TemplateParam* param(const std::string& name) const;
@@ -45,7 +50,10 @@ KernelFamily load_family(const std::string& kernels_root, const std::string& bac
                          const std::string& family);
 
 /// The family restricted to the variants that compile for element type `dtype` ("f32", "f16",
-/// "bf16"). Throws Error naming the family and the types its variants support when none does.
+/// "bf16"), each with that type's parameter values: a parameter in the variant's
+/// params_by_dtype[dtype] takes that value list (its first value the default), and the result's
+/// params_by_dtype is empty. Throws Error naming the family and the types its variants support
+/// when none does.
 KernelFamily for_dtype(const KernelFamily& family, const std::string& dtype);
 
 /// The KF_DTYPE value for a dtype name: "KF_DTYPE_F32", "KF_DTYPE_F16" or "KF_DTYPE_BF16";

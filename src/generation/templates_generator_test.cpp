@@ -155,6 +155,39 @@ dtypes = ["f8"]
   }
 }
 
+TEST_F(TemplatesGeneratorTest, EditsMoveWithinTheTaskDtypesValues) {
+  std::ofstream(root_ / "cpu" / "toy" / "family.toml") << R"(
+family = "toy"
+[[variants]]
+name = "simd"
+source = "b.cpp"
+dtypes = ["f32", "f16"]
+[variants.params]
+VEC = [4, 1, 2]
+[variants.params_by_dtype.f16]
+VEC = [8, 4, 2, 1]
+)";
+  KernelFamily family = load_family(root_.string(), "cpu", "toy");
+  // f32: the default is the largest value, so `max` does not apply and VEC = 8 is refused.
+  TemplatesGenerator f32(family);
+  Proposal f32_start = f32.initial_proposals()[0];
+  EXPECT_EQ(f32_start.id, "simd[VEC=4]");
+  EXPECT_FALSE(f32.apply(f32_start, strategy({{"VEC", "max", ""}})));
+  EXPECT_FALSE(f32.apply(f32_start, strategy({{"VEC", "set", "8"}})));
+  EXPECT_THROW(f32.make_proposal({"simd", {{"VEC", "8"}}}), Error);
+  // f16: starts at 8; `decrease` then `max` walk the f16 list.
+  TemplatesGenerator f16(family, "f16");
+  Proposal f16_start = f16.initial_proposals()[0];
+  EXPECT_EQ(f16_start.id, "simd[VEC=8]");
+  EXPECT_EQ(f16_start.job.defines.at("KF_VEC"), "8");
+  auto down = f16.apply(f16_start, strategy({{"VEC", "decrease", ""}}));
+  ASSERT_TRUE(down);
+  EXPECT_EQ(down->point.params.at("VEC"), "4");
+  auto up = f16.apply(*down, strategy({{"VEC", "max", ""}}));
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->point.params.at("VEC"), "8");
+}
+
 TEST(BundledFamilies, EveryExampleFamilyHasTwoOrMoreVariantsPerBackend) {
   for (const char* backend : {"cpu", "cuda"}) {
     for (const char* family :

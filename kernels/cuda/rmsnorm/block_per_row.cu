@@ -30,7 +30,9 @@
 
 static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 32 && KF_BLOCK_THREADS <= 1024,
               "BLOCK_THREADS must be a multiple of 32 in [32, 1024]");
-static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
+// VEC = 8 only for 2-byte elements: one 16-byte access, like VEC = 4 of fp32.
+static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4 || (KF_VEC == 8 && kf::kElemBytes == 2),
+              "VEC must be 1, 2 or 4 (or 8 for f16/bf16)");
 static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 static_assert(KF_CACHE_ROW == 0 || KF_CACHE_ROW == 1, "CACHE_ROW is 0 or 1");
 
@@ -48,24 +50,32 @@ constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kM
 
 template <int V>
 __device__ __forceinline__ void load_shared(const float* p, float (&v)[V]) {
-  if constexpr (V == 4) {
-    const float4 t = *reinterpret_cast<const float4*>(p);
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+  if constexpr (V % 4 == 0) {  // V = 8 (halves): two 16-byte accesses
+#pragma unroll
+    for (int j = 0; j < V; j += 4) {
+      const float4 t = *reinterpret_cast<const float4*>(p + j);
+      v[j] = t.x; v[j + 1] = t.y; v[j + 2] = t.z; v[j + 3] = t.w;
+    }
   } else if constexpr (V == 2) {
     const float2 t = *reinterpret_cast<const float2*>(p);
     v[0] = t.x; v[1] = t.y;
   } else {
+    static_assert(V == 1, "V is 1, 2 or a multiple of 4");
     v[0] = p[0];
   }
 }
 
 template <int V>
 __device__ __forceinline__ void store_shared(float* p, const float (&v)[V]) {
-  if constexpr (V == 4) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  if constexpr (V % 4 == 0) {  // V = 8 (halves): two 16-byte accesses
+#pragma unroll
+    for (int j = 0; j < V; j += 4) {
+      *reinterpret_cast<float4*>(p + j) = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
+    }
   } else if constexpr (V == 2) {
     *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
   } else {
+    static_assert(V == 1, "V is 1, 2 or a multiple of 4");
     p[0] = v[0];
   }
 }

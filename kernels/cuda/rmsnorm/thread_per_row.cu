@@ -26,7 +26,9 @@
 
 static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 32 && KF_BLOCK_THREADS <= 1024,
               "BLOCK_THREADS must be a multiple of 32 in [32, 1024]");
-static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
+// VEC = 8 only for 2-byte elements: one 16-byte access, like VEC = 4 of fp32.
+static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4 || (KF_VEC == 8 && kf::kElemBytes == 2),
+              "VEC must be 1, 2 or 4 (or 8 for f16/bf16)");
 static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 
 namespace {

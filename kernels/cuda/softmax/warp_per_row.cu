@@ -31,7 +31,9 @@
 #define KF_ONLINE 0
 #endif
 
-static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
+// VEC = 8 only for 2-byte elements: one 16-byte access, like VEC = 4 of fp32.
+static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4 || (KF_VEC == 8 && kf::kElemBytes == 2),
+              "VEC must be 1, 2 or 4 (or 8 for f16/bf16)");
 static_assert(KF_ROWS_PER_BLOCK >= 1 && KF_ROWS_PER_BLOCK <= 32, "ROWS_PER_BLOCK in [1, 32]");
 static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 static_assert(KF_ONLINE == 0 || KF_ONLINE == 1, "ONLINE is 0 or 1");

@@ -1,0 +1,134 @@
+#include "generation/kernel_family.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace kforge::generation {
+namespace {
+namespace fs = std::filesystem;
+
+class KernelFamilyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("kforge_family_" +
+             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "cuda" / "toy");
+    std::ofstream(root_ / "cuda" / "toy" / "a.cu") << "int a;\n";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // A one-variant family taking every type; `extra` is TOML of the variant's own table.
+  void write_family(const std::string& extra) {
+    std::ofstream(root_ / "cuda" / "toy" / "family.toml") << R"(
+family = "toy"
+[[variants]]
+name = "rows"
+source = "a.cu"
+dtypes = ["f32", "f16", "bf16"]
+)" << extra << R"(
+[variants.params]
+VEC = [4, 1, 2]
+UNROLL = [1, 2]
+)";
+  }
+
+  // The Error load_family throws, or "" when it loads.
+  std::string load_error() {
+    try {
+      load_family(root_.string(), "cuda", "toy");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  fs::path root_;
+};
+
+TEST_F(KernelFamilyTest, ParamsByDtypeReplaceThatParameterForThatTypeOnly) {
+  write_family(R"(
+[variants.params_by_dtype.f16]
+VEC = [8, 4, 2, 1]
+)");
+  const KernelFamily family = load_family(root_.string(), "cuda", "toy");
+  ASSERT_EQ(family.variants[0].params_by_dtype.count("f16"), 1u);
+
+  const TemplateVariant f16 = for_dtype(family, "f16").variants[0];
+  EXPECT_EQ(f16.param("VEC")->values, (std::vector<std::string>{"8", "4", "2", "1"}));
+  EXPECT_EQ(f16.param("UNROLL")->values, (std::vector<std::string>{"1", "2"}));
+  EXPECT_TRUE(f16.params_by_dtype.empty());  // already applied
+  EXPECT_EQ(default_point(f16).id(), "rows[UNROLL=1,VEC=8]");
+
+  for (const char* dtype : {"f32", "bf16"}) {
+    const TemplateVariant other = for_dtype(family, dtype).variants[0];
+    EXPECT_EQ(other.param("VEC")->values, (std::vector<std::string>{"4", "1", "2"})) << dtype;
+    EXPECT_EQ(default_point(other).id(), "rows[UNROLL=1,VEC=4]") << dtype;
+  }
+}
+
+TEST_F(KernelFamilyTest, ParamsByDtypeForATypeTheVariantDoesNotTakeNamesTheField) {
+  write_family(R"(
+[variants.params_by_dtype.f8]
+VEC = [8]
+)");
+  const std::string error = load_error();
+  EXPECT_NE(error.find("family.toml: variants[0].params_by_dtype.f8: 'f8' is not one of the "
+                       "variant's dtypes (f32, f16, bf16)"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(KernelFamilyTest, ParamsByDtypeForAParameterNotInParamsNamesTheField) {
+  write_family(R"(
+[variants.params_by_dtype.bf16]
+VECTOR = [8, 4]
+)");
+  const std::string error = load_error();
+  EXPECT_NE(error.find("variants[0].params_by_dtype.bf16.VECTOR: not a parameter of the variant"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(KernelFamilyTest, MalformedParamsByDtypeNameTheField) {
+  write_family("params_by_dtype = [1]\n");
+  EXPECT_NE(load_error().find("variants[0].params_by_dtype: expected a table of element types"),
+            std::string::npos);
+  write_family("[variants.params_by_dtype]\nf16 = [8]\n");
+  EXPECT_NE(load_error().find("params_by_dtype.f16: expected a table of parameter value lists"),
+            std::string::npos);
+  write_family("[variants.params_by_dtype.f16]\nVEC = []\n");
+  EXPECT_NE(load_error().find("params_by_dtype.f16.VEC: expected a non-empty array of values"),
+            std::string::npos);
+  write_family("[variants.params_by_dtype.f16]\nVEC = [8.5]\n");
+  EXPECT_NE(load_error().find("params_by_dtype.f16.VEC: values must be integers or strings"),
+            std::string::npos);
+}
+
+// The row-wise CUDA families move halves 8 at a time (16 bytes) and f32 at most 4 (16 bytes);
+// the family tests (tests/kernel_families_test.cpp) and the search enumerate these lists.
+TEST(BundledFamilies, RowWiseCudaFamiliesOfferVec8ForHalvesOnly) {
+  const std::string kernels = (fs::path(KFORGE_SOURCE_DIR) / "kernels").string();
+  for (const char* name : {"rmsnorm", "softmax", "log_softmax", "layernorm"}) {
+    const KernelFamily family = load_family(kernels, "cuda", name);
+    for (const char* dtype : {"f32", "f16", "bf16"}) {
+      const std::string expected_default = std::string(dtype) == "f32" ? "4" : "8";
+      for (const TemplateVariant& variant : for_dtype(family, dtype).variants) {
+        const std::vector<std::string>& vec = variant.param("VEC")->values;
+        const bool has_8 = std::find(vec.begin(), vec.end(), "8") != vec.end();
+        EXPECT_EQ(has_8, std::string(dtype) != "f32")
+            << name << "/" << variant.name << " " << dtype;
+        EXPECT_EQ(vec.front(), expected_default) << name << "/" << variant.name << " " << dtype;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kforge::generation
