@@ -4,7 +4,7 @@
 // It does not check results (the correctness gate does: tests/kernel_families_test.cpp).
 //
 //   time_point OP ROWS COLS DTYPE ITERS LIB.so [LIB.so ...]
-//     OP     rows (x -> y: softmax, log_softmax, rmsnorm without weight) or
+//     OP     rows (x -> y: softmax, log_softmax), rmsnorm (x, w -> y, eps = 1e-5) or
 //            layernorm (x, w, b -> y, eps = 1e-5)
 //     DTYPE  f32, f16 or bf16
 //   prints per library: median and min ms over ITERS calls, each after a 256 MiB write that
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   if (dtype_name == "bf16") dtype = DLDataType{kDLBfloat, 16, 1};
   const int eb = dtype.bits / 8;
   const bool layernorm = op == "layernorm";
+  const bool rmsnorm = op == "rmsnorm";
 
   unsigned char *x = nullptr, *y = nullptr, *w = nullptr, *b = nullptr, *flush = nullptr;
   const int64_t xb = rows * cols * eb, wb = cols * eb;
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   check(cudaMalloc(&y, xb), "cudaMalloc y");
   check(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
   fill<<<1024, 256>>>(x, xb, eb, 1);
-  if (layernorm) {
+  if (layernorm || rmsnorm) {
     check(cudaMalloc(&w, wb), "cudaMalloc w");
     check(cudaMalloc(&b, wb), "cudaMalloc b");
     fill<<<1024, 256>>>(w, wb, eb, 2);
@@ -104,14 +105,14 @@ int main(int argc, char** argv) {
   check(cudaStreamCreate(&stream), "stream");
   kforge_args args = {};
   args.abi_version = KFORGE_ABI_VERSION;
-  args.num_inputs = layernorm ? 3 : 1;
+  args.num_inputs = layernorm ? 3 : rmsnorm ? 2 : 1;
   args.inputs = inputs;
   args.num_outputs = 1;
   args.outputs = &output;
-  args.num_scalars = layernorm ? 1 : 0;
+  args.num_scalars = layernorm || rmsnorm ? 1 : 0;
   args.scalars = &eps;
   args.stream = stream;
-  const double bytes = 2.0 * xb + (layernorm ? 2.0 * wb : 0.0);
+  const double bytes = 2.0 * xb + (layernorm ? 2.0 * wb : rmsnorm ? 1.0 * wb : 0.0);
 
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");

@@ -10,7 +10,8 @@
 // statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) when the second read hits
 // L2. Parameters: KF_BLOCK_THREADS, KF_VEC (elements per access), KF_UNROLL (accesses in flight
 // per thread), KF_LAG (rows the reduction runs ahead of the write, run_l2), KF_BLOCKS_PER_SM,
-// KF_RESIDENT (1: run_resident, the chunk in shared memory, when the row fits the grid's).
+// KF_RESIDENT (1: run_resident, the chunk in shared memory, when the row fits the grid's),
+// KF_ASYNC (1: run_resident loads by cp.async, straight to shared memory).
 #pragma once
 
 #include <kforge/row_pipeline.cuh>
@@ -36,6 +37,9 @@
 #ifndef KF_RESIDENT
 #define KF_RESIDENT 0
 #endif
+#ifndef KF_ASYNC
+#define KF_ASYNC 1
+#endif
 
 static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 64 && KF_BLOCK_THREADS <= 1024,
               "BLOCK_THREADS must be a multiple of 32 in [64, 1024]");
@@ -45,6 +49,7 @@ static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 static_assert(KF_LAG >= 0 && KF_LAG <= 3, "LAG in [0, 3]");
 static_assert(KF_BLOCKS_PER_SM >= 1 && KF_BLOCKS_PER_SM <= 8, "BLOCKS_PER_SM in [1, 8]");
 static_assert(KF_RESIDENT == 0 || KF_RESIDENT == 1, "RESIDENT is 0 or 1");
+static_assert(KF_ASYNC == 0 || KF_ASYNC == 1, "ASYNC is 0 or 1");
 
 namespace kf::softmax_rows {
 
@@ -143,8 +148,8 @@ template <int V, bool LOG>
 cudaError_t launch(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols,
                    cudaStream_t stream) {
   return kf::pipeline::launch_rows<kThreads, V, KF_UNROLL, KF_LAG, KF_BLOCKS_PER_SM,
-                                   KF_RESIDENT != 0>(SplitRowOp<V, LOG>{}, x, y, rows, cols,
-                                                     stream);
+                                   KF_RESIDENT != 0, KF_ASYNC != 0>(SplitRowOp<V, LOG>{}, x, y,
+                                                                     rows, cols, stream);
 }
 
 }  // namespace kf::softmax_rows
