@@ -11,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="$root/bench/cpu_bandwidth"
 machine="$(uname -n), $(nproc) cores"
-tasks="relu silu rmsnorm softmax layernorm"
+tasks="relu silu gelu rmsnorm softmax layernorm"
 commit=""
 extra=(--steps 1)
 while (($#)); do
