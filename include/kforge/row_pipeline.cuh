@@ -1,5 +1,5 @@
 // A grid-persistent pipeline for row-wise reductions over few, very long rows (the
-// split_row_resident and split_row_persistent variants of softmax and log-softmax). Each row
+// split_row_resident variants of softmax and log-softmax). Each row
 // needs a reduction
 // (softmax's (max, sum of exp), LayerNorm's (sum, sum of squares)) before any of its outputs can
 // be written. Splitting a row across blocks makes that a cross-block reduction, which the usual

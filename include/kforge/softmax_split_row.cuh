@@ -1,17 +1,17 @@
 // Softmax and log-softmax over the last dimension on the grid-persistent row pipeline
-// (include/kforge/row_pipeline.cuh), shared by kernels/cuda/softmax/split_row_persistent.cu and
-// kernels/cuda/log_softmax/split_row_persistent.cu (they differ only in the output line):
+// (include/kforge/row_pipeline.cuh), shared by kernels/cuda/softmax/split_row_resident.cu and
+// kernels/cuda/log_softmax/split_row_resident.cu (they differ only in the output line):
 //   softmax      y = exp(x - m) / s
 //   log-softmax  y = (x - m) - log(s)     (x - m first: exact near the max)
 // with m = max of the row and s = sum of exp(x - m) over it. A block's partial is its chunk's
 // online (max, rescaled sum) (Milakov & Gimelshein 2018, "Online normalizer calculation for
 // softmax", algorithm 3), the group's partials merge the same way in warp 0.
 // x and y are of the element type KF_DTYPE (f32, f16 or bf16; include/kforge/elem.cuh), the
-// statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) when the second read hits
-// L2. Parameters: KF_BLOCK_THREADS, KF_VEC (elements per access), KF_UNROLL (accesses in flight
-// per thread), KF_LAG (rows the reduction runs ahead of the write, run_l2), KF_BLOCKS_PER_SM,
-// KF_RESIDENT (1: run_resident, the chunk in shared memory, when the row fits the grid's),
-// KF_ASYNC (1: run_resident loads by cp.async, straight to shared memory).
+// statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) (x read once, y written once).
+// Parameters: KF_BLOCK_THREADS, KF_VEC (elements per access), KF_UNROLL (accesses in flight
+// per thread), KF_LAG (rows the reduction runs ahead of the write), KF_BLOCKS_PER_SM, KF_ASYNC
+// (1: loads by cp.async, straight to shared memory). The chunks live in shared memory
+// (run_resident) when the row fits the grid's, else they are re-read from L2 (run_l2).
 #pragma once
 
 #include <kforge/row_pipeline.cuh>
@@ -29,13 +29,10 @@
 #define KF_UNROLL 4
 #endif
 #ifndef KF_LAG
-#define KF_LAG 1
+#define KF_LAG 0
 #endif
 #ifndef KF_BLOCKS_PER_SM
 #define KF_BLOCKS_PER_SM 2
-#endif
-#ifndef KF_RESIDENT
-#define KF_RESIDENT 0
 #endif
 #ifndef KF_ASYNC
 #define KF_ASYNC 1
@@ -48,7 +45,6 @@ static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4 || (KF_VEC == 8 && kf::k
 static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 static_assert(KF_LAG >= 0 && KF_LAG <= 3, "LAG in [0, 3]");
 static_assert(KF_BLOCKS_PER_SM >= 1 && KF_BLOCKS_PER_SM <= 8, "BLOCKS_PER_SM in [1, 8]");
-static_assert(KF_RESIDENT == 0 || KF_RESIDENT == 1, "RESIDENT is 0 or 1");
 static_assert(KF_ASYNC == 0 || KF_ASYNC == 1, "ASYNC is 0 or 1");
 
 namespace kf::softmax_rows {
@@ -148,7 +144,7 @@ template <int V, bool LOG>
 cudaError_t launch(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols,
                    cudaStream_t stream) {
   return kf::pipeline::launch_rows<kThreads, V, KF_UNROLL, KF_LAG, KF_BLOCKS_PER_SM,
-                                   KF_RESIDENT != 0, KF_ASYNC != 0>(SplitRowOp<V, LOG>{}, x, y,
+                                   true, KF_ASYNC != 0>(SplitRowOp<V, LOG>{}, x, y,
                                                                      rows, cols, stream);
 }
 

@@ -31,16 +31,17 @@ std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
   if (task.distributions.empty()) throw Error(task.source_path + ": no input distributions");
   std::vector<GateCase> cases;
   size_t turn = 0;
-  // At least one seed per distribution: a distribution listed for a reason (e.g. "small" for a
-  // norm's eps) must reach every gate workload.
-  const int seeds = std::max(plan.seeds, static_cast<int>(task.distributions.size()));
+  // The distributions cycle over the gate cases in order, continuing from one workload to the
+  // next: with more distributions than seeds per workload (e.g. a norm's four, "small" for its
+  // eps) every one is still drawn once there are enough gate workloads.
+  size_t drawn = 0;
   for (const Workload& workload : task.workloads) {
     if (workload.timed) continue;
-    for (int k = 0; k < seeds; ++k) {
+    for (int k = 0; k < plan.seeds; ++k) {
       GateCase gate_case;
       gate_case.workload = workload;
       gate_case.seed = plan.base_seed + static_cast<uint64_t>(k);
-      gate_case.distribution = task.distributions[static_cast<size_t>(k) % task.distributions.size()];
+      gate_case.distribution = task.distributions[drawn++ % task.distributions.size()];
       gate_case.calls = 2;
       gate_case.late_write_check = true;
       cases.push_back(std::move(gate_case));

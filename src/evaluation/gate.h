@@ -27,8 +27,9 @@ struct GatePlan {
   int64_t two_call_limit_bytes = int64_t{256} << 20;
 };
 
-/// Rung 0's cases for `task`: every gate (untimed) workload x max(`plan.seeds`, number of
-/// distributions) seeds, the k-th seed drawing from task.distributions[k % size], two calls each and a late-write check; when an
+/// Rung 0's cases for `task`: every gate (untimed) workload x `plan.seeds` seeds, the n-th gate
+/// case overall drawing from task.distributions[n % size] (so every distribution is drawn once
+/// there are size / seeds gate workloads), two calls each and a late-write check; when an
 /// input is `strided`, every gate workload once more with non-contiguous inputs; then every
 /// timed workload once (the next distribution in turn; two calls up to two_call_limit_bytes of
 /// outputs), as a kernel wrong only at full size must not pass either.
