@@ -28,10 +28,14 @@
 //                 copies of its whole share of the next row without waiting (no registers hold
 //                 them), waits once at the end of the pass and then folds its slots from shared
 //                 memory; without it each UNROLL-deep batch of loads is waited for in turn.
-// Reads that are the last use and the output stores carry the evict-first (".cs") hint, so they
-// do not push lines that are read again out of L2; run_l2's first read is evict-last.
-// Measured on the H200 (bench/kernels/README.md): run_resident reaches 80% of copy bandwidth at
-// KernelBench 23/24's 4096 x 393,216 (cluster_per_row: 75%), run_l2 58% (a third of the second
+// In run_l2, reads that are the last use and the output stores carry the evict-first (".cs")
+// hint, so they do not push lines that are read again out of L2, and the first read is
+// evict-last. run_resident re-reads nothing from L2: loading through registers, its loads go
+// through the read-only path and its stores are plain (4% faster at KernelBench 23's shape than
+// with the evict-first hints); with cp.async the stores keep the hint (plain ones were 2-5%
+// slower for bf16 there). Measured on the H200, bench/kernels/README.md.
+// Measured on the H200 (bench/kernels/README.md): run_resident reaches 85-86% of copy bandwidth
+// at KernelBench 23/24's 4096 x 393,216 (cluster_per_row: 75%), run_l2 58% (a third of the second
 // reads still miss L2). A LayerNorm on this pipeline was tried and not kept: at 16 x 4M its w and
 // b (32 MiB, read once per row) did not stay in L2 (677 MB of DRAM reads for 301 MB of minimum).
 //
@@ -156,7 +160,7 @@ __device__ __forceinline__ void resident_pass(const Op& op, const kf_elem* xn, k
     typename Op::Cols operands[U];
     if (load) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec_last<V>(xn + (i + u * THREADS) * V, v[u]);
+      for (int u = 0; u < U; ++u) load_vec_once<V>(xn + (i + u * THREADS) * V, v[u]);
     }
     if (write) {
       // Loads before the first store (see run_l2).
@@ -167,7 +171,7 @@ __device__ __forceinline__ void resident_pass(const Op& op, const kf_elem* xn, k
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         op.apply(o[u], operands[u], constants);
-        store_vec_stream<V>(yr + (i + u * THREADS) * V, o[u]);
+        kf::store_vec<V>(yr + (i + u * THREADS) * V, o[u]);
       }
     }
     if (load) {
@@ -182,14 +186,14 @@ __device__ __forceinline__ void resident_pass(const Op& op, const kf_elem* xn, k
   for (; i < nvec; i += THREADS) {
     float* slot = buffer + i * V;
     float v[V];
-    if (load) load_vec_last<V>(xn + i * V, v);
+    if (load) load_vec_once<V>(xn + i * V, v);
     if (write) {
       float o[V];
       typename Op::Cols operands;
       op.load_cols(operands, begin + i * V);
       load_shared<V>(slot, o);
       op.apply(o, operands, constants);
-      store_vec_stream<V>(yr + i * V, o);
+      kf::store_vec<V>(yr + i * V, o);
     }
     if (load) {
       store_shared<V>(slot, v);

@@ -229,5 +229,32 @@ TEST(Task, BundledExamplesLoad) {
   }
 }
 
+// Every task folder shipped in the repository (examples/ and bench/tasks/, the KernelBench-sized
+// ones) loads, has a cuda reference that exists, a timed workload and a tail-sized gate
+// workload: a broken bench task would otherwise surface only on the GPU machine.
+TEST(Task, EveryShippedTaskLoads) {
+  int loaded = 0;
+  for (const char* folder : {"examples", "bench/tasks"}) {
+    for (const auto& entry : fs::directory_iterator(fs::path(KFORGE_SOURCE_DIR) / folder)) {
+      const fs::path path = entry.path() / "task.toml";
+      if (!fs::exists(path)) continue;
+      SCOPED_TRACE(path.string());
+      Task task = load_task(path.string());
+      ++loaded;
+      ASSERT_TRUE(task.reference_paths.count("cuda"));
+      EXPECT_TRUE(fs::exists(task.reference_paths.at("cuda")));
+      int timed = 0;
+      bool has_tail = false;
+      for (const Workload& w : task.workloads) {
+        timed += w.timed ? 1 : 0;
+        for (const auto& [dim, value] : w.dims) has_tail = has_tail || value % 32 != 0;
+      }
+      EXPECT_GE(timed, 1);
+      EXPECT_TRUE(has_tail);
+    }
+  }
+  EXPECT_GE(loaded, 20);
+}
+
 }  // namespace
 }  // namespace kforge
