@@ -14,6 +14,7 @@
 // (run_resident) when the row fits the grid's, else they are re-read from L2 (run_l2).
 #pragma once
 
+#include <kforge/online_softmax.cuh>
 #include <kforge/row_pipeline.cuh>
 
 #include <cfloat>
@@ -52,35 +53,9 @@ namespace kf::softmax_rows {
 constexpr int kThreads = KF_BLOCK_THREADS;
 constexpr int kWarps = KF_BLOCK_THREADS / 32;
 
-/// Merges the online state (om, os) into (m, s): max and sum of exp(x - max).
-__device__ __forceinline__ void merge(float& m, float& s, float om, float os) {
-  const float nm = fmaxf(m, om);
-  s = s * __expf(m - nm) + os * __expf(om - nm);
-  m = nm;
-}
-
-__device__ __forceinline__ void warp_merge(float& m, float& s) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
-  }
-}
-
-/// Folds V values into a thread's online state: the sum is rescaled only when the vector raises
-/// the running max (rare after the first few vectors of random data), so a vector costs V
-/// exponentials instead of the V + 2 of a full merge.
-template <int V>
-__device__ __forceinline__ void accumulate(const float (&v)[V], float& m, float& s) {
-  float cm = v[0];
-#pragma unroll
-  for (int k = 1; k < V; ++k) cm = fmaxf(cm, v[k]);
-  if (cm > m) {
-    s *= __expf(m - cm);
-    m = cm;
-  }
-#pragma unroll
-  for (int k = 0; k < V; ++k) s += __expf(v[k] - m);
-}
+using kf::online_softmax::accumulate;
+using kf::online_softmax::merge;
+using kf::online_softmax::warp_merge;
 
 /// The pipeline's operation (include/kforge/row_pipeline.cuh) for V-element accesses.
 template <int V, bool LOG>

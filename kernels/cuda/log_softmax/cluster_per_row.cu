@@ -22,6 +22,7 @@
 // flight before any is used. Vector loads when cols % VEC == 0 and both pointers are
 // VEC * sizeof(element)-byte aligned; otherwise the scalar instantiation runs.
 #include <kforge/elem.cuh>
+#include <kforge/online_softmax.cuh>
 
 #include <cooperative_groups.h>
 
@@ -102,31 +103,9 @@ __device__ __forceinline__ void load_row(const kf_elem* xr, const float* cache, 
   }
 }
 
-/// Merges two online-softmax states (max, sum of exp(x - max)).
-__device__ __forceinline__ void merge(float& m, float& s, float om, float os) {
-  const float nm = fmaxf(m, om);
-  s = s * __expf(m - nm) + os * __expf(om - nm);
-  m = nm;
-}
-
-__device__ __forceinline__ void warp_merge(float& m, float& s) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
-  }
-}
-
-/// Folds V values into a thread's online state.
-template <int V>
-__device__ __forceinline__ void accumulate(const float (&v)[V], float& m, float& s) {
-  float cm = v[0];
-#pragma unroll
-  for (int k = 1; k < V; ++k) cm = fmaxf(cm, v[k]);
-  float cs = 0.0f;
-#pragma unroll
-  for (int k = 0; k < V; ++k) cs += __expf(v[k] - cm);
-  merge(m, s, cm, cs);
-}
+using kf::online_softmax::accumulate;
+using kf::online_softmax::merge;
+using kf::online_softmax::warp_merge;
 
 /// The block's merged state in every thread.
 __device__ __forceinline__ void block_merge(float& m, float& s, float* red_m, float* red_s) {

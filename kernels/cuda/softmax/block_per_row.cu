@@ -18,6 +18,7 @@
 // are widened to fp32, the max, the sum and the exponentials are fp32, y is rounded once on
 // the store.
 #include <kforge/elem.cuh>
+#include <kforge/online_softmax.cuh>
 
 #include <algorithm>
 #include <cfloat>
@@ -147,18 +148,7 @@ __device__ __forceinline__ float block_max(float v, float* red) {
   return red[32];
 }
 #else
-// Merges running (max, sum) pairs across the warp. -FLT_MAX / 0 is the identity: exp of
-// (-FLT_MAX - m) underflows to 0 and exp(0) * 0 stays 0, so no inf - inf appears.
-__device__ __forceinline__ void warp_merge(float& m, float& s) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, m, o);
-    const float os = __shfl_xor_sync(0xffffffffu, s, o);
-    const float nm = fmaxf(m, om);
-    s = s * __expf(m - nm) + os * __expf(om - nm);
-    m = nm;
-  }
-}
+using kf::online_softmax::warp_merge;
 
 // Block-wide merge; same buffer discipline as a block sum (results in red_m[32], red_s[32]).
 __device__ __forceinline__ void block_merge(float& m, float& s, float* red_m, float* red_s) {
