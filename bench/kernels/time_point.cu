@@ -4,8 +4,9 @@
 // It does not check results (the correctness gate does: tests/kernel_families_test.cpp).
 //
 //   time_point OP ROWS COLS DTYPE ITERS LIB.so [LIB.so ...]
-//     OP     rows (x -> y: softmax, log_softmax), rmsnorm (x, w -> y, eps = 1e-5) or
-//            layernorm (x, w, b -> y, eps = 1e-5)
+//     OP     rows (x -> y: softmax, log_softmax), rmsnorm (x, w -> y, eps = 1e-5),
+//            layernorm (x, w, b -> y, eps = 1e-5) or channels (x [n, c, s] -> y, eps = 1e-5:
+//            rmsnorm_channels; ROWS is then NxC, e.g. 112x64, and COLS is s)
 //     DTYPE  f32, f16 or bf16
 //   prints per library: median and min ms over ITERS calls, each after a 256 MiB write that
 //   evicts L2 (cold cache, as kforge's timing), and GB/s of the minimum traffic (x and y once,
@@ -73,6 +74,17 @@ int main(int argc, char** argv) {
   }
   const std::string op = argv[1];
   int64_t rows = std::atoll(argv[2]), cols = std::atoll(argv[3]);
+  const bool channels = op == "channels";
+  int64_t channel_count = 1;
+  if (channels) {
+    const char* times = std::strchr(argv[2], 'x');
+    if (times == nullptr) {
+      std::fprintf(stderr, "time_point: channels needs ROWS as NxC\n");
+      return 1;
+    }
+    channel_count = std::atoll(times + 1);
+    rows *= channel_count;  // x holds n * c rows of s
+  }
   const std::string dtype_name = argv[4];
   const int iters = std::atoi(argv[5]);
   DLDataType dtype{kDLFloat, 32, 1};
@@ -97,9 +109,10 @@ int main(int argc, char** argv) {
   }
   check(cudaDeviceSynchronize(), "fill");
   int64_t shape2[2] = {rows, cols}, shape1[1] = {cols};
-  DLTensor inputs[3] = {tensor(x, 2, shape2, dtype), tensor(w, 1, shape1, dtype),
-                        tensor(b, 1, shape1, dtype)};
-  DLTensor output = tensor(y, 2, shape2, dtype);
+  int64_t shape3[3] = {rows / channel_count, channel_count, cols};
+  DLTensor inputs[3] = {channels ? tensor(x, 3, shape3, dtype) : tensor(x, 2, shape2, dtype),
+                        tensor(w, 1, shape1, dtype), tensor(b, 1, shape1, dtype)};
+  DLTensor output = channels ? tensor(y, 3, shape3, dtype) : tensor(y, 2, shape2, dtype);
   const double eps = 1e-5;
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
@@ -109,7 +122,7 @@ int main(int argc, char** argv) {
   args.inputs = inputs;
   args.num_outputs = 1;
   args.outputs = &output;
-  args.num_scalars = layernorm || rmsnorm ? 1 : 0;
+  args.num_scalars = layernorm || rmsnorm || channels ? 1 : 0;
   args.scalars = &eps;
   args.stream = stream;
   const double bytes = 2.0 * xb + (layernorm ? 2.0 * wb : rmsnorm ? 1.0 * wb : 0.0);

@@ -8,6 +8,9 @@
 // the N * ceil(S / (32 * VEC)) tiles. fp32 accumulate.
 // Vector loads only when S % VEC == 0 and both base pointers are VEC*4-byte aligned; otherwise
 // the scalar instantiation runs.
+// CACHE_ROW = 1 keeps a thread's channels in registers between the two passes (at most
+// kCachedChannels per warp, i.e. C <= 8 * BLOCK_THREADS / 32; larger C runs the re-read path):
+// all of a thread's loads are issued before the first FMA, and the write pass re-reads nothing.
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -24,16 +27,22 @@
 #ifndef KF_UNROLL
 #define KF_UNROLL 2
 #endif
+#ifndef KF_CACHE_ROW
+#define KF_CACHE_ROW 0
+#endif
 
 static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 32 && KF_BLOCK_THREADS <= 1024,
               "BLOCK_THREADS is a multiple of 32 in [32, 1024]");
 static_assert(KF_VEC == 1 || KF_VEC == 2 || KF_VEC == 4, "VEC must be 1, 2 or 4");
 static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
+static_assert(KF_CACHE_ROW == 0 || KF_CACHE_ROW == 1, "CACHE_ROW is 0 or 1");
 
 namespace {
 
 constexpr int kThreads = KF_BLOCK_THREADS;
 constexpr int kWarps = kThreads / 32;
+// Channels a thread keeps in registers with CACHE_ROW (C <= kCachedChannels * kWarps).
+constexpr int kCachedChannels = 8;
 
 bool is_f32(const DLTensor& t) {
   return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
@@ -80,7 +89,7 @@ __device__ __forceinline__ void store_vec(float* p, const float (&v)[V]) {
   }
 }
 
-template <int V>
+template <int V, bool CACHE>
 __global__ void __launch_bounds__(kThreads)
 rmsnorm_channels_split(const float* __restrict__ x, float* __restrict__ y, int64_t tiles,
                        int64_t tiles_per_n, int64_t c, int64_t s, float eps) {
@@ -102,24 +111,40 @@ rmsnorm_channels_split(const float* __restrict__ x, float* __restrict__ y, int64
     const float* xs = x + n * c * s + (valid ? sp : 0) + warp * s;
 
     float acc[V] = {};
-    int64_t k = warp;
-    const float* p = xs;
+    // CACHE: the thread's channels (at most kCachedChannels), all loads before the first FMA.
+    [[maybe_unused]] float cached[CACHE ? kCachedChannels : 1][V];
+    if constexpr (CACHE) {
+#pragma unroll
+      for (int q = 0; q < kCachedChannels; ++q) {
+        if (warp + int64_t{q} * kWarps < c) load_vec<V>(xs + q * plane_step, cached[q]);
+      }
+#pragma unroll
+      for (int q = 0; q < kCachedChannels; ++q) {
+        if (warp + int64_t{q} * kWarps < c) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc[j] = fmaf(cached[q][j], cached[q][j], acc[j]);
+        }
+      }
+    } else {
+      int64_t k = warp;
+      const float* p = xs;
 #pragma unroll 1
-    for (; k + static_cast<int64_t>(U - 1) * kWarps < c; k += U * kWarps, p += U * plane_step) {
-      float v[U][V];
+      for (; k + static_cast<int64_t>(U - 1) * kWarps < c; k += U * kWarps, p += U * plane_step) {
+        float v[U][V];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(p + u * plane_step, v[u]);
+        for (int u = 0; u < U; ++u) load_vec<V>(p + u * plane_step, v[u]);
 #pragma unroll
-      for (int u = 0; u < U; ++u)
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int j = 0; j < V; ++j) acc[j] = fmaf(v[u][j], v[u][j], acc[j]);
-    }
+          for (int j = 0; j < V; ++j) acc[j] = fmaf(v[u][j], v[u][j], acc[j]);
+      }
 #pragma unroll 1
-    for (; k < c; k += kWarps, p += plane_step) {
-      float v[V];
-      load_vec<V>(p, v);
+      for (; k < c; k += kWarps, p += plane_step) {
+        float v[V];
+        load_vec<V>(p, v);
 #pragma unroll
-      for (int j = 0; j < V; ++j) acc[j] = fmaf(v[j], v[j], acc[j]);
+        for (int j = 0; j < V; ++j) acc[j] = fmaf(v[j], v[j], acc[j]);
+      }
     }
 #pragma unroll
     for (int j = 0; j < V; ++j) partial[warp][j][lane] = acc[j];
@@ -135,27 +160,38 @@ rmsnorm_channels_split(const float* __restrict__ x, float* __restrict__ y, int64
     __syncthreads();  // partial is rewritten by the next tile
 
     float* ys = y + (xs - x);
-    k = warp;
-    int64_t o = 0;
-#pragma unroll 1
-    for (; k + static_cast<int64_t>(U - 1) * kWarps < c; k += U * kWarps, o += U * plane_step) {
-      float v[U][V];
+    if constexpr (CACHE) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(xs + o + u * plane_step, v[u]);
+      for (int q = 0; q < kCachedChannels; ++q) {
+        if (warp + int64_t{q} * kWarps < c) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) v[u][j] *= inv[j];
-        if (valid) store_vec<V>(ys + o + u * plane_step, v[u]);
+          for (int j = 0; j < V; ++j) cached[q][j] *= inv[j];
+          if (valid) store_vec<V>(ys + q * plane_step, cached[q]);
+        }
       }
-    }
+    } else {
+      int64_t k = warp;
+      int64_t o = 0;
 #pragma unroll 1
-    for (; k < c; k += kWarps, o += plane_step) {
-      float v[V];
-      load_vec<V>(xs + o, v);
+      for (; k + static_cast<int64_t>(U - 1) * kWarps < c; k += U * kWarps, o += U * plane_step) {
+        float v[U][V];
 #pragma unroll
-      for (int j = 0; j < V; ++j) v[j] *= inv[j];
-      if (valid) store_vec<V>(ys + o, v);
+        for (int u = 0; u < U; ++u) load_vec<V>(xs + o + u * plane_step, v[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[u][j] *= inv[j];
+          if (valid) store_vec<V>(ys + o + u * plane_step, v[u]);
+        }
+      }
+#pragma unroll 1
+      for (; k < c; k += kWarps, o += plane_step) {
+        float v[V];
+        load_vec<V>(xs + o, v);
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[j] *= inv[j];
+        if (valid) store_vec<V>(ys + o, v);
+      }
     }
   }
 }
@@ -166,7 +202,13 @@ int launch(const float* x, float* y, int64_t n, int64_t c, int64_t s, float eps,
   const int64_t tiles_per_n = (s + 32 * V - 1) / (32 * V);
   const int64_t tiles = n * tiles_per_n;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, 0x7fffffff));
-  rmsnorm_channels_split<V><<<grid, kThreads, 0, stream>>>(x, y, tiles, tiles_per_n, c, s, eps);
+  if (KF_CACHE_ROW && c <= int64_t{kCachedChannels} * kWarps) {
+    rmsnorm_channels_split<V, true>
+        <<<grid, kThreads, 0, stream>>>(x, y, tiles, tiles_per_n, c, s, eps);
+  } else {
+    rmsnorm_channels_split<V, false>
+        <<<grid, kThreads, 0, stream>>>(x, y, tiles, tiles_per_n, c, s, eps);
+  }
   return static_cast<int>(cudaGetLastError());
 }
 
