@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 #include "common/files.h"
 #include "report/run_database.h"
@@ -169,6 +171,22 @@ ResumePlan plan_resume(const OptimizeCommandOptions& given) {
   if (limits.max_device_s) budget.max_device_s = limits.max_device_s;
   if (limits.max_candidates) budget.max_candidates = limits.max_candidates;
   if (limits.max_cost_usd) budget.max_cost_usd = limits.max_cost_usd;
+  // Wall time and cost of earlier sessions are not replayed candidate by candidate: a limit they
+  // already spent would stop the resumed search before its first recorded candidate and replace
+  // the run's summary with an empty one. Refuse it before anything is written.
+  const nlohmann::json spent = db->meta("spent").value_or(nlohmann::json::object());
+  const double spent_wall_s = spent.value("wall_s", 0.0);
+  const double spent_cost_usd = spent.value("cost_usd", 0.0);
+  if (budget.max_wall_s && *budget.max_wall_s <= spent_wall_s) {
+    throw Error(fmt::format("--resume {}: the run already spent {:.1f} s of wall time, at or above "
+                            "its limit of {:g} s; give a larger --max-wall-s to continue it",
+                            dir.string(), spent_wall_s, *budget.max_wall_s));
+  }
+  if (budget.max_cost_usd && *budget.max_cost_usd <= spent_cost_usd) {
+    throw Error(fmt::format("--resume {}: the run already spent ${:.4f}, at or above its limit of "
+                            "${:.4f}; give a larger --max-cost-usd to continue it",
+                            dir.string(), spent_cost_usd, *budget.max_cost_usd));
+  }
   return plan;
 }
 

@@ -109,6 +109,13 @@ void check_ownership(sqlite::Database& db) {
   if (user_version == 0 && !names.empty()) {
     throw Error("it already holds other tables (" + names + ")");
   }
+  // A kforge memory made before application_id was set has a user_version and a directions
+  // table; another SQLite file with a user_version (a kforge run.sqlite, say) is not one.
+  if (user_version != 0 && !names.empty() &&
+      (", " + names + ", ").find(", directions, ") == std::string::npos) {
+    throw Error("it has schema version " + std::to_string(user_version) +
+                " but no kforge memory tables (it holds " + names + ")");
+  }
   db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
 }
 
