@@ -16,6 +16,7 @@
 #include "common/files.h"
 #include "process/subprocess.h"
 #include "report/run_database.h"
+#include "task/task_loader.h"
 
 namespace kforge {
 namespace {
@@ -192,6 +193,46 @@ TEST_F(CliResumeTest, ResumeOfAnotherTaskOrANewerSchemaIsRefused) {
   EXPECT_NE(newer_result.output.find("schema version 99, newer than this kforge supports"),
             std::string::npos)
       << newer_result.output;
+}
+
+// A resume whose wall-time or cost limit the earlier sessions already spent would stop before
+// replaying anything and replace the run's result with an empty one: it is refused, and the
+// run directory is left as it was.
+TEST_F(CliResumeTest, ResumeWithABudgetAlreadySpentIsRefusedAndTouchesNothing) {
+  const fs::path run = dir_ / "spent";
+  fs::create_directories(run);
+  {
+    auto db = report::RunDatabase::open(run / "run.sqlite");
+    cli::OptimizeCommandOptions options;
+    options.task_path = task();
+    options.backend = "cpu";
+    options.search.budget.max_wall_s = 30.0;  // the recorded limit, below what was spent
+    db->set_meta("command", cli::command_to_json(options));
+    db->set_meta("task", "softmax_small");
+    db->set_meta("task_hash", task_hash(load_task(task())));
+    db->set_meta("spent", {{"wall_s", 34.4}, {"cost_usd", 0.02}});
+  }
+  std::ofstream(run / "result.json") << "{\"best\": \"kept\"}\n";
+  const auto size_before = fs::file_size(run / "run.sqlite");
+
+  process::CommandResult recorded = kforge({"optimize", "--resume", run.string()});
+  EXPECT_EQ(recorded.exit_code, 1) << recorded.output;
+  EXPECT_NE(recorded.output.find("already spent 34.4 s of wall time, at or above its limit of 30 s"),
+            std::string::npos)
+      << recorded.output;
+  process::CommandResult given =
+      kforge({"optimize", "--resume", run.string(), "--max-wall-s", "5"});
+  EXPECT_EQ(given.exit_code, 1) << given.output;
+  EXPECT_NE(given.output.find("give a larger --max-wall-s"), std::string::npos) << given.output;
+  process::CommandResult cost =
+      kforge({"optimize", "--resume", run.string(), "--max-wall-s", "600", "--max-cost-usd",
+              "0.01"});
+  EXPECT_EQ(cost.exit_code, 1) << cost.output;
+  EXPECT_NE(cost.output.find("give a larger --max-cost-usd"), std::string::npos) << cost.output;
+
+  EXPECT_FALSE(fs::exists(run / "events.jsonl"));
+  EXPECT_EQ(fs::file_size(run / "run.sqlite"), size_before);
+  EXPECT_EQ(read_file(run / "result.json"), "{\"best\": \"kept\"}\n");
 }
 
 // The user's promise: kill -9 mid-run loses nothing but the candidate in flight.
