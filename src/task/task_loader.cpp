@@ -309,6 +309,18 @@ Task load_task(const std::string& path) {
             << ": not valid TOML: " << e.description();
     throw Error(message.str());
   }
+  // A misspelt top-level key (`distribution`, `flop`) would otherwise be dropped without a word
+  // and its default used.
+  static const std::vector<std::string> kTopLevel = {
+      "name",    "family",  "description", "baseline",  "flops",     "bytes",     "distributions",
+      "inputs",  "outputs", "scalars",     "workloads", "tolerance", "reference", "policy"};
+  for (const auto& [key, node] : root) {
+    const std::string name(key.str());
+    if (std::find(kTopLevel.begin(), kTopLevel.end(), name) != kTopLevel.end()) continue;
+    std::string expected;
+    for (const std::string& k : kTopLevel) expected += (expected.empty() ? "" : ", ") + k;
+    reader.fail(name, "unknown top-level key or table (expected one of " + expected + ")");
+  }
   Task task;
   task.source_path = path;
   task.name = reader.string(root, "name", "name");

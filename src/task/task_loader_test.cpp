@@ -193,6 +193,17 @@ TEST_F(TaskLoaderTest, EvaluationFieldsLoadAndAreValidated) {
             std::string::npos);
 }
 
+TEST_F(TaskLoaderTest, AMisspeltTopLevelKeyOrTableIsRefused) {
+  // `distribution` for `distributions`: without the check its default would be used silently.
+  std::string message = error_of("distribution = [\"small\"]\n" + std::string(kValidTask));
+  EXPECT_NE(message.find("distribution: unknown top-level key or table (expected one of name,"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("distributions"), std::string::npos) << message;
+  message = error_of(std::string(kValidTask) + "[extras]\nx = 1\n");
+  EXPECT_NE(message.find("extras: unknown top-level key or table"), std::string::npos) << message;
+}
+
 TEST_F(TaskLoaderTest, AKeyBelowATableHeaderThatBelongsAtTheTopIsRefused) {
   // In TOML a key written below [[scalars]] belongs to that scalar; kforge must not ignore it.
   std::string text = replace(kValidTask, "shape = [\"rows\", \"cols\"]\n[[outputs]]",
