@@ -235,6 +235,37 @@ TEST_F(CliResumeTest, ResumeWithABudgetAlreadySpentIsRefusedAndTouchesNothing) {
   EXPECT_EQ(read_file(run / "result.json"), "{\"best\": \"kept\"}\n");
 }
 
+// A different --steps with --resume is refused before anything is written (the journal replays
+// the recorded search and would refuse it later); the recorded count given again is fine.
+TEST_F(CliResumeTest, ADifferentStepCountWithResumeIsRefused) {
+  const fs::path run = dir_ / "steps";
+  fs::create_directories(run);
+  {
+    auto db = report::RunDatabase::open(run / "run.sqlite");
+    cli::OptimizeCommandOptions options;
+    options.task_path = task();
+    options.backend = "cpu";
+    options.search.steps = 2;
+    db->set_meta("command", cli::command_to_json(options));
+    db->set_meta("task", "softmax_small");
+    db->set_meta("task_hash", task_hash(load_task(task())));
+  }
+  cli::OptimizeCommandOptions given;
+  given.resume_dir = run.string();
+  given.search.steps = 6;  // the flag's default, not given
+  EXPECT_EQ(cli::plan_resume(given).options.search.steps, 2);
+  given.steps_given = true;
+  given.search.steps = 2;
+  EXPECT_EQ(cli::plan_resume(given).options.search.steps, 2);
+  const auto size_before = fs::file_size(run / "run.sqlite");
+  process::CommandResult more = kforge({"optimize", "--resume", run.string(), "--steps", "5"});
+  EXPECT_EQ(more.exit_code, 1) << more.output;
+  EXPECT_NE(more.output.find("--steps 5 differs from the run's recorded 2"), std::string::npos)
+      << more.output;
+  EXPECT_FALSE(fs::exists(run / "events.jsonl"));
+  EXPECT_EQ(fs::file_size(run / "run.sqlite"), size_before);
+}
+
 // The user's promise: kill -9 mid-run loses nothing but the candidate in flight.
 TEST_F(CliResumeTest, KilledRunResumesToTheEndAndAFinishedRunIsReportedComplete) {
   const fs::path run = dir_ / "run";

@@ -105,6 +105,7 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
+      ->each([&options](const std::string&) { options.steps_given = true; })
       ->envname("KFORGE_STEPS")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();

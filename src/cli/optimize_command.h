@@ -25,6 +25,9 @@ struct OptimizeCommandOptions {
   /// so timings under N > 1 are noisier; the default is 1.
   int workers = 1;
   bool json = false;              // print result.json instead of the summary
+  /// --steps (or KFORGE_STEPS) was given: with --resume a count other than the recorded one is
+  /// refused before anything is written (the journal replays the recorded search).
+  bool steps_given = false;
   /// Final-rung hardware profile of the best candidate with Nsight Compute: "auto" (on cuda when
   /// ncu is found), "on" (an error when it is not), "off".
   std::string profile = "auto";

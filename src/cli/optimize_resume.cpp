@@ -171,6 +171,12 @@ ResumePlan plan_resume(const OptimizeCommandOptions& given) {
   if (limits.max_device_s) budget.max_device_s = limits.max_device_s;
   if (limits.max_candidates) budget.max_candidates = limits.max_candidates;
   if (limits.max_cost_usd) budget.max_cost_usd = limits.max_cost_usd;
+  // The step count is part of the recorded search (the journal replays it), so it cannot change.
+  if (given.steps_given && given.search.steps != plan.options.search.steps) {
+    throw Error(fmt::format("--resume {}: --steps {} differs from the run's recorded {}; a resumed "
+                            "run keeps its steps (start a new run for a longer search)",
+                            dir.string(), given.search.steps, plan.options.search.steps));
+  }
   // Wall time and cost of earlier sessions are not replayed candidate by candidate: a limit they
   // already spent would stop the resumed search before its first recorded candidate and replace
   // the run's summary with an empty one. Refuse it before anything is written.
