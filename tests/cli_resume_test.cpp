@@ -1,6 +1,9 @@
 // End-to-end tests of `kforge optimize --resume` and the budget flags, as a user runs them:
 // real compiler, real worker processes, on the cpu backend.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -263,6 +266,38 @@ TEST_F(CliResumeTest, ADifferentStepCountWithResumeIsRefused) {
   EXPECT_NE(more.output.find("--steps 5 differs from the run's recorded 2"), std::string::npos)
       << more.output;
   EXPECT_FALSE(fs::exists(run / "events.jsonl"));
+  EXPECT_EQ(fs::file_size(run / "run.sqlite"), size_before);
+}
+
+// Two writers on one run (a resume started while the interrupted run still times its best) are
+// refused: the second names the first's pid and writes nothing.
+TEST_F(CliResumeTest, ARunHeldByAnotherProcessIsRefused) {
+  const fs::path run = dir_ / "held";
+  fs::create_directories(run / "candidates");
+  {
+    auto db = report::RunDatabase::open(run / "run.sqlite");
+    cli::OptimizeCommandOptions options;
+    options.task_path = task();
+    options.backend = "cpu";
+    db->set_meta("command", cli::command_to_json(options));
+    db->set_meta("task", "softmax_small");
+    db->set_meta("task_hash", task_hash(load_task(task())));
+  }
+  const int fd = ::open((run / "run.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const std::string pid = std::to_string(::getpid());
+  ASSERT_EQ(::pwrite(fd, pid.data(), pid.size(), 0), static_cast<ssize_t>(pid.size()));
+  const auto size_before = fs::file_size(run / "run.sqlite");
+
+  process::CommandResult held = kforge({"optimize", "--resume", run.string()});
+  ::close(fd);
+  EXPECT_EQ(held.exit_code, 1) << held.output;
+  EXPECT_NE(held.output.find("is in use by another kforge process (pid " + pid + ")"),
+            std::string::npos)
+      << held.output;
+  EXPECT_FALSE(fs::exists(run / "events.jsonl"));
+  EXPECT_FALSE(fs::exists(run / "failed.txt"));
   EXPECT_EQ(fs::file_size(run / "run.sqlite"), size_before);
 }
 

@@ -1,8 +1,12 @@
 #include "report/run_directory.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 
 #include "common/error.h"
@@ -43,8 +47,37 @@ RunDirectory::RunDirectory(fs::path path, Mode mode)
   }
   fs::create_directories(path_ / "candidates", ec);
   if (ec) throw Error("cannot create run directory " + path_.string() + ": " + ec.message());
+  // One writer per run: a second kforge on the same folder (a resume of a run still finishing)
+  // would interleave its events and rewrite the other's results.
+  const fs::path lock_path = path_ / "run.lock";
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) {
+    throw Error("cannot open " + lock_path.string() + ": " + std::strerror(errno));
+  }
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {};
+    const ssize_t n = ::pread(lock_fd_, holder, sizeof holder - 1, 0);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      throw Error("run directory " + path_.string() + " is in use by another kforge process" +
+                  (n > 0 ? " (pid " + std::string(holder, static_cast<size_t>(n)) + ")" : "") +
+                  "; wait for it to finish (an interrupted run still times its best) and try again");
+    }
+    throw Error("cannot lock " + lock_path.string() + ": " + std::strerror(err));
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(lock_fd_, 0) != 0 ||
+      ::pwrite(lock_fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // The pid only improves the message a second process prints; the lock is what matters.
+  }
   events_.open(path_ / "events.jsonl", std::ios::app);
   if (!events_) throw Error("cannot write " + (path_ / "events.jsonl").string());
+}
+
+RunDirectory::~RunDirectory() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock; run.lock stays (harmless)
 }
 
 fs::path RunDirectory::candidate_dir(int index, const std::string& label) {

@@ -8,6 +8,8 @@
 //   best.cpp | best.cu            the best kernel as a standalone source a user can take away
 //   result.json                   written last, atomically: its presence means the run finished
 //   report.md                     human-readable summary
+//   run.lock                      held (flock) by the one kforge process writing the run; holds
+//                                 its pid
 #pragma once
 
 #include <filesystem>
@@ -28,8 +30,12 @@ class RunDirectory {
   /// Creates `path` (and parents), or with Mode::resume opens it; a relative path is made
   /// absolute against the current directory, so every path this object returns is absolute.
   /// Throws Error if, to create, it exists and is not empty (a run never mixes with another's
-  /// files), or, to resume, it is not a directory holding run.sqlite.
+  /// files), or, to resume, it is not a directory holding run.sqlite, or another process holds
+  /// the run (run.lock: e.g. a resume started while the interrupted run still times its best).
   explicit RunDirectory(std::filesystem::path path, Mode mode = Mode::create);
+  ~RunDirectory();
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
   /// A new folder path()/candidates/NNN-<label>/ (NNN counts from 000), absolute.
@@ -46,6 +52,7 @@ class RunDirectory {
 
  private:
   std::filesystem::path path_;
+  int lock_fd_ = -1;  // run.lock, flock'ed for this object's life
   std::mutex events_mutex_;
   std::ofstream events_;
 };
