@@ -113,6 +113,13 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_PROPOSALS")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  optimize->add_option("--diversity-slots", options.search.diversity_slots,
+                       "Of each step's candidates, how many refine the fastest candidate of "
+                       "another parallel decomposition than the best's (at most --proposals "
+                       "minus 1 are; 0: all refine the best first)")
+      ->envname("KFORGE_DIVERSITY_SLOTS")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   optimize->add_option("--seed", options.search.seed, "Seed of the policy's sampling")
       ->envname("KFORGE_SEED")
       ->capture_default_str();

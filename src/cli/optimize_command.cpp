@@ -312,6 +312,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
                                {"seed", options.search.seed},
                                {"steps", options.search.steps},
                                {"proposals_per_step", options.search.proposals_per_step},
+                               {"diversity_slots", options.search.diversity_slots},
                                {"fidelity", options.fidelity},
                                {"eta", options.search.eta},
                                {"candidate_workers", devices.size()},

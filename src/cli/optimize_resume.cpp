@@ -15,8 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // What the search reads back must mean the same (Optimizer's kResumeFormat guards its part).
-// 2: --eta, --fidelity, --devices and --workers.
-constexpr int kCommandFormat = 2;
+// 2: --eta, --fidelity, --devices and --workers. 3: --diversity-slots.
+constexpr int kCommandFormat = 3;
 
 nlohmann::json optional_json(const auto& value) {
   return value ? nlohmann::json(*value) : nlohmann::json();
@@ -53,6 +53,7 @@ nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
           {"similar_families", o.similar_families},
           {"steps", s.steps},
           {"proposals_per_step", s.proposals_per_step},
+          {"diversity_slots", s.diversity_slots},
           {"seed", s.seed},
           {"temperature", s.temperature},
           {"compile_jobs", s.compile_jobs},
@@ -100,6 +101,7 @@ OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::str
     search::OptimizeOptions& s = o.search;
     s.steps = j.at("steps").get<int>();
     s.proposals_per_step = j.at("proposals_per_step").get<int>();
+    s.diversity_slots = j.at("diversity_slots").get<int>();
     s.seed = j.at("seed").get<uint64_t>();
     s.temperature = j.at("temperature").get<double>();
     s.compile_jobs = j.at("compile_jobs").get<int>();

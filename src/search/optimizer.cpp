@@ -22,7 +22,9 @@ namespace {
 // 3: the promotion rule covers each decomposition when there are several timed workloads, and
 //    "full_rung" decisions carry workload_speedups: a run begun under 2 would continue under
 //    another rule, so it is refused rather than resumed.
-constexpr int kResumeFormat = 3;
+// 4: a step's plan reserves diversity slots for other decompositions (plan_step): a run begun
+//    under 3 would plan its remaining steps under another rule.
+constexpr int kResumeFormat = 4;
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -33,6 +35,7 @@ double steady_seconds() {
 nlohmann::json OptimizeOptions::to_json() const {
   return {{"steps", steps},
           {"proposals_per_step", proposals_per_step},
+          {"diversity_slots", diversity_slots},
           {"seed", seed},
           {"temperature", temperature},
           {"min_gain", min_gain},

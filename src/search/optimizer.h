@@ -3,8 +3,9 @@
 // in the run database so that it can be resumed.
 //
 //   step 0   expert hints: every parallel decomposition at its default parameters (coarse cover)
-//   step t   the policy picks (direction, strategy) pairs applicable to the current best; the
-//            generator turns each into a candidate; the compile pool builds them in parallel;
+//   step t   the policy picks (direction, strategy) pairs applicable to the current best (and,
+//            in diversity_slots of the step's proposals, to the fastest candidate of another
+//            parallel decomposition); the generator turns each into a candidate; the compile pool builds them in parallel;
 //            each is gated and quick-timed; a failed one goes back to the generator for up to
 //            repair_tries repairs; a candidate that looks faster becomes the new best only
 //            when a paired comparison shows the gain beyond noise. The search stops at the
@@ -98,6 +99,10 @@ namespace kforge::search {
 struct OptimizeOptions {
   int steps = 6;                  // T, as in HTAM's published setting
   int proposals_per_step = 3;     // candidates generated per step
+  /// Of a step's proposals, how many (at most proposals_per_step - 1) refine the fastest
+  /// candidate of another parallel decomposition than the best's instead of the best (plan_step;
+  /// the niching of evolutionary search). 0: every slot goes to the best first.
+  int diversity_slots = 1;
   uint64_t seed = 1;              // policy sampling; same seed, same decisions
   double temperature = 0.5;       // softmax temperature of the direction choice
   int compile_jobs = 0;           // compile pool depth; 0 = hardware threads

@@ -52,6 +52,68 @@ TEST_F(OptimizerTest, ClimbsFromTheExpertHintsToAFasterCandidate) {
   EXPECT_TRUE(fs::exists(result.best_source_path));
 }
 
+// A second parametrized decomposition, "blocked", 100x slower than simd at any parameters (and
+// serial, which has no parameters to refine, slowed alike so that simd is the best from step 1).
+class OptimizerDiversityTest : public OptimizerTest {
+ protected:
+  void SetUp() override {
+    OptimizerTest::SetUp();
+    const fs::path family = root_ / "kernels" / "cpu" / "toy";
+    std::ofstream(family / "blocked.cpp") << "blocked\n";
+    std::ofstream(family / "family.toml", std::ios::app) << R"(
+[[variants]]
+name = "blocked"
+source = "blocked.cpp"
+decomposition = "row_blocked"
+[variants.params]
+ACCUMULATORS = [1, 2, 4, 8]
+PARALLEL = [0, 1]
+)";
+    worker_.slow_on = [](const std::string& path, const std::string&) {
+      return path.find("blocked.cpp") != std::string::npos ||
+             path.find("serial.cpp") != std::string::npos;
+    };
+  }
+  /// Step candidates whose parent is a blocked candidate, and all step candidates.
+  static std::pair<int, int> refined_blocked(const OptimizeResult& result) {
+    int blocked = 0, all = 0;
+    for (const CandidateRecord& c : result.candidates) {
+      if (c.step == 0) continue;
+      ++all;
+      blocked += c.parent_id.rfind("blocked", 0) == 0;
+    }
+    return {blocked, all};
+  }
+};
+
+TEST_F(OptimizerDiversityTest, EachStepRefinesTheBestOfAnotherDecomposition) {
+  OptimizeOptions options;
+  options.steps = 2;
+  options.proposals_per_step = 3;
+  const OptimizeResult result = run(options);
+  ASSERT_TRUE(result.best);
+  EXPECT_EQ(result.best->id.rfind("simd", 0), 0u) << result.best->id;
+  const auto [blocked, all] = refined_blocked(result);
+  EXPECT_EQ(all, 6);
+  EXPECT_EQ(blocked, 2);  // one slot per step (serial, faster on ties, has no move to offer)
+}
+
+TEST_F(OptimizerDiversityTest, NoDiversitySlotsRefineTheBestFirst) {
+  OptimizeOptions options;
+  options.steps = 2;  // simd has 7 untried neighbours: enough for every slot
+  options.proposals_per_step = 3;
+  options.diversity_slots = 0;
+  EXPECT_EQ(refined_blocked(run(options)).first, 0);
+}
+
+TEST_F(OptimizerDiversityTest, OneProposalPerStepAlwaysRefinesTheBest) {
+  OptimizeOptions options;
+  options.steps = 3;
+  options.proposals_per_step = 1;
+  options.diversity_slots = 5;  // clamped to proposals - 1 = 0
+  EXPECT_EQ(refined_blocked(run(options)).first, 0);
+}
+
 TEST_F(OptimizerTest, FailedCandidatesAreResultsNotExceptions) {
   OptimizeOptions options;
   options.steps = 1;
