@@ -49,8 +49,10 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
                                                   int step) {
   std::vector<Move> moves;
   std::set<std::string> planned;
-  // Plans moves from `parent_id` until `limit` moves are planned or no strategy applies to it.
-  auto plan_from = [&](const std::string& parent_id, size_t limit, const std::string& why) {
+  // Plans moves from `parent_id` until `limit` moves are planned or no strategy applies to it;
+  // with `tune`, only strategies that keep the parent's decomposition apply.
+  auto plan_from = [&](const std::string& parent_id, size_t limit, const std::string& why,
+                       bool tune) {
     const generation::Proposal& parent = proposals_.at(parent_id);
     // A strategy is applicable when it turns the parent into a candidate not yet tried.
     auto proposal_for = [&](const memory::Strategy& s) -> std::optional<generation::Proposal> {
@@ -58,6 +60,7 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
       if (!proposal || proposals_.count(proposal->id) || planned.count(proposal->id)) {
         return std::nullopt;
       }
+      if (tune && proposal->point.variant != parent.point.variant) return std::nullopt;
       return proposal;
     };
     while (moves.size() < limit) {
@@ -71,11 +74,12 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
     }
   };
   const size_t total = static_cast<size_t>(options_.proposals_per_step);
-  // Diversity slots: up to diversity_slots of the step's moves (never all of them) refine the
-  // best candidate of another parallel decomposition than the best's, so a decomposition that
-  // loses at its defaults but wins after two or three edits is still refined when the best has
-  // untried neighbours left (on the H200 such points were 8-14% faster than what 3-step searches
-  // without them found: bench/kernels/README.md).
+  // Diversity slots: up to diversity_slots of the step's moves (never all of them) tune the
+  // best candidate of another parallel decomposition than the best's (strategies that keep its
+  // decomposition; a switch would only revisit step 0's hints), so a decomposition that loses
+  // at its defaults but wins after two or three edits is still refined when the best has
+  // untried neighbours left (on the H200 log-softmax bf16 at 1024 x 32000 went from 0.058 to
+  // 0.049 ms in 3 steps: bench/kernels/README.md).
   const size_t reserved = static_cast<size_t>(
       std::clamp(options_.diversity_slots, 0, options_.proposals_per_step - 1));
   const std::string best_decomposition = decomposition_of(best_->id);
@@ -83,7 +87,7 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
   // the best has no untried neighbour left (so the search does not stall on a corner).
   for (const std::string& parent_id : parents) {
     if (moves.size() >= total - reserved) break;
-    plan_from(parent_id, total - reserved, "");
+    plan_from(parent_id, total - reserved, "", false);
   }
   if (reserved > 0 && !best_decomposition.empty()) {
     // The fastest candidate of each other decomposition, in the parents' order, until the
@@ -94,15 +98,16 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
       const std::string decomposition = decomposition_of(parent_id);
       if (decomposition.empty() || !tried.insert(decomposition).second) continue;
       plan_from(parent_id, total,
-                fmt::format("diversity slot: the best {} candidate, another decomposition than "
-                            "the best's ({}); ",
-                            decomposition, best_decomposition));
+                fmt::format("diversity slot: tunes the best {} candidate, another decomposition "
+                            "than the best's ({}); ",
+                            decomposition, best_decomposition),
+                true);
     }
   }
   // Slots the other decompositions left open go to the usual order.
   for (const std::string& parent_id : parents) {
     if (moves.size() >= total) break;
-    plan_from(parent_id, total, "");
+    plan_from(parent_id, total, "", false);
   }
   // Recorded with the rng state after planning, so that a resumed run plans nothing again.
   nlohmann::json recorded = nlohmann::json::array();

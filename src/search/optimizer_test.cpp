@@ -74,13 +74,17 @@ PARALLEL = [0, 1]
              path.find("serial.cpp") != std::string::npos;
     };
   }
-  /// Step candidates whose parent is a blocked candidate, and all step candidates.
+  /// Step candidates whose parent is a blocked candidate, and all step candidates. A blocked
+  /// parent's child is blocked too (the diversity slot tunes; it does not switch).
   static std::pair<int, int> refined_blocked(const OptimizeResult& result) {
     int blocked = 0, all = 0;
     for (const CandidateRecord& c : result.candidates) {
       if (c.step == 0) continue;
       ++all;
-      blocked += c.parent_id.rfind("blocked", 0) == 0;
+      if (c.parent_id.rfind("blocked", 0) == 0) {
+        ++blocked;
+        EXPECT_EQ(c.id.rfind("blocked", 0), 0u) << c.id << " from " << c.parent_id;
+      }
     }
     return {blocked, all};
   }
