@@ -98,6 +98,28 @@ TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
   EXPECT_NE(bad.output.find("bad.json"), std::string::npos) << bad.output;
 }
 
+TEST_F(CliMemoryTest, AMistypedMemoryPathIsRefusedAndNotCreated) {
+  const fs::path typo = dir_ / "no" / "such" / "memroy.sqlite";
+  const std::vector<std::vector<std::string>> commands = {
+      {"memory", "show", "--memory", typo.string()},
+      {"memory", "graph", "--memory", typo.string()},
+      {"memory", "export", (dir_ / "out.json").string(), "--memory", typo.string()},
+      {"memory", "reset", "--yes", "--memory", typo.string()},
+      {"memory", "show"}};  // KFORGE_MEMORY names memory_, which does not exist yet
+  for (const std::vector<std::string>& command : commands) {
+    process::CommandResult result = kforge(command);
+    EXPECT_EQ(result.exit_code, 1) << command[1] << ": " << result.output;
+    EXPECT_NE(result.output.find("expected an existing kforge memory database"), std::string::npos)
+        << result.output;
+    const fs::path named = command.size() == 2 ? memory_ : typo;
+    EXPECT_NE(result.output.find(named.string() + ": no such file"), std::string::npos)
+        << result.output;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "no")) << "nothing created";
+  EXPECT_FALSE(fs::exists(memory_));
+  EXPECT_FALSE(fs::exists(dir_ / "out.json"));
+}
+
 TEST_F(CliMemoryTest, PolicyAndAblationSwitchesAreValidated) {
   const std::string task =
       (fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string();

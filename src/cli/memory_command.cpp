@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -31,6 +32,26 @@ std::unique_ptr<memory::SqliteStore> open_store(const MemoryCommandOptions& opti
   return memory::SqliteStore::open(memory_path(options), seed_path());
 }
 
+// True when the user named the memory file (--memory, KFORGE_MEMORY or KFORGE_MEMORY_DB) rather
+// than leaving it at the per-user default, which the first use may create.
+bool memory_named_by_user(const MemoryCommandOptions& options) {
+  const char* legacy = std::getenv("KFORGE_MEMORY_DB");
+  return !options.memory_path.empty() || (legacy && *legacy);
+}
+
+// For the subcommands that read an existing memory (show, graph, export, reset): a named file that
+// does not exist is a typo, refused before SQLite creates it and its folders.
+std::unique_ptr<memory::SqliteStore> open_existing_store(const MemoryCommandOptions& options) {
+  const std::string path = memory_path(options);
+  std::error_code error;
+  if (memory_named_by_user(options) && !fs::exists(path, error)) {
+    throw Error(path +
+                ": no such file; expected an existing kforge memory database (check --memory or "
+                "KFORGE_MEMORY; kforge optimize and kforge memory import create one)");
+  }
+  return open_store(options);
+}
+
 std::string stats_cells(const memory::Stats& s) {
   return fmt::format("{:>5} {:>5} {:>5} {:>5} {:>+8.3f} {:>+8.3f}", s.attempts, s.compile_successes,
                      s.correct_successes, s.successes, s.mean_log_gain, s.ema_log_gain);
@@ -39,7 +60,7 @@ std::string stats_cells(const memory::Stats& s) {
 constexpr const char* kStatsHeader = "    n  comp    ok  fast  mean_lg   ema_lg";
 
 int show(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   if (options.json) {
     std::cout << store->export_json().dump(2) << "\n";
     return 0;
@@ -108,7 +129,7 @@ void render_svg(const std::string& dot, const fs::path& svg) {
 }
 
 int graph(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   std::string title = "kforge HTG" + (options.backend.empty() ? "" : " (" + options.backend + ")");
   std::string dot = memory::render_dot(store->directions(options.backend), store->edges(), title);
   if (options.output.empty()) {
@@ -126,7 +147,7 @@ int graph(const MemoryCommandOptions& options) {
 }
 
 int export_memory(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   nlohmann::json document = store->export_json();
   std::ofstream out(options.file);
   out << document.dump(2) << "\n";
@@ -159,7 +180,7 @@ int import_memory(const MemoryCommandOptions& options) {
 }
 
 int reset(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   if (!options.yes) {
     std::cerr << fmt::format("kforge: this deletes {} evidence rows from {}; rerun with --yes\n",
                              store->evidence_count(), store->path().string());

@@ -22,7 +22,9 @@ struct MemoryCommandOptions {
 void add_memory_command(CLI::App& app, MemoryCommandOptions& options);
 
 /// Runs the memory subcommand that `app` parsed. Prints to stdout; returns the exit code.
-/// Throws Error for a bad memory file or bad input (messages name the file).
+/// Throws Error for a bad memory file or bad input (messages name the file). show, graph, export
+/// and reset refuse a memory file named by the user (--memory, KFORGE_MEMORY, KFORGE_MEMORY_DB)
+/// that does not exist, creating nothing; import creates it.
 int run_memory(const CLI::App& memory, const MemoryCommandOptions& options);
 
 }  // namespace kforge::cli
