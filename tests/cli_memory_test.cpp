@@ -98,6 +98,19 @@ TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
   EXPECT_NE(bad.output.find("bad.json"), std::string::npos) << bad.output;
 }
 
+TEST_F(CliMemoryTest, AnUnknownBackendIsRefusedListingTheValidOnes) {
+  record_one();
+  for (const std::string command : {"show", "graph"}) {
+    process::CommandResult result = kforge({"memory", command, "--backend", "gpu"});
+    EXPECT_EQ(result.exit_code, 2) << command << ": " << result.output;
+    EXPECT_NE(result.output.find("--backend"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("gpu"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("cpu"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("cuda"), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("direction"), std::string::npos) << "no empty table";
+  }
+}
+
 TEST_F(CliMemoryTest, AMistypedMemoryPathIsRefusedAndNotCreated) {
   const fs::path typo = dir_ / "no" / "such" / "memroy.sqlite";
   const std::vector<std::vector<std::string>> commands = {

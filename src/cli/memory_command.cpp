@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "common/error.h"
 #include "common/paths.h"
@@ -202,11 +203,15 @@ void add_memory_command(CLI::App& app, MemoryCommandOptions& options) {
                    "Memory file (default $XDG_DATA_HOME/kforge/memory.sqlite)")
       ->envname("KFORGE_MEMORY");
   CLI::App* show = memory->add_subcommand("show", "Directions, strategies and edges as tables");
-  show->add_option("--backend", options.backend, "Only this backend (cpu, cuda)");
+  // The backends a direction can list (knowledge/seed.toml); any other name matches nothing.
+  const std::vector<std::string> backends = {"cpu", "cuda"};
+  show->add_option("--backend", options.backend, "Only this backend (cpu, cuda)")
+      ->check(CLI::IsMember(backends));
   show->add_flag("--json", options.json, "Print the whole memory as JSON (the export format)");
   CLI::App* graph = memory->add_subcommand(
       "graph", "The HTG as Graphviz DOT (stdout), or SVG when --output ends in .svg");
-  graph->add_option("--backend", options.backend, "Only this backend (cpu, cuda)");
+  graph->add_option("--backend", options.backend, "Only this backend (cpu, cuda)")
+      ->check(CLI::IsMember(backends));
   graph->add_option("-o,--output", options.output, "File to write (.dot, or .svg via dot)");
   CLI::App* exporter = memory->add_subcommand("export", "Write the memory to a JSON file");
   exporter->add_option("file", options.file, "JSON file to write")->required();
