@@ -77,6 +77,33 @@ TEST_F(CliMemoryTest, GraphIsDotWithEdgeWidthByUtility) {
   EXPECT_TRUE(fs::exists(dir_ / "g.dot"));
 }
 
+TEST_F(CliMemoryTest, GraphOutputIsWhatItsExtensionSays) {
+  record_one();
+  const fs::path png = dir_ / "g.png";
+  process::CommandResult rendered = kforge({"memory", "graph", "-o", png.string()});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  std::string magic(4, '\0');
+  std::ifstream(png, std::ios::binary).read(magic.data(), 4);
+  EXPECT_EQ(magic, "\x89PNG") << "a PNG image, not DOT text";
+
+  process::CommandResult refused = kforge({"memory", "graph", "-o", (dir_ / "g.jpg").string()});
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("g.jpg"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find(".dot or .gv"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir_ / "g.jpg"));
+
+  // Without graphviz on PATH an image is refused with the fix, and the DOT text is kept.
+  process::CommandResult no_dot = process::run_command(
+      {"env", "PATH=" + dir_.string(), "KFORGE_MEMORY=" + memory_.string(), KFORGE_CLI_PATH,
+       "memory", "graph", "-o", (dir_ / "h.svg").string()},
+      120);
+  EXPECT_EQ(no_dot.exit_code, 1) << no_dot.output;
+  EXPECT_NE(no_dot.output.find("graphviz's dot is not installed (apt-get install graphviz"),
+            std::string::npos)
+      << no_dot.output;
+  EXPECT_TRUE(fs::exists(dir_ / "h.dot"));
+}
+
 TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
   record_one();
   const std::string exported = (dir_ / "export.json").string();

@@ -13,7 +13,7 @@ struct MemoryCommandOptions {
   std::string memory_path;  // default: memory::default_memory_path()
   std::string backend;      // show/graph: "" for all backends
   bool json = false;        // show: the export JSON instead of tables
-  std::string output;       // graph: "" = DOT on stdout; *.svg = rendered by graphviz's dot
+  std::string output;       // graph: "" = DOT on stdout; .dot/.gv DOT; .svg/.png/.pdf by dot
   std::string file;         // export/import: the JSON file
   bool yes = false;         // reset: do not ask
 };
