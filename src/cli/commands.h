@@ -10,8 +10,10 @@ namespace kforge::cli {
 /// Named exit codes of the kforge executable.
 enum class ExitCode : int {
   ok = 0,
-  error = 1,          // harness or input error, message printed as "kforge: error: ..."
+  error = 1,          // harness or input error, message printed as "kforge: error: ...";
+                      // suite: a task's run errored (bad task file, crash, timeout)
   usage = 2,          // bad command line
+  not_all_correct = 3,  // suite: every task ran, but some found no correct candidate
   interrupted = 130,  // Ctrl-C
 };
 
