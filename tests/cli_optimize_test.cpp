@@ -1,5 +1,11 @@
 // End-to-end tests of the kforge executable, as a user runs it: real compiler, real worker
 // process, real SQLite memory, on the cpu backend.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -143,6 +149,59 @@ TEST_F(CliTest, ExistingRunDirectoryIsNotOverwritten) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("already exists"), std::string::npos) << result.output;
   EXPECT_TRUE(fs::exists(run / "keep.txt"));
+}
+
+// Runs argv (argv[0] searched in PATH) with its stdout a pipe whose reading end is already
+// closed, as `kforge ... | head` after head exited, and its stderr into `log`. SIGPIPE is reset
+// to its default in the child, as in a shell. Returns the wait status.
+int run_with_closed_stdout(const std::vector<std::string>& argv, const fs::path& log) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  close(fds[0]);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int spawned = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(fds[1]);
+  if (spawned != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(CliTest, AClosedStdoutDoesNotKillTheRun) {
+  fs::path run = dir_ / "run";
+  const std::vector<std::string> argv = {
+      "env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
+      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(), KFORGE_CLI_PATH, "optimize",
+      example("tests/data/softmax_small/task.toml"), "--backend", "cpu", "--run-dir",
+      run.string(), "--steps", "1", "--proposals", "1", "--final-rounds", "2"};
+  const fs::path log = dir_ / "stderr.log";
+  const int status = run_with_closed_stdout(argv, log);
+  std::ifstream in(log);
+  const std::string stderr_text((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  EXPECT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status) << "\n"
+                                    << stderr_text;
+  ASSERT_TRUE(WIFEXITED(status)) << stderr_text;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << stderr_text;
+  EXPECT_TRUE(fs::exists(run / "result.json"));
+  EXPECT_TRUE(fs::exists(run / "report.md"));
 }
 
 }  // namespace

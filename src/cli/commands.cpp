@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <csignal>
 #include <string>
 #include <iostream>
 #include <vector>
@@ -274,6 +275,10 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // Output piped into `head` that has exited must not kill a run before it writes its files: a
+  // write to the closed pipe then fails with EPIPE (std::cout goes bad) and the run goes on.
+  // Children get SIGPIPE back at its default (process/subprocess.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app("kforge: makes compute kernels faster, proves them correct, measures them honestly",
                "kforge");
   app.require_subcommand(1);

@@ -18,7 +18,8 @@ enum class ExitCode : int {
 };
 
 /// Parses argv and runs the chosen subcommand; returns the exit code. Catches every exception
-/// and prints it as "kforge: error: <message>".
+/// and prints it as "kforge: error: <message>". Ignores SIGPIPE for the process, so that a
+/// closed stdout (`kforge ... | head`) does not kill a run.
 int run_cli(int argc, char** argv);
 
 }  // namespace kforge::cli
