@@ -104,6 +104,27 @@ TEST_F(CliTest, UnknownBackendAndSubcommandAreUsageErrors) {
   EXPECT_NE(typo.output.find("did you mean 'optimize'"), std::string::npos) << typo.output;
 }
 
+TEST_F(CliTest, ABadValueFromAnEnvironmentVariableNamesTheVariable) {
+  const std::string task = example("tests/data/softmax_small/task.toml");
+  process::CommandResult steps = kforge({"optimize", task}, {"KFORGE_STEPS=abc"});
+  EXPECT_EQ(steps.exit_code, 2) << steps.output;
+  EXPECT_NE(steps.output.find("--steps (from KFORGE_STEPS): Value abc"), std::string::npos)
+      << steps.output;
+  process::CommandResult seed = kforge({"optimize", task}, {"KFORGE_SEED=x"});
+  EXPECT_EQ(seed.exit_code, 2) << seed.output;
+  EXPECT_NE(seed.output.find("--seed (from KFORGE_SEED)"), std::string::npos) << seed.output;
+  // The flag wins over the variable, so its bad value is the flag's.
+  process::CommandResult flag = kforge({"optimize", task, "--steps=abc"}, {"KFORGE_STEPS=3"});
+  EXPECT_EQ(flag.exit_code, 2) << flag.output;
+  EXPECT_NE(flag.output.find("--steps: Value abc"), std::string::npos) << flag.output;
+  EXPECT_EQ(flag.output.find("KFORGE_STEPS"), std::string::npos) << flag.output;
+  // --devices is not --device: KFORGE_DEVICE does not take the blame for a bad --devices.
+  process::CommandResult devices =
+      kforge({"optimize", task}, {"KFORGE_DEVICES=0,x", "KFORGE_DEVICE=0"});
+  EXPECT_NE(devices.output.find("--devices (from KFORGE_DEVICES)"), std::string::npos)
+      << devices.output;
+}
+
 // A task whose cpu reference is `reference_source`, at the softmax_small shapes.
 std::string task_with_reference(const fs::path& dir, const std::string& reference_source) {
   std::ifstream in(fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml");

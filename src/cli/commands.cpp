@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/environment_source.h"
 #include "cli/memory_command.h"
 #include "cli/optimize_command.h"
 #include "cli/suite_command.h"
@@ -296,7 +297,11 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::usage);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    std::cerr << name_environment_source(app, args, e.what())
+              << "\nRun with --help for more information.\n";
+    return static_cast<int>(ExitCode::usage);
   }
   try {
     if (app.got_subcommand("optimize")) return run_optimize(optimize);

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/environment_source.h"
 #include "cli/suite_tasks.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -95,7 +96,8 @@ void check_optimize_args(AddOptimizeFunction add_optimize, const std::vector<std
   try {
     probe.parse(argv);
   } catch (const CLI::ParseError& e) {
-    throw Error(std::string("suite: an option passed to kforge optimize was refused: ") + e.what());
+    throw Error("suite: an option passed to kforge optimize was refused: " +
+                name_environment_source(probe, args, e.what()));
   }
 }
 
