@@ -104,6 +104,21 @@ TEST_F(CliTest, UnknownBackendAndSubcommandAreUsageErrors) {
   EXPECT_NE(typo.output.find("did you mean 'optimize'"), std::string::npos) << typo.output;
 }
 
+TEST_F(CliTest, AFolderGivenAsTheTaskPointsAtItsTaskFile) {
+  const std::string folder = example("tests/data/softmax_small");
+  process::CommandResult with_task = kforge({"optimize", folder});
+  EXPECT_EQ(with_task.exit_code, 2) << with_task.output;
+  EXPECT_NE(with_task.output.find(folder + " is a directory; did you mean " + folder +
+                                  "/task.toml?"),
+            std::string::npos)
+      << with_task.output;
+  process::CommandResult without = kforge({"optimize", dir_.string()});
+  EXPECT_EQ(without.exit_code, 2) << without.output;
+  EXPECT_NE(without.output.find(dir_.string() + " is a directory; expected a task file"),
+            std::string::npos)
+      << without.output;
+}
+
 TEST_F(CliTest, ABadValueFromAnEnvironmentVariableNamesTheVariable) {
   const std::string task = example("tests/data/softmax_small/task.toml");
   process::CommandResult steps = kforge({"optimize", task}, {"KFORGE_STEPS=abc"});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <string>
 #include <iostream>
 #include <vector>
@@ -36,13 +37,30 @@ CLI::Validator positive_limit() {
       "POSITIVE");
 }
 
+// The task file: an existing file; a folder is refused pointing at its task.toml when it has one
+// (`kforge optimize examples/softmax`).
+CLI::Validator task_file() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        std::error_code error;
+        if (!std::filesystem::is_directory(path, error)) return CLI::ExistingFile(path);
+        const std::filesystem::path inside = std::filesystem::path(path) / "task.toml";
+        if (std::filesystem::is_regular_file(inside, error)) {
+          return path + " is a directory; did you mean " + inside.string() + "?";
+        }
+        return path + " is a directory; expected a task file (TOML), e.g. " +
+               "examples/rmsnorm/task.toml";
+      },
+      "TASK.toml");
+}
+
 void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   CLI::App* optimize = app.add_subcommand(
       "optimize", "Optimize one task: search, verify and time candidates, keep the best");
   optimize->add_option("task", options.task_path,
                        "Task file (TOML), e.g. examples/rmsnorm/task.toml (with --resume: "
                        "optional, checked to be the run's task)")
-      ->check(CLI::ExistingFile);
+      ->check(task_file());
   optimize->add_option("--resume", options.resume_dir,
                        "Continue the run in this run directory (stopped by Ctrl-C, a crash or "
                        "kill -9) with its recorded seed and options; a finished run is reported "
