@@ -242,6 +242,16 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   }
   worker_config.device_index = options.device;
   worker_config.measure_device = true;  // its DeviceInfo gives the plausibility floor
+  // The reference worker is replaced when it dies (killed from outside, out of memory); the user
+  // hears of it on the console and in events.jsonl, once the run directory exists.
+  report::RunDirectory* restart_events = nullptr;
+  worker_config.on_restart = [&restart_events](const std::string& cause) {
+    std::cerr << "kforge: note: restarting the reference worker: " << cause << "\n";
+    if (restart_events) {
+      restart_events->append_event(
+          {{"event", "worker_restarted"}, {"worker", "reference"}, {"cause", cause}});
+    }
+  };
   worker::ProcessWorker reference_worker(worker_config);
   // A worker that cannot start (a device that does not exist) is an error before the run dir.
   for (size_t i = 0; i < workers.size(); ++i) {
@@ -270,6 +280,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   report::RunDirectory run_dir(run_path, resume ? report::RunDirectory::Mode::resume
                                                 : report::RunDirectory::Mode::create);
   run_path = run_dir.path();
+  restart_events = &run_dir;
   // What earlier sessions spent on the model counts against the cost limit.
   double prior_cost_usd = 0.0;
   {
@@ -335,6 +346,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   if (ncu && backend == "cuda") {
     profile_scratch = std::make_unique<ScratchDir>("kforge-profile");
     worker_config.measure_device = false;
+    worker_config.on_restart = nullptr;  // not the reference worker
     profiler = std::make_unique<evaluation::NcuProfiler>(worker_config, *ncu, *profile_scratch);
     optimizer.set_profiler(profiler.get());
   }
