@@ -9,9 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/environment_source.h"
 #include "cli/memory_command.h"
 #include "cli/optimize_command.h"
+#include "cli/option_source.h"
 #include "cli/suite_command.h"
 #include "common/error.h"
 #include "search/scheduler.h"
@@ -125,7 +125,6 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
-      ->each([&options](const std::string&) { options.steps_given = true; })
       ->envname("KFORGE_STEPS")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
@@ -312,17 +311,20 @@ int run_cli(int argc, char** argv) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
   }
+  const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    const std::vector<std::string> args(argv + 1, argv + argc);
     std::cerr << name_environment_source(app, args, e.what())
               << "\nRun with --help for more information.\n";
     return static_cast<int>(ExitCode::usage);
   }
   try {
-    if (app.got_subcommand("optimize")) return run_optimize(optimize);
+    if (app.got_subcommand("optimize")) {
+      optimize.given_flags = options_on_command_line(*app.get_subcommand("optimize"), args);
+      return run_optimize(optimize);
+    }
     if (app.got_subcommand("memory")) return run_memory(*app.get_subcommand("memory"), memory);
     if (app.got_subcommand("suite")) return run_suite(suite, add_optimize);
   } catch (const std::exception& e) {

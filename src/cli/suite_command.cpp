@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/environment_source.h"
+#include "cli/option_source.h"
 #include "cli/suite_tasks.h"
 #include "common/error.h"
 #include "common/files.h"

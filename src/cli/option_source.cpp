@@ -1,4 +1,4 @@
-#include "cli/environment_source.h"
+#include "cli/option_source.h"
 
 #include <CLI/CLI.hpp>
 #include <cctype>
@@ -39,6 +39,26 @@ void collect_options(const CLI::App& app, std::vector<const CLI::Option*>& optio
 
 }  // namespace
 
+bool given_on_command_line(const CLI::Option& option, const std::vector<std::string>& args) {
+  for (const std::string& name : option.get_lnames()) {
+    if (given(args, "--" + name)) return true;
+  }
+  for (const std::string& name : option.get_snames()) {
+    if (given(args, "-" + name)) return true;
+  }
+  return false;
+}
+
+std::set<std::string> options_on_command_line(const CLI::App& app,
+                                              const std::vector<std::string>& args) {
+  std::set<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_lnames().empty() || !given_on_command_line(*option, args)) continue;
+    names.insert("--" + option->get_lnames().front());
+  }
+  return names;
+}
+
 std::string name_environment_source(const CLI::App& app, const std::vector<std::string>& args,
                                     const std::string& message) {
   std::vector<const CLI::Option*> options;
@@ -47,11 +67,7 @@ std::string name_environment_source(const CLI::App& app, const std::vector<std::
     const std::string variable = option->get_envname();
     const char* value = variable.empty() ? nullptr : std::getenv(variable.c_str());
     if (value == nullptr || *value == '\0') continue;
-    bool on_command_line = false;
-    for (const std::string& name : option->get_lnames())
-      on_command_line |= given(args, "--" + name);
-    for (const std::string& name : option->get_snames()) on_command_line |= given(args, "-" + name);
-    if (on_command_line) continue;
+    if (given_on_command_line(*option, args)) continue;
     for (const std::string& name : option->get_lnames()) {
       const std::string flag = "--" + name;
       if (size_t at = find_word(message, flag); at != std::string::npos) {
