@@ -200,12 +200,19 @@ ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, doubl
   if (limit <= 0) limit = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / 5 * 4;
   int forged_lines = 0;
   std::string forged_example;
+  bool slow_noticed = false;  // on_slow is called once per request
   json reply;
   while (true) {
     // One budget for the whole exchange: what the write took is not given again to the read.
     // It is read in slices so that the worker's memory can be watched meanwhile.
-    const double left_s =
-        timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left_s = timeout_s - waited_s;
+    if (config_.on_slow && config_.slow_notice_s > 0.0 && waited_s >= config_.slow_notice_s &&
+        !slow_noticed) {
+      slow_noticed = true;
+      config_.on_slow(name, waited_s, timeout_s);
+    }
     std::string line;
     const process::ReadStatus status = process_->read_line(&line, std::min(left_s, 0.1));
     if (status == process::ReadStatus::timeout) {

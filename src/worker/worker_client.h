@@ -52,6 +52,11 @@ struct ProcessWorkerConfig {
   /// with what happened to it, e.g. "kforge-worker cpu:0 exited between requests (killed by
   /// signal 9 (SIGKILL: Killed))". Unset: replaced without a word.
   std::function<void(const std::string& cause)> on_restart;
+  /// Called once per request left unanswered for `slow_notice_s` seconds (0: never), on the
+  /// calling thread while it waits, with the request's name ("run", "time"), the seconds waited
+  /// and the request's timeout: a long wait (a hanging reference) is reported before it times out.
+  double slow_notice_s = 0.0;
+  std::function<void(const std::string& request, double waited_s, double timeout_s)> on_slow;
 };
 
 /// The environment a worker gets by default: only what running kernels needs (PATH, HOME, LANG
