@@ -77,6 +77,33 @@ TEST_F(CliMemoryTest, GraphIsDotWithEdgeWidthByUtility) {
   EXPECT_TRUE(fs::exists(dir_ / "g.dot"));
 }
 
+TEST_F(CliMemoryTest, GraphOutputIsWhatItsExtensionSays) {
+  record_one();
+  const fs::path png = dir_ / "g.png";
+  process::CommandResult rendered = kforge({"memory", "graph", "-o", png.string()});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  std::string magic(4, '\0');
+  std::ifstream(png, std::ios::binary).read(magic.data(), 4);
+  EXPECT_EQ(magic, "\x89PNG") << "a PNG image, not DOT text";
+
+  process::CommandResult refused = kforge({"memory", "graph", "-o", (dir_ / "g.jpg").string()});
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("g.jpg"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find(".dot or .gv"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir_ / "g.jpg"));
+
+  // Without graphviz on PATH an image is refused with the fix, and the DOT text is kept.
+  process::CommandResult no_dot = process::run_command(
+      {"env", "PATH=" + dir_.string(), "KFORGE_MEMORY=" + memory_.string(), KFORGE_CLI_PATH,
+       "memory", "graph", "-o", (dir_ / "h.svg").string()},
+      120);
+  EXPECT_EQ(no_dot.exit_code, 1) << no_dot.output;
+  EXPECT_NE(no_dot.output.find("graphviz's dot is not installed (apt-get install graphviz"),
+            std::string::npos)
+      << no_dot.output;
+  EXPECT_TRUE(fs::exists(dir_ / "h.dot"));
+}
+
 TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
   record_one();
   const std::string exported = (dir_ / "export.json").string();
@@ -96,6 +123,41 @@ TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
   process::CommandResult bad = kforge({"memory", "import", (dir_ / "bad.json").string()});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("bad.json"), std::string::npos) << bad.output;
+}
+
+TEST_F(CliMemoryTest, AnUnknownBackendIsRefusedListingTheValidOnes) {
+  record_one();
+  for (const std::string command : {"show", "graph"}) {
+    process::CommandResult result = kforge({"memory", command, "--backend", "gpu"});
+    EXPECT_EQ(result.exit_code, 2) << command << ": " << result.output;
+    EXPECT_NE(result.output.find("--backend"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("gpu"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("cpu"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find("cuda"), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("direction"), std::string::npos) << "no empty table";
+  }
+}
+
+TEST_F(CliMemoryTest, AMistypedMemoryPathIsRefusedAndNotCreated) {
+  const fs::path typo = dir_ / "no" / "such" / "memroy.sqlite";
+  const std::vector<std::vector<std::string>> commands = {
+      {"memory", "show", "--memory", typo.string()},
+      {"memory", "graph", "--memory", typo.string()},
+      {"memory", "export", (dir_ / "out.json").string(), "--memory", typo.string()},
+      {"memory", "reset", "--yes", "--memory", typo.string()},
+      {"memory", "show"}};  // KFORGE_MEMORY names memory_, which does not exist yet
+  for (const std::vector<std::string>& command : commands) {
+    process::CommandResult result = kforge(command);
+    EXPECT_EQ(result.exit_code, 1) << command[1] << ": " << result.output;
+    EXPECT_NE(result.output.find("expected an existing kforge memory database"), std::string::npos)
+        << result.output;
+    const fs::path named = command.size() == 2 ? memory_ : typo;
+    EXPECT_NE(result.output.find(named.string() + ": no such file"), std::string::npos)
+        << result.output;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "no")) << "nothing created";
+  EXPECT_FALSE(fs::exists(memory_));
+  EXPECT_FALSE(fs::exists(dir_ / "out.json"));
 }
 
 TEST_F(CliMemoryTest, PolicyAndAblationSwitchesAreValidated) {

@@ -1,5 +1,11 @@
 // End-to-end tests of the kforge executable, as a user runs it: real compiler, real worker
 // process, real SQLite memory, on the cpu backend.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -98,6 +104,42 @@ TEST_F(CliTest, UnknownBackendAndSubcommandAreUsageErrors) {
   EXPECT_NE(typo.output.find("did you mean 'optimize'"), std::string::npos) << typo.output;
 }
 
+TEST_F(CliTest, AFolderGivenAsTheTaskPointsAtItsTaskFile) {
+  const std::string folder = example("tests/data/softmax_small");
+  process::CommandResult with_task = kforge({"optimize", folder});
+  EXPECT_EQ(with_task.exit_code, 2) << with_task.output;
+  EXPECT_NE(with_task.output.find(folder + " is a directory; did you mean " + folder +
+                                  "/task.toml?"),
+            std::string::npos)
+      << with_task.output;
+  process::CommandResult without = kforge({"optimize", dir_.string()});
+  EXPECT_EQ(without.exit_code, 2) << without.output;
+  EXPECT_NE(without.output.find(dir_.string() + " is a directory; expected a task file"),
+            std::string::npos)
+      << without.output;
+}
+
+TEST_F(CliTest, ABadValueFromAnEnvironmentVariableNamesTheVariable) {
+  const std::string task = example("tests/data/softmax_small/task.toml");
+  process::CommandResult steps = kforge({"optimize", task}, {"KFORGE_STEPS=abc"});
+  EXPECT_EQ(steps.exit_code, 2) << steps.output;
+  EXPECT_NE(steps.output.find("--steps (from KFORGE_STEPS): Value abc"), std::string::npos)
+      << steps.output;
+  process::CommandResult seed = kforge({"optimize", task}, {"KFORGE_SEED=x"});
+  EXPECT_EQ(seed.exit_code, 2) << seed.output;
+  EXPECT_NE(seed.output.find("--seed (from KFORGE_SEED)"), std::string::npos) << seed.output;
+  // The flag wins over the variable, so its bad value is the flag's.
+  process::CommandResult flag = kforge({"optimize", task, "--steps=abc"}, {"KFORGE_STEPS=3"});
+  EXPECT_EQ(flag.exit_code, 2) << flag.output;
+  EXPECT_NE(flag.output.find("--steps: Value abc"), std::string::npos) << flag.output;
+  EXPECT_EQ(flag.output.find("KFORGE_STEPS"), std::string::npos) << flag.output;
+  // --devices is not --device: KFORGE_DEVICE does not take the blame for a bad --devices.
+  process::CommandResult devices =
+      kforge({"optimize", task}, {"KFORGE_DEVICES=0,x", "KFORGE_DEVICE=0"});
+  EXPECT_NE(devices.output.find("--devices (from KFORGE_DEVICES)"), std::string::npos)
+      << devices.output;
+}
+
 // A task whose cpu reference is `reference_source`, at the softmax_small shapes.
 std::string task_with_reference(const fs::path& dir, const std::string& reference_source) {
   std::ifstream in(fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml");
@@ -143,6 +185,59 @@ TEST_F(CliTest, ExistingRunDirectoryIsNotOverwritten) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("already exists"), std::string::npos) << result.output;
   EXPECT_TRUE(fs::exists(run / "keep.txt"));
+}
+
+// Runs argv (argv[0] searched in PATH) with its stdout a pipe whose reading end is already
+// closed, as `kforge ... | head` after head exited, and its stderr into `log`. SIGPIPE is reset
+// to its default in the child, as in a shell. Returns the wait status.
+int run_with_closed_stdout(const std::vector<std::string>& argv, const fs::path& log) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  close(fds[0]);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int spawned = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(fds[1]);
+  if (spawned != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(CliTest, AClosedStdoutDoesNotKillTheRun) {
+  fs::path run = dir_ / "run";
+  const std::vector<std::string> argv = {
+      "env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
+      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(), KFORGE_CLI_PATH, "optimize",
+      example("tests/data/softmax_small/task.toml"), "--backend", "cpu", "--run-dir",
+      run.string(), "--steps", "1", "--proposals", "1", "--final-rounds", "2"};
+  const fs::path log = dir_ / "stderr.log";
+  const int status = run_with_closed_stdout(argv, log);
+  std::ifstream in(log);
+  const std::string stderr_text((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  EXPECT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status) << "\n"
+                                    << stderr_text;
+  ASSERT_TRUE(WIFEXITED(status)) << stderr_text;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << stderr_text;
+  EXPECT_TRUE(fs::exists(run / "result.json"));
+  EXPECT_TRUE(fs::exists(run / "report.md"));
 }
 
 }  // namespace

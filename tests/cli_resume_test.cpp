@@ -257,7 +257,7 @@ TEST_F(CliResumeTest, ADifferentStepCountWithResumeIsRefused) {
   given.resume_dir = run.string();
   given.search.steps = 6;  // the flag's default, not given
   EXPECT_EQ(cli::plan_resume(given).options.search.steps, 2);
-  given.steps_given = true;
+  given.given_flags = {"--steps"};
   given.search.steps = 2;
   EXPECT_EQ(cli::plan_resume(given).options.search.steps, 2);
   const auto size_before = fs::file_size(run / "run.sqlite");
@@ -265,6 +265,62 @@ TEST_F(CliResumeTest, ADifferentStepCountWithResumeIsRefused) {
   EXPECT_EQ(more.exit_code, 1) << more.output;
   EXPECT_NE(more.output.find("--steps 5 differs from the run's recorded 2"), std::string::npos)
       << more.output;
+  EXPECT_FALSE(fs::exists(run / "events.jsonl"));
+  EXPECT_EQ(fs::file_size(run / "run.sqlite"), size_before);
+}
+
+// Options other than the budget limits given with --resume on the command line must say what
+// the run recorded (the resumed run would silently use the recorded ones); the same options
+// from environment variables, which may be set for the whole session, are not checked.
+TEST_F(CliResumeTest, AChangedOptionGivenWithResumeIsRefused) {
+  const fs::path run = dir_ / "options";
+  fs::create_directories(run);
+  {
+    auto db = report::RunDatabase::open(run / "run.sqlite");
+    cli::OptimizeCommandOptions options;
+    options.task_path = task();
+    options.backend = "cpu";
+    options.search.seed = 3;
+    options.search.budget.max_wall_s = 30.0;
+    db->set_meta("command", cli::command_to_json(options));
+    db->set_meta("task", "softmax_small");
+    db->set_meta("task_hash", task_hash(load_task(task())));
+    db->set_meta("spent", {{"wall_s", 34.4}});  // a resume that passes the checks stops here
+  }
+  const auto size_before = fs::file_size(run / "run.sqlite");
+  process::CommandResult changed = kforge({"optimize", "--resume", run.string(), "--seed", "7",
+                                           "--policy", "flat", "--backend", "cpu"});
+  EXPECT_EQ(changed.exit_code, 1) << changed.output;
+  EXPECT_NE(changed.output.find("--seed 7 differs from the run's recorded 3; --policy flat "
+                                "differs from the run's recorded htam; a resumed run keeps its "
+                                "recorded options except the budget limits"),
+            std::string::npos)
+      << changed.output;
+  EXPECT_EQ(changed.output.find("--backend cpu differs"), std::string::npos) << changed.output;
+  process::CommandResult run_dir =
+      kforge({"optimize", "--resume", run.string(), "--run-dir", (dir_ / "elsewhere").string()});
+  EXPECT_EQ(run_dir.exit_code, 1) << run_dir.output;
+  EXPECT_NE(run_dir.output.find("is not the resumed run"), std::string::npos) << run_dir.output;
+
+  // The recorded values given again, and other values from the environment, pass this check
+  // (and stop at the spent wall-time limit).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"optimize", "--resume", run.string(), "--seed", "3"},
+        std::vector<std::string>{"env", "KFORGE_SEED=7", "KFORGE_POLICY=flat", KFORGE_CLI_PATH,
+                                 "optimize", "--resume", run.string()}}) {
+    std::vector<std::string> argv = args;
+    if (argv.front() == "optimize") {
+      argv.insert(argv.begin(), KFORGE_CLI_PATH);
+      argv.insert(argv.begin(), "env");
+    }
+    const std::vector<std::string> env = environment();
+    argv.insert(argv.begin() + 1, env.begin(), env.end());
+    process::CommandResult same = process::run_command(argv, 600);
+    EXPECT_EQ(same.exit_code, 1) << same.output;
+    EXPECT_EQ(same.output.find("differs"), std::string::npos) << same.output;
+    EXPECT_NE(same.output.find("already spent 34.4 s of wall time"), std::string::npos)
+        << same.output;
+  }
   EXPECT_FALSE(fs::exists(run / "events.jsonl"));
   EXPECT_EQ(fs::file_size(run / "run.sqlite"), size_before);
 }

@@ -66,7 +66,7 @@ class CliSuiteTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(CliSuiteTest, SuiteOnCpuReportsFastPAndTheBrokenTaskAsFailed) {
+TEST_F(CliSuiteTest, SuiteOnCpuReportsFastPAndTheBrokenTaskAsAnError) {
   add_task("softmax_small");
   add_task("softmax_again");
   add_broken_task("broken");
@@ -75,11 +75,26 @@ TEST_F(CliSuiteTest, SuiteOnCpuReportsFastPAndTheBrokenTaskAsFailed) {
                                    suite.string()};
   for (const std::string& option : fast_options()) args.push_back(option);
   process::CommandResult result = kforge(args);
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  // A task whose run errored fails the suite, and is reported as an error naming the task file
+  // and the parse problem, not as a task without a correct candidate.
+  ASSERT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("kforge: error: suite: 1 of 3 tasks errored: broken"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("[1/3] broken: error: " +
+                               (dir_ / "tasks" / "broken" / "task.toml").string() +
+                               ": inputs[0].dtype"),
+            std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("not correct:"), std::string::npos) << result.output;
   // The table: three tasks, two correct; fast_0 is the correctness rate.
   EXPECT_NE(result.output.find("| 3 | 66.7% (2) | 66.7% |"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("geomean speedup"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("- broken (exit code 1): "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("Errors (the run did not finish; counted as not correct):\n"
+                               "- broken (exit code 1): "),
+            std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("Not correct:"), std::string::npos) << result.output;
 
   nlohmann::json json = suite_json(suite);
   ASSERT_EQ(json["tasks"].size(), 3u) << json.dump(2);
@@ -88,6 +103,7 @@ TEST_F(CliSuiteTest, SuiteOnCpuReportsFastPAndTheBrokenTaskAsFailed) {
   EXPECT_EQ(broken["name"], "broken");
   EXPECT_FALSE(broken["completed"].get<bool>());
   EXPECT_FALSE(broken["correct"].get<bool>());
+  EXPECT_EQ(broken["status"], "error");
   EXPECT_NE(broken["failure"].get<std::string>().find("inputs[0].dtype"), std::string::npos)
       << broken.dump(2);
   for (int i : {1, 2}) {
@@ -109,7 +125,7 @@ TEST_F(CliSuiteTest, SuiteOnCpuReportsFastPAndTheBrokenTaskAsFailed) {
   std::ofstream(suite / "broken" / "run.json")
       << nlohmann::json({{"task_path", (dir_ / "tasks" / "broken" / "task.toml").string()}});
   process::CommandResult again = kforge(args);
-  ASSERT_EQ(again.exit_code, 0) << again.output;
+  ASSERT_EQ(again.exit_code, 1) << again.output;
   EXPECT_NE(again.output.find("softmax_again: already complete"), std::string::npos)
       << again.output;
   EXPECT_NE(again.output.find("softmax_small: already complete"), std::string::npos)
@@ -133,13 +149,38 @@ TEST_F(CliSuiteTest, TaskPastItsTimeoutIsKilledAndCountsAsIncorrect) {
                                    "--json"};
   for (const std::string& option : fast_options()) args.push_back(option);
   process::CommandResult result = kforge(args);
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(result.exit_code, 1) << result.output;
   nlohmann::json json = suite_json(suite);
   ASSERT_EQ(json["tasks"].size(), 1u);
+  EXPECT_EQ(json["tasks"][0]["status"], "error");
   EXPECT_FALSE(json["tasks"][0]["correct"].get<bool>());
   EXPECT_EQ(json["tasks"][0]["exit"], "timed out after 0.3 s");
   EXPECT_EQ(json["aggregate"]["correct_fraction"], 0.0);
   EXPECT_TRUE(json["aggregate"]["geomean_speedup"].is_null());
+}
+
+TEST_F(CliSuiteTest, ATaskWithoutACorrectCandidateFailsTheSuiteWithItsOwnCode) {
+  // A finished run that found no correct candidate, left by an earlier suite run: it is kept,
+  // reported as not correct (not as an error), and the suite exits 3.
+  add_task("softmax_small");
+  fs::path suite = dir_ / "suite";
+  fs::create_directories(suite / "softmax_small");
+  std::ofstream(suite / "softmax_small" / "run.json") << nlohmann::json(
+      {{"task_path", (dir_ / "tasks" / "softmax_small" / "task.toml").string()}});
+  std::ofstream(suite / "softmax_small" / "result.json")
+      << nlohmann::json({{"task", "softmax_small"},
+                         {"candidates", {{{"verdict", "wrong_answer"}}}},
+                         {"best", nullptr}});
+  process::CommandResult result =
+      kforge({"suite", (dir_ / "tasks").string(), "--suite-dir", suite.string()});
+  ASSERT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("1 of 1 tasks found no correct candidate: softmax_small"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("Not correct:\n- softmax_small: no candidate passed"),
+            std::string::npos)
+      << result.output;
+  EXPECT_EQ(suite_json(suite)["tasks"][0]["status"], "not correct");
 }
 
 TEST_F(CliSuiteTest, BadInputIsRefusedBeforeAnyTaskRuns) {

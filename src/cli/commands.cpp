@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <csignal>
+#include <filesystem>
 #include <string>
 #include <iostream>
 #include <vector>
@@ -9,6 +11,7 @@
 
 #include "cli/memory_command.h"
 #include "cli/optimize_command.h"
+#include "cli/option_source.h"
 #include "cli/suite_command.h"
 #include "common/error.h"
 #include "search/scheduler.h"
@@ -34,13 +37,30 @@ CLI::Validator positive_limit() {
       "POSITIVE");
 }
 
+// The task file: an existing file; a folder is refused pointing at its task.toml when it has one
+// (`kforge optimize examples/softmax`).
+CLI::Validator task_file() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        std::error_code error;
+        if (!std::filesystem::is_directory(path, error)) return CLI::ExistingFile(path);
+        const std::filesystem::path inside = std::filesystem::path(path) / "task.toml";
+        if (std::filesystem::is_regular_file(inside, error)) {
+          return path + " is a directory; did you mean " + inside.string() + "?";
+        }
+        return path + " is a directory; expected a task file (TOML), e.g. " +
+               "examples/rmsnorm/task.toml";
+      },
+      "TASK.toml");
+}
+
 void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   CLI::App* optimize = app.add_subcommand(
       "optimize", "Optimize one task: search, verify and time candidates, keep the best");
   optimize->add_option("task", options.task_path,
                        "Task file (TOML), e.g. examples/rmsnorm/task.toml (with --resume: "
                        "optional, checked to be the run's task)")
-      ->check(CLI::ExistingFile);
+      ->check(task_file());
   optimize->add_option("--resume", options.resume_dir,
                        "Continue the run in this run directory (stopped by Ctrl-C, a crash or "
                        "kill -9) with its recorded seed and options; a finished run is reported "
@@ -105,7 +125,6 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
-      ->each([&options](const std::string&) { options.steps_given = true; })
       ->envname("KFORGE_STEPS")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
@@ -281,6 +300,10 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // Output piped into `head` that has exited must not kill a run before it writes its files: a
+  // write to the closed pipe then fails with EPIPE (std::cout goes bad) and the run goes on.
+  // Children get SIGPIPE back at its default (process/subprocess.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app("kforge: makes compute kernels faster, proves them correct, measures them honestly",
                "kforge");
   app.require_subcommand(1);
@@ -295,13 +318,20 @@ int run_cli(int argc, char** argv) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
   }
+  const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::usage);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << name_environment_source(app, args, e.what())
+              << "\nRun with --help for more information.\n";
+    return static_cast<int>(ExitCode::usage);
   }
   try {
-    if (app.got_subcommand("optimize")) return run_optimize(optimize);
+    if (app.got_subcommand("optimize")) {
+      optimize.given_flags = options_on_command_line(*app.get_subcommand("optimize"), args);
+      return run_optimize(optimize);
+    }
     if (app.got_subcommand("memory")) return run_memory(*app.get_subcommand("memory"), memory);
     if (app.got_subcommand("suite")) return run_suite(suite, add_optimize);
   } catch (const std::exception& e) {

@@ -10,13 +10,16 @@ namespace kforge::cli {
 /// Named exit codes of the kforge executable.
 enum class ExitCode : int {
   ok = 0,
-  error = 1,          // harness or input error, message printed as "kforge: error: ..."
+  error = 1,          // harness or input error, message printed as "kforge: error: ...";
+                      // suite: a task's run errored (bad task file, crash, timeout)
   usage = 2,          // bad command line
+  not_all_correct = 3,  // suite: every task ran, but some found no correct candidate
   interrupted = 130,  // Ctrl-C
 };
 
 /// Parses argv and runs the chosen subcommand; returns the exit code. Catches every exception
-/// and prints it as "kforge: error: <message>".
+/// and prints it as "kforge: error: <message>". Ignores SIGPIPE for the process, so that a
+/// closed stdout (`kforge ... | head`) does not kill a run.
 int run_cli(int argc, char** argv);
 
 }  // namespace kforge::cli

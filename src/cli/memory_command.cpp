@@ -4,11 +4,15 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
+#include <vector>
 
 #include "common/error.h"
 #include "common/paths.h"
@@ -31,6 +35,26 @@ std::unique_ptr<memory::SqliteStore> open_store(const MemoryCommandOptions& opti
   return memory::SqliteStore::open(memory_path(options), seed_path());
 }
 
+// True when the user named the memory file (--memory, KFORGE_MEMORY or KFORGE_MEMORY_DB) rather
+// than leaving it at the per-user default, which the first use may create.
+bool memory_named_by_user(const MemoryCommandOptions& options) {
+  const char* legacy = std::getenv("KFORGE_MEMORY_DB");
+  return !options.memory_path.empty() || (legacy && *legacy);
+}
+
+// For the subcommands that read an existing memory (show, graph, export, reset): a named file that
+// does not exist is a typo, refused before SQLite creates it and its folders.
+std::unique_ptr<memory::SqliteStore> open_existing_store(const MemoryCommandOptions& options) {
+  const std::string path = memory_path(options);
+  std::error_code error;
+  if (memory_named_by_user(options) && !fs::exists(path, error)) {
+    throw Error(path +
+                ": no such file; expected an existing kforge memory database (check --memory or "
+                "KFORGE_MEMORY; kforge optimize and kforge memory import create one)");
+  }
+  return open_store(options);
+}
+
 std::string stats_cells(const memory::Stats& s) {
   return fmt::format("{:>5} {:>5} {:>5} {:>5} {:>+8.3f} {:>+8.3f}", s.attempts, s.compile_successes,
                      s.correct_successes, s.successes, s.mean_log_gain, s.ema_log_gain);
@@ -39,7 +63,7 @@ std::string stats_cells(const memory::Stats& s) {
 constexpr const char* kStatsHeader = "    n  comp    ok  fast  mean_lg   ema_lg";
 
 int show(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   if (options.json) {
     std::cout << store->export_json().dump(2) << "\n";
     return 0;
@@ -85,48 +109,84 @@ int show(const MemoryCommandOptions& options) {
   return 0;
 }
 
-void render_svg(const std::string& dot, const fs::path& svg) {
-  fs::path dot_file = svg;
+// What `graph -o FILE` writes, by FILE's extension: DOT text, or an image rendered by graphviz.
+constexpr const char* kDotExtensions[] = {".dot", ".gv"};
+constexpr const char* kImageExtensions[] = {".svg", ".png", ".pdf"};
+
+std::string lowercase_extension(const std::string& file) {
+  std::string extension = fs::path(file).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension;
+}
+
+bool is_one_of(const std::string& extension, std::span<const char* const> extensions) {
+  return std::any_of(extensions.begin(), extensions.end(),
+                     [&](const char* e) { return extension == e; });
+}
+
+// Refuses, at parse time, an output that would hold something other than its extension says
+// (DOT text in g.png).
+CLI::Validator graph_output_extension() {
+  return CLI::Validator(
+      [](std::string& file) -> std::string {
+        const std::string extension = lowercase_extension(file);
+        if (is_one_of(extension, kDotExtensions) || is_one_of(extension, kImageExtensions)) {
+          return "";
+        }
+        return "expected a file ending in .dot or .gv (DOT text) or .svg, .png or .pdf "
+               "(rendered by graphviz's dot), got '" +
+               file + "'";
+      },
+      "FILE.{dot,gv,svg,png,pdf}");
+}
+
+// Renders `dot` into `image` with `dot -T<format>`, the format being the image's extension.
+void render_image(const std::string& dot, const fs::path& image, const std::string& format) {
+  fs::path dot_file = image;
   dot_file.replace_extension(".dot");
   std::ofstream(dot_file) << dot;
   process::SpawnOptions spawn;
-  spawn.argv = {"dot", "-Tsvg", "-o", svg.string(), dot_file.string()};
+  spawn.argv = {"dot", "-T" + format, "-o", image.string(), dot_file.string()};
   spawn.pipe_stdin = false;
   std::unique_ptr<process::Subprocess> child;
   try {
     child = std::make_unique<process::Subprocess>(spawn);
   } catch (const std::exception& e) {
-    throw Error("cannot render " + svg.string() + ": graphviz's dot is not installed (" + e.what() +
+    throw Error("cannot render " + image.string() +
+                ": graphviz's dot is not installed (apt-get install graphviz; " + e.what() +
                 "); the DOT text is in " + dot_file.string());
   }
   // Graphviz lays out a few dozen nodes in well under a second; 60 s only guards a hang.
   std::optional<process::ExitStatus> status = child->wait(60.0);
   if (!status || !status->exited || status->exit_code != 0) {
-    throw Error("dot -Tsvg failed for " + dot_file.string() + ": " +
+    throw Error("dot -T" + format + " failed for " + dot_file.string() + ": " +
                 (status ? status->describe() : "timed out") + ": " + child->stderr_tail());
   }
 }
 
 int graph(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   std::string title = "kforge HTG" + (options.backend.empty() ? "" : " (" + options.backend + ")");
   std::string dot = memory::render_dot(store->directions(options.backend), store->edges(), title);
   if (options.output.empty()) {
     std::cout << dot;
-  } else if (fs::path(options.output).extension() == ".svg") {
-    render_svg(dot, options.output);
-    std::cerr << "kforge: wrote " << options.output << "\n";
+    return 0;
+  }
+  const std::string extension = lowercase_extension(options.output);
+  if (is_one_of(extension, kImageExtensions)) {
+    render_image(dot, options.output, extension.substr(1));
   } else {
     std::ofstream out(options.output);
     out << dot;
     if (!out) throw Error("cannot write " + options.output);
-    std::cerr << "kforge: wrote " << options.output << "\n";
   }
+  std::cerr << "kforge: wrote " << options.output << "\n";
   return 0;
 }
 
 int export_memory(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   nlohmann::json document = store->export_json();
   std::ofstream out(options.file);
   out << document.dump(2) << "\n";
@@ -159,7 +219,7 @@ int import_memory(const MemoryCommandOptions& options) {
 }
 
 int reset(const MemoryCommandOptions& options) {
-  auto store = open_store(options);
+  auto store = open_existing_store(options);
   if (!options.yes) {
     std::cerr << fmt::format("kforge: this deletes {} evidence rows from {}; rerun with --yes\n",
                              store->evidence_count(), store->path().string());
@@ -181,12 +241,21 @@ void add_memory_command(CLI::App& app, MemoryCommandOptions& options) {
                    "Memory file (default $XDG_DATA_HOME/kforge/memory.sqlite)")
       ->envname("KFORGE_MEMORY");
   CLI::App* show = memory->add_subcommand("show", "Directions, strategies and edges as tables");
-  show->add_option("--backend", options.backend, "Only this backend (cpu, cuda)");
+  // The backends a direction can list (knowledge/seed.toml); any other name matches nothing.
+  const std::vector<std::string> backends = {"cpu", "cuda"};
+  show->add_option("--backend", options.backend, "Only this backend (cpu, cuda)")
+      ->check(CLI::IsMember(backends));
   show->add_flag("--json", options.json, "Print the whole memory as JSON (the export format)");
   CLI::App* graph = memory->add_subcommand(
-      "graph", "The HTG as Graphviz DOT (stdout), or SVG when --output ends in .svg");
-  graph->add_option("--backend", options.backend, "Only this backend (cpu, cuda)");
-  graph->add_option("-o,--output", options.output, "File to write (.dot, or .svg via dot)");
+      "graph",
+      "The HTG as Graphviz DOT (stdout or .dot/.gv), or an image rendered by graphviz "
+      "when --output ends in .svg, .png or .pdf");
+  graph->add_option("--backend", options.backend, "Only this backend (cpu, cuda)")
+      ->check(CLI::IsMember(backends));
+  graph
+      ->add_option("-o,--output", options.output,
+                   "File to write (.dot or .gv; .svg, .png or .pdf via dot)")
+      ->check(graph_output_extension());
   CLI::App* exporter = memory->add_subcommand("export", "Write the memory to a JSON file");
   exporter->add_option("file", options.file, "JSON file to write")->required();
   CLI::App* importer = memory->add_subcommand(

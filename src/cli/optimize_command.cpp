@@ -79,6 +79,11 @@ std::vector<int> candidate_devices(const OptimizeCommandOptions& options,
 
 namespace {
 
+// After this long without an answer from the reference worker the user is told that kforge is
+// waiting, and for how long it will: a reference takes milliseconds to seconds per request, and
+// half a minute of silence already looks like a hang.
+constexpr double kReferenceSlowNoticeS = 30.0;
+
 // Ctrl-C: the first press stops the search at the next candidate boundary (and cancels LLM
 // requests in flight); the second skips the final timing; the third ends the process.
 std::atomic<int> g_interrupts{0};
@@ -242,6 +247,25 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   }
   worker_config.device_index = options.device;
   worker_config.measure_device = true;  // its DeviceInfo gives the plausibility floor
+  // The reference worker is replaced when it dies (killed from outside, out of memory); the user
+  // hears of it on the console and in events.jsonl, once the run directory exists.
+  report::RunDirectory* restart_events = nullptr;
+  worker_config.on_restart = [&restart_events](const std::string& cause) {
+    std::cerr << "kforge: note: restarting the reference worker: " << cause << "\n";
+    if (restart_events) {
+      restart_events->append_event(
+          {{"event", "worker_restarted"}, {"worker", "reference"}, {"cause", cause}});
+    }
+  };
+  // A reference that hangs is stopped at the request's timeout (evaluation::EvaluationPolicy,
+  // minutes); the user hears of the wait long before.
+  worker_config.slow_notice_s = kReferenceSlowNoticeS;
+  worker_config.on_slow = [](const std::string& request, double waited_s, double timeout_s) {
+    std::cerr << fmt::format(
+        "kforge: note: the reference has not answered its {} request for {:.0f} s; still "
+        "waiting (it is stopped after {:.0f} s)\n",
+        request, waited_s, timeout_s);
+  };
   worker::ProcessWorker reference_worker(worker_config);
   // A worker that cannot start (a device that does not exist) is an error before the run dir.
   for (size_t i = 0; i < workers.size(); ++i) {
@@ -270,6 +294,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   report::RunDirectory run_dir(run_path, resume ? report::RunDirectory::Mode::resume
                                                 : report::RunDirectory::Mode::create);
   run_path = run_dir.path();
+  restart_events = &run_dir;
   // What earlier sessions spent on the model counts against the cost limit.
   double prior_cost_usd = 0.0;
   {
@@ -336,6 +361,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   if (ncu && backend == "cuda") {
     profile_scratch = std::make_unique<ScratchDir>("kforge-profile");
     worker_config.measure_device = false;
+    worker_config.on_restart = nullptr;  // not the reference worker
+    worker_config.on_slow = nullptr;
     profiler = std::make_unique<evaluation::NcuProfiler>(worker_config, *ncu, *profile_scratch);
     optimizer.set_profiler(profiler.get());
   }

@@ -1,6 +1,7 @@
 // `kforge optimize`: one run of one task, wired from the real parts.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,11 @@ struct OptimizeCommandOptions {
   /// so timings under N > 1 are noisier; the default is 1.
   int workers = 1;
   bool json = false;              // print result.json instead of the summary
-  /// --steps (or KFORGE_STEPS) was given: with --resume a count other than the recorded one is
-  /// refused before anything is written (the journal replays the recorded search).
-  bool steps_given = false;
+  /// The options given on the command line, by first long name ("--seed"); not those set from
+  /// environment variables (KFORGE_*), which a resume may find set for the whole session. With
+  /// --resume, such an option whose value differs from the recorded one is refused before
+  /// anything is written (optimize_resume.h); budget limits replace the recorded ones.
+  std::set<std::string> given_flags;
   /// Final-rung hardware profile of the best candidate with Nsight Compute: "auto" (on cuda when
   /// ncu is found), "on" (an error when it is not), "off".
   std::string profile = "auto";

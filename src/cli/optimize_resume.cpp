@@ -1,6 +1,8 @@
 #include "cli/optimize_resume.h"
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,6 +27,88 @@ nlohmann::json optional_json(const auto& value) {
 template <typename T>
 void read_optional(const nlohmann::json& j, const char* key, std::optional<T>& out) {
   if (j.contains(key) && !j.at(key).is_null()) out = j.at(key).get<T>();
+}
+
+// An option a resumed run keeps as recorded: its flag and where command_to_json puts its value.
+// Paths compare as absolute paths (the recorded memory and cache paths are absolute).
+struct RecordedOption {
+  const char* flag;
+  const char* pointer;
+  bool path = false;
+};
+
+// Every option of `kforge optimize` except the task, --resume, the budget limits (a resume may
+// change them) and the presentation flags (--json, --explain).
+const RecordedOption kRecordedOptions[] = {
+    {"--backend", "/backend"},
+    {"--memory", "/memory_path", true},
+    {"--cache-dir", "/cache_dir", true},
+    {"--cuda-arch", "/cuda_arch"},
+    {"--device", "/device"},
+    {"--devices", "/devices"},
+    {"--workers", "/workers"},
+    {"--steps", "/steps"},
+    {"--proposals", "/proposals_per_step"},
+    {"--seed", "/seed"},
+    {"--temperature", "/temperature"},
+    {"--eta", "/eta"},
+    {"--fidelity", "/fidelity"},
+    {"--compile-jobs", "/compile_jobs"},
+    {"--final-rounds", "/final_rounds"},
+    {"--profile", "/profile"},
+    {"--generator", "/generator"},
+    {"--llm-config", "/llm/config_path", true},
+    {"--llm-prices", "/llm/prices_path", true},
+    {"--llm-selector", "/llm/selector"},
+    {"--replay", "/llm/replay_run", true},
+    {"--repair-tries", "/repair_tries"},
+    {"--policy", "/policy"},
+    {"--ablate", "/ablate"},
+    {"--weight-other-device", "/weights/other_device"},
+    {"--weight-other-toolchain", "/weights/other_toolchain"},
+    {"--weight-similar-family", "/weights/similar_family"},
+    {"--weight-other-family", "/weights/other_family"},
+    {"--similar-families", "/similar_families"},
+};
+
+std::string as_text(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+bool same_value(const nlohmann::json& given, const nlohmann::json& recorded, bool path) {
+  if (!path || !given.is_string() || !recorded.is_string()) return given == recorded;
+  auto absolute = [](const std::string& p) {
+    return p.empty() ? p : fs::absolute(p).lexically_normal().string();
+  };
+  return absolute(given.get<std::string>()) == absolute(recorded.get<std::string>());
+}
+
+// Refuses, naming each, the options given on the command line with --resume whose value differs
+// from the one `recorded` (meta 'command'): the resumed run would silently use the recorded one.
+void refuse_changed_options(const OptimizeCommandOptions& given, const nlohmann::json& recorded,
+                            const fs::path& dir) {
+  const nlohmann::json now = command_to_json(given);
+  std::vector<std::string> changed;
+  for (const RecordedOption& option : kRecordedOptions) {
+    if (!given.given_flags.count(option.flag)) continue;
+    const nlohmann::json::json_pointer at(option.pointer);
+    const nlohmann::json& value = now.at(at);
+    if (std::string(option.flag) == "--backend" && value == "auto") continue;  // any backend
+    const nlohmann::json was = recorded.contains(at) ? recorded.at(at) : nlohmann::json();
+    if (!same_value(value, was, option.path)) {
+      changed.push_back(fmt::format("{} {} differs from the run's recorded {}", option.flag,
+                                    as_text(value), as_text(was)));
+    }
+  }
+  if (given.given_flags.count("--run-dir") && !same_value(given.run_dir, dir.string(), true)) {
+    changed.push_back("--run-dir " + given.run_dir + " is not the resumed run " + dir.string());
+  }
+  if (changed.empty()) return;
+  std::string list;
+  for (const std::string& line : changed) list += (list.empty() ? "" : "; ") + line;
+  throw Error(fmt::format("--resume {}: {}; a resumed run keeps its recorded options except the "
+                          "budget limits (start a new run to change them)",
+                          dir.string(), list));
 }
 
 }  // namespace
@@ -173,12 +257,9 @@ ResumePlan plan_resume(const OptimizeCommandOptions& given) {
   if (limits.max_device_s) budget.max_device_s = limits.max_device_s;
   if (limits.max_candidates) budget.max_candidates = limits.max_candidates;
   if (limits.max_cost_usd) budget.max_cost_usd = limits.max_cost_usd;
-  // The step count is part of the recorded search (the journal replays it), so it cannot change.
-  if (given.steps_given && given.search.steps != plan.options.search.steps) {
-    throw Error(fmt::format("--resume {}: --steps {} differs from the run's recorded {}; a resumed "
-                            "run keeps its steps (start a new run for a longer search)",
-                            dir.string(), given.search.steps, plan.options.search.steps));
-  }
+  // The other options are part of the recorded search (the journal replays it, the step count
+  // included): one given again must say the same.
+  refuse_changed_options(given, *command, dir);
   // Wall time and cost of earlier sessions are not replayed candidate by candidate: a limit they
   // already spent would stop the resumed search before its first recorded candidate and replace
   // the run's summary with an empty one. Refuse it before anything is written.

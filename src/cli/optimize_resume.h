@@ -28,8 +28,11 @@ struct ResumePlan {
 };
 
 /// Checks `given.resume_dir` and reads it back. Throws Error, writing nothing, when it is not a
-/// directory, holds no run.sqlite, has an incompatible schema or resume format, or when
-/// `given.task_path` is set and is another task than the one recorded (its hash differs).
+/// directory, holds no run.sqlite, has an incompatible schema or resume format, when
+/// `given.task_path` is set and is another task than the one recorded (its hash differs), or when
+/// an option in `given.given_flags` other than a budget limit, --json and --explain has a value
+/// other than the recorded one (all such options are named; a run directory other than the
+/// resumed one counts too).
 ResumePlan plan_resume(const OptimizeCommandOptions& given);
 
 }  // namespace kforge::cli

@@ -1,6 +1,7 @@
 #include "cli/suite_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,6 +17,8 @@
 #include <set>
 #include <sstream>
 
+#include "cli/commands.h"
+#include "cli/option_source.h"
 #include "cli/suite_tasks.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -93,7 +96,8 @@ void check_optimize_args(AddOptimizeFunction add_optimize, const std::vector<std
   try {
     probe.parse(argv);
   } catch (const CLI::ParseError& e) {
-    throw Error(std::string("suite: an option passed to kforge optimize was refused: ") + e.what());
+    throw Error("suite: an option passed to kforge optimize was refused: " +
+                name_environment_source(probe, args, e.what()));
   }
 }
 
@@ -257,7 +261,7 @@ class SuiteRunner {
       return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x), {:.1f} s", row.speedup,
                          row.speedup_ci_low, row.speedup_ci_high, row.wall_s);
     }
-    return "not correct: " + row.failure;
+    return row.status() + ": " + row.failure;
   }
 
   report::SuiteRow run_task(const SuiteTask& task, const std::string& progress) {
@@ -356,6 +360,27 @@ void warn_if_options_changed(const fs::path& suite_dir, const std::vector<std::s
   }
 }
 
+// Tells a script how the suite went: an errored task is an error (1); a task that ran but found
+// no correct candidate is a result the caller may still want to see as a failure (3).
+int suite_exit_code(const std::vector<report::SuiteRow>& rows) {
+  std::vector<std::string> errored, not_correct;
+  for (const report::SuiteRow& row : rows) {
+    if (row.errored()) errored.push_back(row.name);
+    if (!row.errored() && !row.correct) not_correct.push_back(row.name);
+  }
+  if (!errored.empty()) {
+    std::cerr << fmt::format("kforge: error: suite: {} of {} tasks errored: {}\n", errored.size(),
+                             rows.size(), fmt::join(errored, ", "));
+    return static_cast<int>(ExitCode::error);
+  }
+  if (!not_correct.empty()) {
+    std::cerr << fmt::format("kforge: suite: {} of {} tasks found no correct candidate: {}\n",
+                             not_correct.size(), rows.size(), fmt::join(not_correct, ", "));
+    return static_cast<int>(ExitCode::not_all_correct);
+  }
+  return static_cast<int>(ExitCode::ok);
+}
+
 }  // namespace
 
 void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
@@ -437,11 +462,11 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
     std::cerr << "kforge: suite: stopped after " << runner.rows().size() << " of " << tasks.size()
               << " tasks; run the same command with --suite-dir " << suite_dir.string()
               << " to continue\n";
-    return 130;
+    return static_cast<int>(ExitCode::interrupted);
   }
   std::cerr << "kforge: suite: wrote " << (suite_dir / "suite.json").string() << " and "
             << (suite_dir / "suite.md").string() << "\n";
-  return 0;
+  return suite_exit_code(runner.rows());
 }
 
 }  // namespace kforge::cli

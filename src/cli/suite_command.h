@@ -50,10 +50,12 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
                        AddOptimizeFunction add_optimize);
 
 /// Runs the suite that `options` (as parsed) describes. Prints progress to stderr and
-/// the table (or suite.json with --json) to stdout. Returns 0 when every task ran (correct or
-/// not), 130 after Ctrl-C (suite.json holds the tasks done so far). Throws Error before any task
-/// runs for bad input: no task below a folder, a timeout <= 0, an optimize option that
-/// `kforge optimize` would refuse.
+/// the table (or suite.json with --json) to stdout. Returns 0 when every task is correct, 1
+/// (ExitCode::error) when a task's run errored (bad task file, crash, timeout), 3
+/// (ExitCode::not_all_correct) when all ran but some found no correct candidate, and 130 after
+/// Ctrl-C (suite.json holds the tasks done so far). Throws Error before any task runs for bad
+/// input: no task below a folder, a timeout <= 0, an optimize option that `kforge optimize`
+/// would refuse.
 int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize);
 
 }  // namespace kforge::cli

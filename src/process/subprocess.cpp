@@ -120,8 +120,24 @@ void make_pipe(int fds[2], const std::string& program) {
 
 std::string ExitStatus::describe() const {
   if (exited) return "exit code " + std::to_string(exit_code);
-  const char* name = strsignal(signal);
-  return "killed by signal " + std::to_string(signal) + " (" + (name ? name : "?") + ")";
+  const char* abbreviation = sigabbrev_np(signal);  // "SEGV"; null for an unknown number
+  const char* text = strsignal(signal);
+  return "killed by signal " + std::to_string(signal) + " (" +
+         (abbreviation ? "SIG" + std::string(abbreviation) + ": " : std::string()) +
+         (text ? text : "?") + ")";
+}
+
+ExitStatus unwrap_signal_exit(const ExitStatus& wrapper) {
+  // 64: the highest real-time signal on Linux; shells use larger codes for other things.
+  constexpr int kSignalExitBase = 128, kMaxSignal = 64;
+  if (!wrapper.exited || wrapper.exit_code <= kSignalExitBase ||
+      wrapper.exit_code > kSignalExitBase + kMaxSignal) {
+    return wrapper;
+  }
+  ExitStatus command;
+  command.exited = false;
+  command.signal = wrapper.exit_code - kSignalExitBase;
+  return command;
 }
 
 Subprocess::Subprocess(const SpawnOptions& options) : options_(options) {

@@ -25,9 +25,14 @@ struct ExitStatus {
   bool exited = false;  // true: exit_code is valid; false: killed by `signal`
   int exit_code = -1;
   int signal = 0;
-  /// "exit code 3" or "killed by signal 11 (Segmentation fault)".
+  /// "exit code 3" or "killed by signal 11 (SIGSEGV: Segmentation fault)".
   std::string describe() const;
 };
+
+/// The status of the command a wrapper ran, for wrappers that exit with 128 + N when their
+/// command was killed by signal N (bubblewrap, sh): such an exit (N in 1..64) becomes a death by
+/// signal N; any other status is returned unchanged.
+ExitStatus unwrap_signal_exit(const ExitStatus& wrapper);
 
 struct SpawnOptions {
   /// Program and arguments; argv[0] without a '/' is searched in $PATH.

@@ -77,7 +77,21 @@ TEST(Subprocess, ReportsExitCodeAndSignal) {
   ASSERT_TRUE(status.has_value());
   EXPECT_FALSE(status->exited);
   EXPECT_EQ(status->signal, SIGSEGV);
-  EXPECT_NE(status->describe().find("signal 11"), std::string::npos);
+  EXPECT_EQ(status->describe(), "killed by signal 11 (SIGSEGV: Segmentation fault)");
+}
+
+TEST(Subprocess, AWrappersSignalExitIsUnwrapped) {
+  // sh, like bubblewrap, exits with 128 + N when its command dies by signal N.
+  Subprocess wrapper(shell("sh -c 'kill -SEGV $$'; exit $?"));
+  auto status = wrapper.wait(5);
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(status->exited);
+  EXPECT_EQ(status->exit_code, 139);
+  const ExitStatus command = unwrap_signal_exit(*status);
+  EXPECT_FALSE(command.exited);
+  EXPECT_EQ(command.signal, SIGSEGV);
+  EXPECT_EQ(unwrap_signal_exit(ExitStatus{true, 3, 0}).describe(), "exit code 3");
+  EXPECT_EQ(unwrap_signal_exit(ExitStatus{true, 255, 0}).describe(), "exit code 255");
 }
 
 TEST(Subprocess, EofWhenChildDiesMidRequest) {

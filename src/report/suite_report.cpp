@@ -88,7 +88,7 @@ std::string task_table(const std::vector<SuiteRow>& rows) {
       "| LLM $ |\n"
       "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n";
   for (const SuiteRow& r : rows) {
-    std::string run = r.completed ? (r.resumed ? "earlier run" : "completed") : "failed";
+    std::string run = r.completed ? (r.resumed ? "earlier run" : "completed") : "error";
     std::string speedup = r.correct ? fmt::format("{:.3f}x", r.speedup) : "-";
     std::string interval =
         r.correct ? fmt::format("{:.3f}-{:.3f}x", r.speedup_ci_low, r.speedup_ci_high) : "-";
@@ -103,6 +103,11 @@ std::string task_table(const std::vector<SuiteRow>& rows) {
 }
 
 }  // namespace
+
+std::string SuiteRow::status() const {
+  if (errored()) return "error";
+  return correct ? "correct" : "not correct";
+}
 
 SuiteTaskOutcome SuiteRow::outcome() const {
   SuiteTaskOutcome o;
@@ -121,6 +126,7 @@ nlohmann::json SuiteRow::to_json() const {
                       {"run_dir", run_dir},
                       {"log", log_path},
                       {"completed", completed},
+                      {"status", status()},
                       {"resumed", resumed},
                       {"task", task},
                       {"backend", backend},
@@ -206,14 +212,20 @@ std::string render_suite_markdown(const std::vector<SuiteRow>& rows, const Suite
   text += cost_line("device time", metrics.device_s, metrics.task_count, " device-s", "{:.1f}");
   text += cost_line("LLM cost", metrics.llm_cost_usd, metrics.task_count, " USD", "{:.4f}");
   text += "\n" + task_table(rows);
-  std::string failures;
+  std::string errors, not_correct;
   for (const SuiteRow& r : rows) {
     if (r.correct) continue;
     std::string how = r.exit.empty() || r.exit == "exit code 0" ? "" : " (" + r.exit + ")";
-    failures += fmt::format("- {}{}: {}\n", r.name, how, cell(r.failure));
-    if (!r.log_path.empty() && !r.completed) failures += fmt::format("  log: {}\n", r.log_path);
+    std::string line = fmt::format("- {}{}: {}\n", r.name, how, cell(r.failure));
+    if (!r.errored()) {
+      not_correct += line;
+      continue;
+    }
+    errors += line;
+    if (!r.log_path.empty()) errors += fmt::format("  log: {}\n", r.log_path);
   }
-  if (!failures.empty()) text += "\nNot correct:\n" + failures;
+  if (!errors.empty()) text += "\nErrors (the run did not finish; counted as not correct):\n" + errors;
+  if (!not_correct.empty()) text += "\nNot correct:\n" + not_correct;
   return text;
 }
 

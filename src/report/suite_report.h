@@ -40,6 +40,13 @@ struct SuiteRow {
   /// correctness gate", ...; empty for a correct task.
   std::string failure;
 
+  /// True when the run did not finish (bad task file, crash, timeout, Ctrl-C, unreadable
+  /// result.json): an error of the run, reported apart from a run that found no correct
+  /// candidate, though both count as not correct in the metrics.
+  bool errored() const { return !completed; }
+  /// "correct", "not correct" (the run finished without a correct candidate) or "error".
+  std::string status() const;
+
   SuiteTaskOutcome outcome() const;
   nlohmann::json to_json() const;
 };
@@ -62,7 +69,8 @@ nlohmann::json suite_json(const std::vector<SuiteRow>& rows, const SuiteMetrics&
 
 /// The suite's table in Markdown (also what the console prints): the aggregate row (tasks,
 /// correct, fast_0/1/1.5/2, geomean speedup with its interval), the cost per task, one row per
-/// task, and the tasks that are not correct with why.
+/// task, the tasks whose run errored with the error and log, and the tasks that finished
+/// without a correct candidate.
 std::string render_suite_markdown(const std::vector<SuiteRow>& rows, const SuiteMetrics& metrics);
 
 }  // namespace kforge::report

@@ -142,13 +142,15 @@ TEST(SuiteReport, MarkdownTableGolden) {
       "| rmsnorm | earlier run | yes | 1.500x | 1.400-1.600x | best-rmsnorm | 4 (3) | 20.0 | - | - "
       "|\n"
       "| softmax | completed | no | - | - | - | 2 (0) | 5.0 | - | - |\n"
-      "| broken | failed | no | - | - | - | - | 0.5 | - | - |\n"
+      "| broken | error | no | - | - | - | - | 0.5 | - | - |\n"
       "\n"
-      "Not correct:\n"
-      "- softmax: no candidate passed the correctness gate (2 evaluated)\n"
+      "Errors (the run did not finish; counted as not correct):\n"
       "- broken (exit code 1): task.toml: inputs[0].dtype: unknown dtype 'float32' (expected "
       "f32\\|f16)\n"
-      "  log: /s/logs/broken.log\n";
+      "  log: /s/logs/broken.log\n"
+      "\n"
+      "Not correct:\n"
+      "- softmax: no candidate passed the correctness gate (2 evaluated)\n";
   EXPECT_EQ(text, expected);
 }
 

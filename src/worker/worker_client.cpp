@@ -111,9 +111,15 @@ std::string ProcessWorker::stderr_tail() const {
   return process_ ? process_->stderr_tail() : last_stderr_tail_;
 }
 
-void ProcessWorker::discard_process(bool kill) {
+std::string ProcessWorker::describe_exit(const process::ExitStatus& status) const {
+  // bwrap exits with 128 + N when the worker inside died by signal N.
+  return (config_.sandbox.available ? process::unwrap_signal_exit(status) : status).describe();
+}
+
+void ProcessWorker::discard_process(bool kill, const std::string& cause) {
   if (!process_) return;
   if (kill) process_->kill();
+  lost_cause_ = cause;
   last_stderr_tail_ = process_->stderr_tail();
   process_.reset();
   worker_handles_.clear();  // handles died with the process
@@ -122,7 +128,12 @@ void ProcessWorker::discard_process(bool kill) {
 void ProcessWorker::ensure_started() {
   // A worker that died between calls (announced exit, killed from outside) is replaced quietly:
   // no candidate was running in it.
-  if (process_ && process_->poll_exit()) discard_process(false);
+  if (process_) {
+    if (std::optional<process::ExitStatus> status = process_->poll_exit()) {
+      discard_process(false,
+                      describe() + " exited between requests (" + describe_exit(*status) + ")");
+    }
+  }
   if (!process_) start();
 }
 
@@ -140,6 +151,10 @@ void ProcessWorker::start() {
   options.environment = config_.environment ? config_.environment : scrubbed_environment();
   options.stderr_tail_bytes = config_.stderr_tail_bytes;
   const std::string context = "cannot start " + describe() + " (" + config_.worker_path + ")";
+  if (spawn_count_ > 0 && !lost_cause_.empty() && config_.on_restart) {
+    config_.on_restart(lost_cause_);
+  }
+  lost_cause_.clear();
   process_ = with_context(context, [&] { return std::make_unique<process::Subprocess>(options); });
   ++spawn_count_;
   token_ = random_token();
@@ -149,7 +164,7 @@ void ProcessWorker::start() {
   if (!hello.reply) throw Error(context + ": " + hello.message);
   DeviceInfo info = with_context(context, [&] { return hello.reply->get<DeviceInfo>(); });
   if (info.protocol_version != kProtocolVersion) {
-    discard_process(true);
+    discard_process(true, "");
     throw Error(context + ": it speaks protocol version " + std::to_string(info.protocol_version) +
                 ", this kforge speaks " + std::to_string(kProtocolVersion));
   }
@@ -160,15 +175,15 @@ ProcessWorker::Outcome ProcessWorker::fail(Verdict verdict, const std::string& w
   Outcome outcome;
   outcome.verdict = verdict;
   if (verdict == Verdict::timeout) {
-    discard_process(true);
+    discard_process(true, what + "; its process group was killed");
     outcome.message = what + "; its process group was killed" + tail_for_message(last_stderr_tail_);
     return outcome;
   }
   std::optional<process::ExitStatus> status = process_->wait(kDeathGraceSeconds);
   if (!status) status = process_->kill();
-  discard_process(false);
-  outcome.message =
-      what + " (worker " + status->describe() + ")" + tail_for_message(last_stderr_tail_);
+  const std::string cause = what + " (worker " + describe_exit(*status) + ")";
+  discard_process(false, cause);
+  outcome.message = cause + tail_for_message(last_stderr_tail_);
   return outcome;
 }
 
@@ -185,22 +200,30 @@ ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, doubl
   if (limit <= 0) limit = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / 5 * 4;
   int forged_lines = 0;
   std::string forged_example;
+  bool slow_noticed = false;  // on_slow is called once per request
   json reply;
   while (true) {
     // One budget for the whole exchange: what the write took is not given again to the read.
     // It is read in slices so that the worker's memory can be watched meanwhile.
-    const double left_s =
-        timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left_s = timeout_s - waited_s;
+    if (config_.on_slow && config_.slow_notice_s > 0.0 && waited_s >= config_.slow_notice_s &&
+        !slow_noticed) {
+      slow_noticed = true;
+      config_.on_slow(name, waited_s, timeout_s);
+    }
     std::string line;
     const process::ReadStatus status = process_->read_line(&line, std::min(left_s, 0.1));
     if (status == process::ReadStatus::timeout) {
       if (const int64_t resident = resident_bytes(process_->pid()); resident > limit) {
-        discard_process(true);
+        const std::string cause = describe() + " used " + format_gib(resident) +
+                                  " of memory during " + name + ", over its limit of " +
+                                  format_gib(limit) + "; its process group was killed";
+        discard_process(true, cause);
         Outcome outcome;
         outcome.verdict = Verdict::worker_crashed;
-        outcome.message = describe() + " used " + format_gib(resident) + " of memory during " +
-                          name + ", over its limit of " + format_gib(limit) +
-                          "; its process group was killed" + tail_for_message(last_stderr_tail_);
+        outcome.message = cause + tail_for_message(last_stderr_tail_);
         return outcome;
       }
       if (left_s > 0.1) continue;
@@ -219,7 +242,7 @@ ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, doubl
     if (genuine || command == Command::hello) {
       if (!reply.is_object() || reply.value("id", json()) != json(id) || !reply.contains("ok") ||
           !reply.at("ok").is_boolean()) {
-        discard_process(true);
+        discard_process(true, describe() + " answered " + name + " with garbage");
         Outcome outcome;
         outcome.verdict = Verdict::worker_crashed;
         outcome.message = describe() + " answered " + name + " with garbage: " +
@@ -232,7 +255,7 @@ ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, doubl
     if (forged_lines++ == 0) forged_example = line.substr(0, 120);
   }
   if (forged_lines > 0) {
-    discard_process(true);
+    discard_process(true, describe() + " was killed: the candidate forged lines on its channel");
     Outcome outcome;
     outcome.verdict = Verdict::rejected_by_policy;
     outcome.message = "the candidate wrote " + std::to_string(forged_lines) +
@@ -243,7 +266,7 @@ ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, doubl
   if (reply.value("exiting", false)) {
     // Sticky device error: the worker exits after this reply; reap it now, respawn next call.
     if (!process_->wait(config_.exit_timeout_s)) process_->kill();
-    discard_process(false);
+    discard_process(false, describe() + " exited after a device error it cannot recover from");
   }
   if (!reply.at("ok").get<bool>()) {
     throw Error(describe() + " refused " + name + ": " + reply.value("error", "no reason given"));
@@ -257,10 +280,10 @@ Result ProcessWorker::decode(Outcome outcome, Command command) {
     try {
       return outcome.reply->get<Result>();
     } catch (const std::exception& e) {
-      discard_process(true);
       outcome.verdict = Verdict::worker_crashed;
       outcome.message =
           describe() + " answered " + to_string(command) + " with a malformed reply: " + e.what();
+      discard_process(true, outcome.message);
     }
   }
   Result failed;
@@ -331,6 +354,7 @@ TimeResult ProcessWorker::time(const TimeRequest& request, double timeout_s) {
 }
 
 void ProcessWorker::shutdown() {
+  lost_cause_.clear();  // a deliberate end: the next start is no restart
   if (!process_) return;
   try {
     if (!process_->poll_exit()) {
@@ -342,7 +366,7 @@ void ProcessWorker::shutdown() {
   } catch (...) {
     // shutdown must not throw: kill below is the fallback
   }
-  discard_process(true);
+  discard_process(true, "");
 }
 
 }  // namespace kforge::worker

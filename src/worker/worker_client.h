@@ -8,6 +8,7 @@
 // stay valid across crashes. Not thread-safe: one caller at a time (the pool owns one per device).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,16 @@ struct ProcessWorkerConfig {
   /// A command the worker runs under, outermost (e.g. a profiler: {"ncu", ...}); the worker's
   /// own command line follows it. Empty = none.
   std::vector<std::string> launcher;
+  /// Called on the calling thread, before a new worker process is started to replace one that
+  /// died or was killed (crash, timeout, killed from outside, device lost; not after shutdown()),
+  /// with what happened to it, e.g. "kforge-worker cpu:0 exited between requests (killed by
+  /// signal 9 (SIGKILL: Killed))". Unset: replaced without a word.
+  std::function<void(const std::string& cause)> on_restart;
+  /// Called once per request left unanswered for `slow_notice_s` seconds (0: never), on the
+  /// calling thread while it waits, with the request's name ("run", "time"), the seconds waited
+  /// and the request's timeout: a long wait (a hanging reference) is reported before it times out.
+  double slow_notice_s = 0.0;
+  std::function<void(const std::string& request, double waited_s, double timeout_s)> on_slow;
 };
 
 /// The environment a worker gets by default: only what running kernels needs (PATH, HOME, LANG
@@ -104,7 +115,11 @@ class ProcessWorker final : public Worker {
   /// the worker is killed) becomes a result carrying only the verdict and message.
   template <typename Result>
   Result decode(Outcome outcome, Command command);
-  void discard_process(bool kill);
+  /// Drops the running process (killing its group first when `kill`); `cause` (non-empty) says
+  /// why it is gone when that was not a shutdown(), for on_restart.
+  void discard_process(bool kill, const std::string& cause);
+  /// How a worker process ended, with a sandbox's 128 + N exit read as death by signal N.
+  std::string describe_exit(const process::ExitStatus& status) const;
   std::optional<Outcome> resolve(int client_handle, double timeout_s, int* worker_handle);
   std::string describe() const;
 
@@ -114,7 +129,8 @@ class ProcessWorker final : public Worker {
   std::vector<std::string> handle_paths_;  // client handle h -> handle_paths_[h - 1]
   std::map<int, int> worker_handles_;      // client handle -> handle in the running process
   std::string last_stderr_tail_;
-  std::string token_;  // this worker process's session token (hello)
+  std::string lost_cause_;  // why the last process is gone, if not by shutdown(); see on_restart
+  std::string token_;       // this worker process's session token (hello)
   int64_t next_request_id_ = 1;
   int spawn_count_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <tuple>
 
 #include "worker/test_kernels.h"
 #include "worker/worker_client.h"
@@ -64,6 +65,29 @@ TEST(ProcessWorkerProtocol, AnnouncedExitIsReapedAndRespawnedWithReloadedHandles
   result = worker.run(run_request(loaded.handle), 10);
   EXPECT_EQ(result.verdict, Verdict::runtime_error);
   EXPECT_EQ(worker.spawn_count(), 2);
+}
+
+TEST(ProcessWorkerProtocol, ALongWaitIsReportedOnceBeforeItsTimeout) {
+  const std::string script = fake_worker("slow", kHello, R"(sleep 1.5; reply '"verdict":"ok"')");
+  ProcessWorkerConfig config;
+  config.worker_path = script;
+  config.backend = "cuda";
+  config.slow_notice_s = 0.5;
+  std::vector<std::tuple<std::string, double, double>> notices;
+  config.on_slow = [&notices](const std::string& request, double waited_s, double timeout_s) {
+    notices.emplace_back(request, waited_s, timeout_s);
+  };
+  ProcessWorker worker(config);
+  const LoadResult loaded = worker.load(LoadRequest{"/any/kernel.so"}, 10);
+  ASSERT_EQ(loaded.verdict, Verdict::ok) << loaded.message;
+  EXPECT_TRUE(notices.empty()) << "hello and load answer at once";
+  const RunResult result = worker.run(run_request(loaded.handle), 10);
+  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(std::get<0>(notices[0]), "run");
+  EXPECT_GE(std::get<1>(notices[0]), 0.5);
+  EXPECT_LT(std::get<1>(notices[0]), 1.5);
+  EXPECT_EQ(std::get<2>(notices[0]), 10.0);
 }
 
 TEST(ProcessWorkerProtocol, UnsignedLinesAreForgeriesThatRejectTheCandidate) {

@@ -144,7 +144,8 @@ TEST_F(ProcessWorkerTest, SegfaultIsACrashAndTheNextCallRespawnsWithTheSameHandl
   const int first_pid = worker_.pid();
   const Checked crashed = check(crasher);
   EXPECT_EQ(crashed.verdict, Verdict::worker_crashed);
-  EXPECT_NE(crashed.message.find("signal 11"), std::string::npos) << crashed.message;
+  EXPECT_NE(crashed.message.find("killed by signal 11 (SIGSEGV"), std::string::npos)
+      << crashed.message;
   EXPECT_NE(crashed.message.find("about to crash"), std::string::npos) << crashed.message;
   EXPECT_FALSE(process_alive(first_pid));
 
@@ -373,6 +374,51 @@ TEST(ProcessWorkerSandbox, MemoryWatchdogSeesTheWorkerInsideTheSandbox) {
   const RunResult result = limited.run(request, 60);
   EXPECT_EQ(result.verdict, Verdict::worker_crashed) << result.message;
   EXPECT_NE(result.message.find("over its limit of"), std::string::npos) << result.message;
+}
+
+TEST(ProcessWorkerSandbox, ACrashInsideTheSandboxIsReportedByItsSignal) {
+  // bwrap exits with 128 + N when the worker inside dies by signal N: not "exit code 139".
+  const Sandbox sandbox = detect_sandbox();
+  if (!sandbox.available) GTEST_SKIP() << sandbox.note;
+  ProcessWorkerConfig config;
+  config.worker_path = testing::worker_path();
+  config.sandbox = sandbox;
+  ProcessWorker sandboxed(config);
+  const std::string path = kernel_path("sandboxed_segfault", "*(volatile int*)(uintptr_t)16 = 1;",
+                                       "#include <stdint.h>");
+  const LoadResult loaded = sandboxed.load(LoadRequest{path}, kTimeoutS);
+  ASSERT_EQ(loaded.verdict, Verdict::ok) << loaded.message;
+  ScratchDir scratch("kforge-sandbox-test");
+  RunRequest request;
+  request.handle = loaded.handle;
+  request.signature = testing::unary_signature();
+  request.workload = testing::workload_n("small", 8);
+  request.output_path = scratch.next_file("segfault");
+  create_private_file(request.output_path);
+  const RunResult result = sandboxed.run(request, 60);
+  EXPECT_EQ(result.verdict, Verdict::worker_crashed) << result.message;
+  EXPECT_NE(result.message.find("(worker killed by signal 11 (SIGSEGV"), std::string::npos)
+      << result.message;
+}
+
+TEST(ProcessWorker, AReplacedWorkerIsAnnouncedWithHowItDied) {
+  std::vector<std::string> causes;
+  ProcessWorkerConfig config;
+  config.worker_path = testing::worker_path();
+  config.on_restart = [&causes](const std::string& cause) { causes.push_back(cause); };
+  ProcessWorker worker(config);
+  worker.device_info();
+  EXPECT_TRUE(causes.empty()) << "the first start is no restart";
+  ::kill(worker.pid(), SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  worker.device_info();
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0],
+            "kforge-worker cpu:0 exited between requests (killed by signal 9 (SIGKILL: Killed))");
+  worker.shutdown();
+  worker.device_info();
+  EXPECT_EQ(causes.size(), 1u) << "a start after shutdown() is no restart";
+  EXPECT_EQ(worker.spawn_count(), 3);
 }
 
 TEST(ProcessWorker, MissingBinaryIsAnErrorNamingIt) {
