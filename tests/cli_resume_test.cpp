@@ -301,6 +301,12 @@ TEST_F(CliResumeTest, AChangedOptionGivenWithResumeIsRefused) {
       kforge({"optimize", "--resume", run.string(), "--run-dir", (dir_ / "elsewhere").string()});
   EXPECT_EQ(run_dir.exit_code, 1) << run_dir.output;
   EXPECT_NE(run_dir.output.find("is not the resumed run"), std::string::npos) << run_dir.output;
+  process::CommandResult diversity =
+      kforge({"optimize", "--resume", run.string(), "--diversity-slots", "0"});
+  EXPECT_EQ(diversity.exit_code, 1) << diversity.output;
+  EXPECT_NE(diversity.output.find("--diversity-slots 0 differs from the run's recorded 1"),
+            std::string::npos)
+      << diversity.output;
 
   // The recorded values given again, and other values from the environment, pass this check
   // (and stop at the spent wall-time limit).

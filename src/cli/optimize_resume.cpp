@@ -49,6 +49,7 @@ const RecordedOption kRecordedOptions[] = {
     {"--workers", "/workers"},
     {"--steps", "/steps"},
     {"--proposals", "/proposals_per_step"},
+    {"--diversity-slots", "/diversity_slots"},
     {"--seed", "/seed"},
     {"--temperature", "/temperature"},
     {"--eta", "/eta"},
