@@ -30,6 +30,7 @@
 #include "evaluation/reference_oracle.h"
 #include "evaluation/statistics.h"
 #include "task/task.h"
+#include "worker/crash_retry.h"
 #include "worker/worker.h"
 
 namespace kforge::evaluation {
@@ -176,7 +177,9 @@ class Evaluator {
   const GateCase& timed_case(const std::string& workload_name) const;
 
   worker::Worker& candidates_;
-  worker::Worker& reference_worker_;
+  // The reference's worker, a crash of whose process is retried once (worker/crash_retry.h):
+  // killing it in the middle of a timing used to end the whole run.
+  worker::CrashRetry reference_worker_;
   const Task& task_;
   EvaluationPolicy policy_;
   Workload timed_workload_;

@@ -118,6 +118,30 @@ TEST_F(OptimizerDiversityTest, OneProposalPerStepAlwaysRefinesTheBest) {
   EXPECT_EQ(refined_blocked(run(options)).first, 0);
 }
 
+// The reference's worker process killed in the middle of a timing (kill -9, out of memory): the
+// call is made once more in a fresh worker and the run goes on; a second death ends it, naming
+// the verdict.
+TEST_F(OptimizerTest, AReferenceWorkerThatDiesInATimingIsRetriedOnce) {
+  reference_worker_.died_at_times = {1};
+  OptimizeOptions options;
+  options.steps = 1;
+  const OptimizeResult result = run(options);
+  ASSERT_TRUE(result.best);
+  EXPECT_GT(result.speedup.speedup, 1.0);
+}
+
+TEST_F(OptimizerTest, AReferenceWorkerThatDiesTwiceInARowEndsTheRun) {
+  reference_worker_.died_at_times = {1, 2};
+  OptimizeOptions options;
+  options.steps = 1;
+  try {
+    run(options);
+    FAIL() << "the run went on with a reference that cannot be timed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("worker_crashed"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(OptimizerTest, FailedCandidatesAreResultsNotExceptions) {
   OptimizeOptions options;
   options.steps = 1;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +80,12 @@ class FakeWorker : public worker::Worker {
   worker::TimeResult time(const worker::TimeRequest& request, double) override {
     ++times;
     if (crash_at_time == times) throw Error("simulated orchestrator crash");
+    if (died_at_times.contains(times)) {
+      worker::TimeResult died;
+      died.verdict = Verdict::worker_crashed;
+      died.message = "worker process died (simulated kill -9)";
+      return died;
+    }
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
     if (request.policy.min_repetitions == full_rung_repetitions) {
       ++full_times;
@@ -105,6 +112,8 @@ class FakeWorker : public worker::Worker {
   int times = 0;
   /// The time() call (1-based) that throws, as if the orchestrator died there; 0: none.
   int crash_at_time = 0;
+  /// time() calls (1-based) whose worker process dies: they return worker_crashed.
+  std::set<int> died_at_times;
   /// Rung-2 time() calls (recognized by the full policy's repetitions) so far, and the one
   /// (1-based) that throws; 0: none.
   int full_times = 0;
