@@ -1,8 +1,10 @@
 #include "report/summary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -66,6 +68,30 @@ std::pair<std::string, std::string> workload_lines(const nlohmann::json& best) {
   return {all, slower};
 }
 
+/// "2 wrong_answer, 1 worker_crashed": the verdicts of the candidates, most frequent first (a
+/// candidate that passed the gate and then crashed or timed out while being timed shows as such,
+/// not as failing the gate).
+std::string verdict_counts(const nlohmann::json& candidates) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& c : candidates) {
+    const std::string verdict = c.value("verdict", "?");
+    auto it = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& entry) { return entry.first == verdict; });
+    if (it == counts.end()) {
+      counts.emplace_back(verdict, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (const auto& [verdict, n] : counts) {
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, verdict);
+  }
+  return text.empty() ? "no candidate" : text;
+}
+
 }  // namespace
 
 std::string render_console_summary(const nlohmann::json& result, const std::string& task_name) {
@@ -83,7 +109,8 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
     text += "  budget:     " + budget + "\n";
   }
   if (result.at("best").is_null()) {
-    return text + "  no candidate passed the correctness gate; nothing to report as faster\n";
+    return text + fmt::format("  no correct candidate ({}); nothing to report as faster\n",
+                              verdict_counts(result.at("candidates")));
   }
   if (result.value("final", nlohmann::json()).is_null()) {
     return text + fmt::format("  best:       {} (final timing skipped: continue with kforge "
@@ -174,7 +201,7 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
       }
     }
   } else {
-    text += "\nNo candidate passed the correctness gate.\n";
+    text += fmt::format("\nNo correct candidate ({}).\n", verdict_counts(result.at("candidates")));
   }
   text += "\n## Candidates\n\n| # | step | candidate | direction / strategy | verdict | median ms | "
           "gain vs parent |\n|---|---|---|---|---|---|---|\n";
