@@ -89,7 +89,7 @@ std::string verdict_counts(const nlohmann::json& candidates) {
   for (const auto& [verdict, n] : counts) {
     text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, verdict);
   }
-  return text.empty() ? "no candidate" : text;
+  return text.empty() ? "none was evaluated" : text;
 }
 
 /// What makes the best kernel a poor outcome, one line each: slower than the reference at the

@@ -90,5 +90,23 @@ TEST(Summary, WarnsWhenTheBestIsTheReferenceAndTheLlmNeverAnswered) {
   EXPECT_EQ(render_console_summary(result, "rowmax").find("LLM endpoint"), std::string::npos);
 }
 
+TEST(Summary, NoCorrectCandidateCountsTheVerdicts) {
+  nlohmann::json result = result_with_workloads(1.2);
+  result["best"] = nullptr;
+  result["candidates"] = {{{"verdict", "wrong_answer"}},
+                          {{"verdict", "worker_crashed"}},
+                          {{"verdict", "wrong_answer"}}};
+  EXPECT_NE(render_console_summary(result, "relu")
+                .find("no correct candidate (2 wrong_answer, 1 worker_crashed)"),
+            std::string::npos);
+  EXPECT_NE(render_markdown(result, "relu").find("No correct candidate (2 wrong_answer, 1 "
+                                                 "worker_crashed)."),
+            std::string::npos);
+  // Ctrl-C before the first candidate.
+  result["candidates"] = nlohmann::json::array();
+  EXPECT_NE(render_console_summary(result, "relu").find("no correct candidate (none was evaluated)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kforge::report
