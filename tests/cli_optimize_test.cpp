@@ -157,6 +157,10 @@ TEST_F(CliTest, ReferenceThatDoesNotCompileIsAnErrorAndLeavesNoRun) {
       kforge({"optimize", task, "--backend", "cpu", "--run-dir", run.string()});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("reference does not compile"), std::string::npos) << result.output;
+  // The compiler's messages name the task's file and line, not the cached copy it compiled.
+  EXPECT_NE(result.output.find((dir_ / "ref.cpp").string() + ":2:"), std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find((dir_ / "cache").string()), std::string::npos) << result.output;
   EXPECT_FALSE(fs::exists(run));
 }
 
