@@ -157,6 +157,10 @@ TEST_F(CliTest, ReferenceThatDoesNotCompileIsAnErrorAndLeavesNoRun) {
       kforge({"optimize", task, "--backend", "cpu", "--run-dir", run.string()});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("reference does not compile"), std::string::npos) << result.output;
+  // The compiler's messages name the task's file and line, not the cached copy it compiled.
+  EXPECT_NE(result.output.find((dir_ / "ref.cpp").string() + ":2:"), std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find((dir_ / "cache").string()), std::string::npos) << result.output;
   EXPECT_FALSE(fs::exists(run));
 }
 
@@ -174,6 +178,32 @@ KFORGE_API int kforge_run(const kforge_args* a) {
   EXPECT_NE(result.output.find("left output 'y' unwritten at"), std::string::npos)
       << result.output;
   EXPECT_FALSE(fs::exists(run));
+}
+
+TEST_F(CliTest, NoCorrectCandidateExitsThreeAndSaysWhatTheCandidatesGot) {
+  // The reference computes x + 1, which no softmax kernel does: every candidate is wrong. A script
+  // running `kforge optimize TASK && cp RUN/best.cpp ...` must not see success (it exited 0).
+  std::string task = task_with_reference(dir_, R"(#include <kforge/kernel.h>
+KFORGE_API int kforge_run(const kforge_args* a) {
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  for (int64_t i = 0; i < kforge_numel(&a->outputs[0]); ++i) y[i] = x[i] + 1.0f;
+  return 0;
+})");
+  fs::path run = dir_ / "run";
+  process::CommandResult result = kforge(
+      {"optimize", task, "--backend", "cpu", "--run-dir", run.string(), "--steps", "1"});
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("wrong_answer); nothing to report as faster"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("no correct candidate: no best kernel was written (exit code 3)"),
+            std::string::npos)
+      << result.output;
+  EXPECT_TRUE(fs::exists(run / "result.json"));
+  EXPECT_FALSE(fs::exists(run / "best.cpp"));
+  // Resuming the finished run reports it again, with the same exit code.
+  process::CommandResult again = kforge({"optimize", "--resume", run.string()});
+  EXPECT_EQ(again.exit_code, 3) << again.output;
 }
 
 TEST_F(CliTest, ExistingRunDirectoryIsNotOverwritten) {

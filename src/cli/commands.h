@@ -13,7 +13,8 @@ enum class ExitCode : int {
   error = 1,          // harness or input error, message printed as "kforge: error: ...";
                       // suite: a task's run errored (bad task file, crash, timeout)
   usage = 2,          // bad command line
-  not_all_correct = 3,  // suite: every task ran, but some found no correct candidate
+  not_all_correct = 3,  // optimize: the run found no correct candidate; suite: every task ran,
+                        // but some found no correct candidate
   interrupted = 130,  // Ctrl-C
 };
 

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/commands.h"
 #include "cli/optimize_resume.h"
 #include "common/error.h"
 #include "report/run_database.h"
@@ -155,7 +156,9 @@ int report_complete(const OptimizeCommandOptions& given, const ResumePlan& plan)
   } else {
     std::cout << report::render_console_summary(plan.result, plan.result.value("task", "?"));
   }
-  return 0;
+  return plan.result.value("best", nlohmann::json()).is_null()
+             ? static_cast<int>(ExitCode::not_all_correct)
+             : 0;
 }
 
 }  // namespace
@@ -408,6 +411,12 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     std::cerr << "kforge: interrupted; continue with: kforge optimize --resume "
               << run_path.string() << "\n";
     return 130;
+  }
+  // A script running `kforge optimize TASK && use best.cpp` must not go on without a kernel: no
+  // correct candidate exits 3, like a suite with such a task (best.cpp was not written).
+  if (json.at("best").is_null()) {
+    std::cerr << "kforge: no correct candidate: no best kernel was written (exit code 3)\n";
+    return static_cast<int>(ExitCode::not_all_correct);
   }
   return 0;
 }

@@ -307,9 +307,11 @@ class SuiteRunner {
       return row;
     }
     row.exit = child.status->describe();
-    // 130: an llm run stopped early by the model budget or Ctrl-C still writes its result.json.
-    bool ended_normally =
-        child.status->exited && (child.status->exit_code == 0 || child.status->exit_code == 130);
+    // 130: an llm run stopped early by the model budget or Ctrl-C still writes its result.json;
+    // 3: a run that found no correct candidate.
+    bool ended_normally = child.status->exited && (child.status->exit_code == 0 ||
+                                                   child.status->exit_code == 3 ||
+                                                   child.status->exit_code == 130);
     if (!read_result(run_dir, row) && !ended_normally) {
       row.failure = child.last_error.empty() ? "kforge optimize failed" : child.last_error;
     }

@@ -16,6 +16,25 @@
 namespace kforge::evaluation {
 namespace {
 
+/// The compiler's log with the cached copy of the reference (CACHE_DIR/<key>.cpp or .cu, the
+/// file the compiler saw) named as the task's reference file, whose lines it copies verbatim:
+/// "reference.cpp:50:8: error: ..." points the user at the file to fix.
+std::string with_reference_paths(std::string log, const std::string& key, const Task& task) {
+  for (const auto& [backend, path] : task.reference_paths) {
+    const std::string copy = key + (backend == "cuda" ? ".cu" : ".cpp");
+    for (size_t at = log.find(copy); at != std::string::npos; at = log.find(copy, at)) {
+      size_t start = at;
+      while (start > 0 && log[start - 1] != ' ' && log[start - 1] != '\n' &&
+             log[start - 1] != '\'' && log[start - 1] != '"') {
+        --start;
+      }
+      log.replace(start, at + copy.size() - start, path);
+      at = start + path.size();
+    }
+  }
+  return log;
+}
+
 std::string cache_key(const GateCase& gate_case) {
   return gate_case.workload.name + "/" + std::to_string(gate_case.seed) + "/" +
          gate_case.distribution + (gate_case.padded ? "/padded" : "");
@@ -103,7 +122,7 @@ ReferenceOracle::ReferenceOracle(worker::Worker& worker, const Task& task, Scrat
 void ReferenceOracle::load(const compile::Artifact& reference) {
   if (reference.verdict != Verdict::ok) {
     throw Error("the task's reference does not compile (" + task_.source_path + "):\n" +
-                reference.log);
+                with_reference_paths(reference.log, reference.key, task_));
   }
   worker::LoadResult loaded = worker_.load({reference.path}, timeout_s_);
   if (loaded.verdict != Verdict::ok) {

@@ -1,8 +1,10 @@
 #include "report/summary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -66,6 +68,63 @@ std::pair<std::string, std::string> workload_lines(const nlohmann::json& best) {
   return {all, slower};
 }
 
+/// "2 wrong_answer, 1 worker_crashed": the verdicts of the candidates, most frequent first (a
+/// candidate that passed the gate and then crashed or timed out while being timed shows as such,
+/// not as failing the gate).
+std::string verdict_counts(const nlohmann::json& candidates) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& c : candidates) {
+    const std::string verdict = c.value("verdict", "?");
+    auto it = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& entry) { return entry.first == verdict; });
+    if (it == counts.end()) {
+      counts.emplace_back(verdict, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (const auto& [verdict, n] : counts) {
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, verdict);
+  }
+  return text.empty() ? "none was evaluated" : text;
+}
+
+/// What makes the best kernel a poor outcome, one line each: slower than the reference at the
+/// final rung (its whole confidence interval below 1x), the reference itself (the llm generator's
+/// starting point), an LLM that never answered. Empty when none applies.
+std::vector<std::string> outcome_warnings(const nlohmann::json& result) {
+  std::vector<std::string> lines;
+  const auto final = result.find("final");
+  if (final != result.end() && final->is_object() && final->contains("speedup")) {
+    const nlohmann::json& speedup = final->at("speedup");
+    const double high = speedup.value("ci_high", 0.0);
+    if (high > 0.0 && high < 1.0) {
+      lines.push_back(fmt::format(
+          "the best is slower than the reference ({:.2f}x, the whole {:.0f}% CI below 1x): "
+          "keep the reference",
+          speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95)));
+    }
+  }
+  if (result.at("best").value("id", "") == "reference-seed") {
+    lines.push_back("the best is the task's reference itself: no generated kernel was correct "
+                    "and faster");
+  }
+  if (const auto llm = result.find("llm"); llm != result.end() && llm->is_object()) {
+    const int answers = llm->value("requests", 0);
+    const int failures = llm->value("failures", 0);
+    if (answers == 0 && failures > 0) {
+      lines.push_back(fmt::format(
+          "the LLM endpoint answered none of {} requests (the errors are in the console, "
+          "events.jsonl and llm/): check its address and key",
+          failures));
+    }
+  }
+  return lines;
+}
+
 }  // namespace
 
 std::string render_console_summary(const nlohmann::json& result, const std::string& task_name) {
@@ -83,7 +142,8 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
     text += "  budget:     " + budget + "\n";
   }
   if (result.at("best").is_null()) {
-    return text + "  no candidate passed the correctness gate; nothing to report as faster\n";
+    return text + fmt::format("  no correct candidate ({}); nothing to report as faster\n",
+                              verdict_counts(result.at("candidates")));
   }
   if (result.value("final", nlohmann::json()).is_null()) {
     return text + fmt::format("  best:       {} (final timing skipped: continue with kforge "
@@ -100,6 +160,7 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
   text += fmt::format("  speedup:    {:.2f}x  [{:.0f}% CI {:.2f}x .. {:.2f}x]\n",
                       speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
                       speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+  for (const std::string& line : outcome_warnings(result)) text += "  warning:    " + line + "\n";
   if (const auto [all, slower] = workload_lines(result.at("best")); !all.empty()) {
     text += fmt::format("  workloads:  {} (rung 2, geomean {:.2f}x)\n", all,
                         number_or(result.at("best"), "full_geomean_speedup"));
@@ -154,6 +215,9 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
                         "timed in interleaved rounds).\n",
                         speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
                         speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+    for (const std::string& line : outcome_warnings(result)) {
+      text += "\n**Warning:** " + line + ".\n";
+    }
     if (const auto [all, slower] = workload_lines(result.at("best")); !all.empty()) {
       text += fmt::format("\nEvery timed workload (rung 2): {}; geomean {:.3f}x.\n", all,
                           number_or(result.at("best"), "full_geomean_speedup"));
@@ -174,7 +238,7 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
       }
     }
   } else {
-    text += "\nNo candidate passed the correctness gate.\n";
+    text += fmt::format("\nNo correct candidate ({}).\n", verdict_counts(result.at("candidates")));
   }
   text += "\n## Candidates\n\n| # | step | candidate | direction / strategy | verdict | median ms | "
           "gain vs parent |\n|---|---|---|---|---|---|---|\n";

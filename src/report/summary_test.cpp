@@ -56,5 +56,57 @@ TEST(Summary, OneTimedWorkloadOrNoRungTwoAddsNoWorkloadLine) {
   EXPECT_EQ(render_console_summary(result, "layernorm").find("workloads:"), std::string::npos);
 }
 
+TEST(Summary, WarnsWhenTheBestIsSlowerThanTheReferenceAtTheFinalRung) {
+  // A busy machine's noise can leave a best that the final rung finds slower: the summary said
+  // "speedup: 0.87x" and "optimized" without a word.
+  nlohmann::json result = result_with_workloads(1.2);
+  result["best"].erase("full_workload_speedups");
+  result["final"]["speedup"] = {{"speedup", 0.87}, {"ci_low", 0.80}, {"ci_high", 0.97}, {"level", 0.95}};
+  const std::string console = render_console_summary(result, "relu");
+  EXPECT_NE(console.find("warning:    the best is slower than the reference (0.87x, the whole 95% "
+                         "CI below 1x): keep the reference"),
+            std::string::npos)
+      << console;
+  EXPECT_NE(render_markdown(result, "relu").find("**Warning:** the best is slower than the reference"),
+            std::string::npos);
+  // An interval reaching 1x is a tie, not a loss.
+  result["final"]["speedup"]["ci_high"] = 1.02;
+  EXPECT_EQ(render_console_summary(result, "relu").find("warning:"), std::string::npos);
+}
+
+TEST(Summary, WarnsWhenTheBestIsTheReferenceAndTheLlmNeverAnswered) {
+  // --generator llm with a dead endpoint: every request failed, the best is the reference seed,
+  // and the run ended like a success.
+  nlohmann::json result = result_with_workloads(1.2);
+  result["best"]["id"] = "reference-seed";
+  result["llm"] = {{"requests", 0}, {"failures", 11}};
+  const std::string console = render_console_summary(result, "rowmax");
+  EXPECT_NE(console.find("warning:    the best is the task's reference itself"), std::string::npos)
+      << console;
+  EXPECT_NE(console.find("warning:    the LLM endpoint answered none of 11 requests"),
+            std::string::npos)
+      << console;
+  result["llm"]["requests"] = 3;
+  EXPECT_EQ(render_console_summary(result, "rowmax").find("LLM endpoint"), std::string::npos);
+}
+
+TEST(Summary, NoCorrectCandidateCountsTheVerdicts) {
+  nlohmann::json result = result_with_workloads(1.2);
+  result["best"] = nullptr;
+  result["candidates"] = {{{"verdict", "wrong_answer"}},
+                          {{"verdict", "worker_crashed"}},
+                          {{"verdict", "wrong_answer"}}};
+  EXPECT_NE(render_console_summary(result, "relu")
+                .find("no correct candidate (2 wrong_answer, 1 worker_crashed)"),
+            std::string::npos);
+  EXPECT_NE(render_markdown(result, "relu").find("No correct candidate (2 wrong_answer, 1 "
+                                                 "worker_crashed)."),
+            std::string::npos);
+  // Ctrl-C before the first candidate.
+  result["candidates"] = nlohmann::json::array();
+  EXPECT_NE(render_console_summary(result, "relu").find("no correct candidate (none was evaluated)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kforge::report
