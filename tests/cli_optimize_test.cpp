@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -80,6 +81,34 @@ TEST_F(CliTest, MalformedTaskNamesFileAndFieldAndWritesNoRun) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("kforge: error:"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("inputs[0].dtype"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(run));
+}
+
+TEST_F(CliTest, AFamilyWithoutBuiltInKernelsSaysWhatANewOperatorNeeds) {
+  // softmax_small as a new operator "rowmax" (references by absolute path).
+  std::ifstream in(example("tests/data/softmax_small/task.toml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto replace = [&text](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("family = \"softmax\"", "family = \"rowmax\"");
+  replace("\"../../../examples/softmax/reference.cpp\"",
+          "\"" + example("examples/softmax/reference.cpp") + "\"");
+  replace("\"../../../examples/softmax/reference.cu\"",
+          "\"" + example("examples/softmax/reference.cu") + "\"");
+  const fs::path task = dir_ / "rowmax.toml";
+  std::ofstream(task) << text;
+  const fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", task.string(), "--backend", "cpu", "--run-dir", run.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("no built-in cpu kernels for 'rowmax'"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("a new operator needs --generator llm, or its own"),
+            std::string::npos)
+      << result.output;
   EXPECT_FALSE(fs::exists(run));
 }
 

@@ -142,7 +142,9 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
       }
     }
     throw Error(task.source_path + ": family: no built-in " + backend + " kernels for '" +
-                task.family + "' (known: " + (known.empty() ? "none" : known) + ")");
+                task.family + "' (known: " + (known.empty() ? "none" : known) +
+                "); a new operator needs --generator llm, or its own " +
+                (kernels / backend / task.family / "family.toml").string());
   }
   return generation::load_family(kernels.string(), backend, task.family);
 }
