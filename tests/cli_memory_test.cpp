@@ -104,6 +104,20 @@ TEST_F(CliMemoryTest, GraphOutputIsWhatItsExtensionSays) {
   EXPECT_TRUE(fs::exists(dir_ / "h.dot"));
 }
 
+TEST_F(CliMemoryTest, AnExportThatCannotBeWrittenSaysWhy) {
+  record_one();
+  const fs::path missing = dir_ / "nodir" / "export.json";
+  process::CommandResult no_folder = kforge({"memory", "export", missing.string()});
+  EXPECT_EQ(no_folder.exit_code, 1) << no_folder.output;
+  EXPECT_NE(no_folder.output.find("cannot write " + missing.string() + ": its folder " +
+                                  (dir_ / "nodir").string() + " does not exist"),
+            std::string::npos)
+      << no_folder.output;
+  process::CommandResult folder = kforge({"memory", "export", dir_.string()});
+  EXPECT_EQ(folder.exit_code, 1) << folder.output;
+  EXPECT_NE(folder.output.find(": it is a folder"), std::string::npos) << folder.output;
+}
+
 TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
   record_one();
   const std::string exported = (dir_ / "export.json").string();

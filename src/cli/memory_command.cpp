@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/files.h"
 #include "common/paths.h"
 #include "memory/graph_dot.h"
 #include "memory/knowledge.h"
@@ -179,7 +180,7 @@ int graph(const MemoryCommandOptions& options) {
   } else {
     std::ofstream out(options.output);
     out << dot;
-    if (!out) throw Error("cannot write " + options.output);
+    if (!out) throw Error(cannot_write(options.output));
   }
   std::cerr << "kforge: wrote " << options.output << "\n";
   return 0;
@@ -190,7 +191,7 @@ int export_memory(const MemoryCommandOptions& options) {
   nlohmann::json document = store->export_json();
   std::ofstream out(options.file);
   out << document.dump(2) << "\n";
-  if (!out) throw Error("cannot write " + options.file);
+  if (!out) throw Error(cannot_write(options.file));
   std::cerr << fmt::format(
       "kforge: exported {} directions, {} strategies, {} edges, {} evidence "
       "rows to {}\n",

@@ -133,7 +133,7 @@ std::string last_error_line(const std::deque<std::string>& tail) {
 ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log_path, double timeout_s,
                    const std::string& echo_prefix) {
   std::ofstream log(log_path);
-  if (!log) throw Error("suite: cannot write " + log_path.string());
+  if (!log) throw Error("suite: " + cannot_write(log_path));
   log << "$";
   for (const std::string& arg : argv) log << ' ' << arg;
   log << "\n" << std::flush;

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -28,11 +30,28 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
   {
     std::ofstream out(temporary, std::ios::binary);
     out << text;
-    if (!out) throw Error("cannot write " + temporary.string());
+    if (!out) throw Error(cannot_write(temporary));
   }
   std::error_code ec;
   fs::rename(temporary, path, ec);
   if (ec) throw Error("cannot rename " + temporary.string() + " to " + path.string() + ": " + ec.message());
+}
+
+std::string cannot_write(const fs::path& path) {
+  const int error = errno;
+  std::error_code ec;
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::string why;
+  if (!fs::exists(parent, ec)) {
+    why = "its folder " + parent.string() + " does not exist";
+  } else if (!fs::is_directory(parent, ec)) {
+    why = parent.string() + " is not a folder";
+  } else if (fs::is_directory(path, ec)) {
+    why = "it is a folder";
+  } else {
+    why = error != 0 ? std::strerror(error) : "the write failed";
+  }
+  return "cannot write " + path.string() + ": " + why;
 }
 
 }  // namespace kforge

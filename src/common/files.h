@@ -13,4 +13,9 @@ std::string read_file(const std::filesystem::path& path);
 /// crash) never sees a half-written file. Throws Error naming the path on failure.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
+/// "cannot write PATH: WHY" for a file that could not be opened or written, WHY being the first
+/// of: its folder does not exist, its folder is not a folder, PATH is a folder, the errno of the
+/// failed call (read right after it).
+std::string cannot_write(const std::filesystem::path& path);
+
 }  // namespace kforge

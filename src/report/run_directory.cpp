@@ -73,7 +73,7 @@ RunDirectory::RunDirectory(fs::path path, Mode mode)
     // The pid only improves the message a second process prints; the lock is what matters.
   }
   events_.open(path_ / "events.jsonl", std::ios::app);
-  if (!events_) throw Error("cannot write " + (path_ / "events.jsonl").string());
+  if (!events_) throw Error(cannot_write(path_ / "events.jsonl"));
 }
 
 RunDirectory::~RunDirectory() {
