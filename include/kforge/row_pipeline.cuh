@@ -34,8 +34,12 @@
 // through the read-only path and its stores are plain (4% faster at KernelBench 23's shape than
 // with the evict-first hints); with cp.async the stores keep the hint (plain ones were 2-5%
 // slower for bf16 there). Measured on the H200, bench/kernels/README.md.
-// Measured on the H200 (bench/kernels/README.md): run_resident reaches 85-86% of copy bandwidth
-// at KernelBench 23/24's 4096 x 393,216 (cluster_per_row: 75%), run_l2 58% (a third of the second
+// Row order: with LAG 0, groups take rows by ticket (run_resident's ROW_TICKETS), so the rows in
+// flight are always the next ones; a resident grid that walks fixed sequences drifts apart and
+// streams slower (bench/kernels/persistent_copy.cu on the H200: 88-89% of copy against 97% for
+// tiles taken in order).
+// Measured on the H200 (bench/kernels/README.md): run_resident reaches 88% of copy bandwidth
+// at KernelBench 23/24's 4096 x 393,216 with row tickets, 85-86% without (cluster_per_row: 75%), run_l2 58% (a third of the second
 // reads still miss L2). A LayerNorm on this pipeline was tried and not kept: at 16 x 4M its w and
 // b (32 MiB, read once per row) did not stay in L2 (677 MB of DRAM reads for 301 MB of minimum).
 //
@@ -50,7 +54,9 @@
 //   State start(int64_t row) const;                 a fresh accumulator for the row
 //   void add(State&, const float (&v)[V]) const;    folds V elements in
 //   float4 finish(State&) const;                    the block's partial, valid in thread 0 (every
-//                                                   thread calls it; it may use __syncthreads)
+//                                                   thread calls it; it may use __syncthreads);
+//                                                   its w component belongs to the pipeline
+//                                                   (row tickets) and combine must ignore it
 //   float4 combine(const float4* p, int n) const;   warp 0 (all 32 lanes) merges the group's n
 //                                                   partials (global memory: read with __ldcg);
 //                                                   the row's constants, valid in lane 0
@@ -273,18 +279,25 @@ __device__ __forceinline__ void resident_pass_async(const Op& op, const kf_elem*
 /// `chunks_shared` (fp32, or the element type with ASYNC); row k lives in buffer k % (LAG + 1).
 /// The pass that writes row k loads row k + LAG + 1 into its buffer, so with LAG >= 1 the wait
 /// for row k's partials was issued a whole pass after they were published.
-template <int THREADS, int V, int U, int LAG, bool ASYNC, typename Op>
+/// ROW_TICKETS (with LAG 0): the group's k-th row is not group + k * groups but a ticket: the
+/// group's leader (chunk 0) takes the next row from a global counter when it publishes its
+/// partial of row k - 1 and carries it in the partial's w component, so the whole group learns
+/// its next row from the exchange it waits for anyway. Rows are then started in order by
+/// whichever group is free, instead of each group walking a fixed sequence and drifting away
+/// from the others.
+template <int THREADS, int V, int U, int LAG, bool ASYNC, bool ROW_TICKETS, typename Op>
 __device__ __forceinline__ void run_resident(const Op& op, const Layout& layout,
                                              const kf_elem* x, kf_elem* y, int64_t rows,
                                              int64_t cols, void* chunks_shared) {
   static_assert(LAG >= 0 && 2 * LAG + 2 <= kSlots, "LAG in [0, 3]");
+  static_assert(!ROW_TICKETS || LAG == 0, "row tickets need LAG 0");
   using Slot = std::conditional_t<ASYNC, kf_elem, float>;
   __shared__ float4 constants_shared;
+  __shared__ int64_t next_row_shared;
   const Work work(layout, rows, cols);
   const Slots slots(layout, work.group);
   const int64_t nvec = (work.end - work.begin) / V;
   Slot* buffers = static_cast<Slot*>(chunks_shared);
-  auto row_of = [&](int64_t k) { return work.group + k * layout.groups; };
   auto pass = [&](const kf_elem* xn, kf_elem* yr, bool write, bool load, Slot* buffer,
                   float4 constants, typename Op::State& state) {
     if constexpr (ASYNC) {
@@ -295,27 +308,59 @@ __device__ __forceinline__ void run_resident(const Op& op, const Layout& layout,
                                    state);
     }
   };
+  // Thread 0: publishes the group's k-th row's partial; with row tickets the leader adds the
+  // group's (k + 1)-th row.
+  auto publish = [&](int64_t k, float4 partial) {
+    if (threadIdx.x != 0) return;
+    if (ROW_TICKETS && work.c == 0) {
+      const unsigned int ticket = atomicAdd(&g_row_ticket, 1u);
+      partial.w = __int_as_float(static_cast<int>(layout.groups + ticket));
+    }
+    slots.publish(k, work.c, partial);
+  };
+  const float4 none = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
-  // Prologue: rows 0 .. LAG are loaded and published.
+  if constexpr (ROW_TICKETS) {
+    int64_t row = work.group;  // < rows: the layout has at most `rows` groups
+    {
+      typename Op::State state = op.start(row);
+      pass(x + row * cols + work.begin, nullptr, false, true, buffers, none, state);
+      publish(0, op.finish(state));
+    }
 #pragma unroll 1
-  for (int64_t k = 0; k <= LAG && k < work.count; ++k) {
-    typename Op::State state = op.start(row_of(k));
-    pass(x + row_of(k) * cols + work.begin, nullptr, false, true, buffers + k * layout.chunk,
-         make_float4(0.0f, 0.0f, 0.0f, 0.0f), state);
-    const float4 partial = op.finish(state);
-    if (threadIdx.x == 0) slots.publish(k, work.c, partial);
-  }
+    for (int64_t k = 0;; ++k) {
+      const float4 constants = slots.gather(op, k, &constants_shared);
+      if (threadIdx.x == 0) next_row_shared = slots.next_row(k);
+      __syncthreads();
+      const int64_t next = next_row_shared;
+      __syncthreads();  // rewritten after the next gather only
+      const bool load = next < rows;
+      typename Op::State state = op.start(load ? next : row);
+      pass(x + (load ? next : 0) * cols + work.begin, y + row * cols + work.begin, true, load,
+           buffers, constants, state);
+      if (!load) break;
+      publish(k + 1, op.finish(state));
+      row = next;
+    }
+  } else {
+    auto row_of = [&](int64_t k) { return work.group + k * layout.groups; };
+    // Prologue: rows 0 .. LAG are loaded and published.
 #pragma unroll 1
-  for (int64_t k = 0; k < work.count; ++k) {
-    const float4 constants = slots.gather(op, k, &constants_shared);
-    const int64_t next = k + LAG + 1;
-    const bool load = next < work.count;
-    typename Op::State state = op.start(load ? row_of(next) : row_of(k));
-    pass(x + (load ? row_of(next) : 0) * cols + work.begin, y + row_of(k) * cols + work.begin,
-         true, load, buffers + (k % (LAG + 1)) * layout.chunk, constants, state);
-    if (load) {
-      const float4 partial = op.finish(state);
-      if (threadIdx.x == 0) slots.publish(next, work.c, partial);
+    for (int64_t k = 0; k <= LAG && k < work.count; ++k) {
+      typename Op::State state = op.start(row_of(k));
+      pass(x + row_of(k) * cols + work.begin, nullptr, false, true, buffers + k * layout.chunk,
+           none, state);
+      publish(k, op.finish(state));
+    }
+#pragma unroll 1
+    for (int64_t k = 0; k < work.count; ++k) {
+      const float4 constants = slots.gather(op, k, &constants_shared);
+      const int64_t next = k + LAG + 1;
+      const bool load = next < work.count;
+      typename Op::State state = op.start(load ? row_of(next) : row_of(k));
+      pass(x + (load ? row_of(next) : 0) * cols + work.begin, y + row_of(k) * cols + work.begin,
+           true, load, buffers + (k % (LAG + 1)) * layout.chunk, constants, state);
+      if (load) publish(next, op.finish(state));
     }
   }
   finish_call(layout);
@@ -328,21 +373,23 @@ l2_kernel(Op op, const kf_elem* __restrict__ x, kf_elem* __restrict__ y, int64_t
   run_l2<THREADS, V, U, LAG>(op, layout, x, y, rows, cols);
 }
 
-template <int THREADS, int V, int U, int LAG, int BPS, bool ASYNC, typename Op>
+template <int THREADS, int V, int U, int LAG, int BPS, bool ASYNC, bool ROW_TICKETS, typename Op>
 __global__ void __launch_bounds__(THREADS, BPS)
 resident_kernel(Op op, const kf_elem* __restrict__ x, kf_elem* __restrict__ y, int64_t rows,
                 int64_t cols, Layout layout) {
   extern __shared__ float4 chunk_raw[];  // float4: 16-byte aligned
-  run_resident<THREADS, V, U, LAG, ASYNC>(op, layout, x, y, rows, cols, chunk_raw);
+  run_resident<THREADS, V, U, LAG, ASYNC, ROW_TICKETS>(op, layout, x, y, rows, cols, chunk_raw);
 }
 
 /// Runs `op` over x [rows, cols] into y on `stream`: BPS blocks of THREADS threads per SM, V
 /// elements per access (V divides cols; x and y aligned to V elements), U accesses in flight per
 /// thread, LAG rows between a row's reduction and its write. RESIDENT: run_resident when the
 /// row fits the grid's shared memory LAG + 1 times over (each block gets 1 / BPS of the SM's,
-/// less 2 KiB), otherwise, and with RESIDENT = false, run_l2.
+/// less 2 KiB), otherwise, and with RESIDENT = false, run_l2. ROW_TICKETS: run_resident takes
+/// rows by ticket (LAG 0 only; the fixed order otherwise and in run_l2).
 /// Returns a cudaError_t (cudaErrorCooperativeLaunchTooLarge if the grid cannot be resident).
-template <int THREADS, int V, int U, int LAG, int BPS, bool RESIDENT, bool ASYNC, typename Op>
+template <int THREADS, int V, int U, int LAG, int BPS, bool RESIDENT, bool ASYNC,
+          bool ROW_TICKETS, typename Op>
 cudaError_t launch_rows(const Op& op, const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols,
                         cudaStream_t stream) {
   DeviceLimits limits;
@@ -353,7 +400,10 @@ cudaError_t launch_rows(const Op& op, const kf_elem* x, kf_elem* y, int64_t rows
     // registers.
     constexpr bool kAsync = ASYNC && V * kElemBytes >= 4;
     constexpr int64_t kSlotBytes = kAsync ? kElemBytes : 4;
-    auto kernel = resident_kernel<THREADS, V, U, LAG, BPS, kAsync, Op>;
+    // A ticket travels as a 32-bit integer: more rows than that take the fixed order.
+    const bool tickets = ROW_TICKETS && LAG == 0 && rows <= INT32_MAX - kMaxBlocks;
+    auto kernel = tickets ? resident_kernel<THREADS, V, U, LAG, BPS, kAsync, LAG == 0, Op>
+                          : resident_kernel<THREADS, V, U, LAG, BPS, kAsync, false, Op>;
     const int64_t share = std::min(limits.smem_optin, limits.smem_per_sm / BPS) - 2048;
     // LAG + 1 buffers; a chunk a multiple of 8 elements keeps every buffer 16-byte aligned.
     const int64_t max_chunk =

@@ -21,6 +21,7 @@ constexpr int kMaxBlocks = 4096;
 __device__ float4 g_partials[kMaxBlocks * kSlots];   // [group][slot][chunk]
 __device__ unsigned int g_arrived[kMaxBlocks * kSlots];  // [group][slot]
 __device__ unsigned int g_finished;
+__device__ unsigned int g_row_ticket;  // rows handed out after the first `groups` (row tickets)
 
 // Loads and stores of V elements with the evict-first (streaming) cache hint, for data used once
 // more at most: the raw bytes go through __ldcs/__stcs of an integer type of the pack's size.
@@ -198,15 +199,23 @@ struct Slots {
     __syncthreads();  // rewritten for the next row only after every thread has read it
     return constants;
   }
+
+  /// Thread 0, after gather(k): the group's next row, which the leader (chunk 0) put in the w
+  /// component of its partial of the k-th row (row tickets).
+  __device__ int64_t next_row(int64_t k) const {
+    const float4 leader = __ldcg(partials + (k % kSlots) * chunks);
+    return __float_as_int(leader.w);
+  }
 };
 
-/// The last block to finish resets the arrival counters of the groups in use.
+/// The last block to finish resets the arrival counters of the groups in use and the row ticket.
 __device__ __forceinline__ void finish_call(const Layout& layout) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(&g_finished, 1u) == gridDim.x - 1) {
       for (int64_t i = 0; i < layout.groups * kSlots; ++i) g_arrived[i] = 0;
+      g_row_ticket = 0;
       g_finished = 0;
       __threadfence();
     }

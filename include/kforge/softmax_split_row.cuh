@@ -10,8 +10,10 @@
 // statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) (x read once, y written once).
 // Parameters: KF_BLOCK_THREADS, KF_VEC (elements per access), KF_UNROLL (accesses in flight
 // per thread), KF_LAG (rows the reduction runs ahead of the write), KF_BLOCKS_PER_SM, KF_ASYNC
-// (1: loads by cp.async, straight to shared memory). The chunks live in shared memory
-// (run_resident) when the row fits the grid's, else they are re-read from L2 (run_l2).
+// (1: loads by cp.async, straight to shared memory), KF_ROW_TICKETS (1: with LAG 0 a group takes
+// its next row from a global counter, so rows start in order; 0: group g takes rows g,
+// g + groups, ...). The chunks live in shared memory (run_resident) when the row fits the grid's,
+// else they are re-read from L2 (run_l2).
 #pragma once
 
 #include <kforge/online_softmax.cuh>
@@ -38,6 +40,9 @@
 #ifndef KF_ASYNC
 #define KF_ASYNC 1
 #endif
+#ifndef KF_ROW_TICKETS
+#define KF_ROW_TICKETS 1
+#endif
 
 static_assert(KF_BLOCK_THREADS % 32 == 0 && KF_BLOCK_THREADS >= 64 && KF_BLOCK_THREADS <= 1024,
               "BLOCK_THREADS must be a multiple of 32 in [64, 1024]");
@@ -47,6 +52,7 @@ static_assert(KF_UNROLL >= 1 && KF_UNROLL <= 8, "UNROLL in [1, 8]");
 static_assert(KF_LAG >= 0 && KF_LAG <= 3, "LAG in [0, 3]");
 static_assert(KF_BLOCKS_PER_SM >= 1 && KF_BLOCKS_PER_SM <= 8, "BLOCKS_PER_SM in [1, 8]");
 static_assert(KF_ASYNC == 0 || KF_ASYNC == 1, "ASYNC is 0 or 1");
+static_assert(KF_ROW_TICKETS == 0 || KF_ROW_TICKETS == 1, "ROW_TICKETS is 0 or 1");
 
 namespace kf::softmax_rows {
 
@@ -118,9 +124,9 @@ struct SplitRowOp {
 template <int V, bool LOG>
 cudaError_t launch(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols,
                    cudaStream_t stream) {
-  return kf::pipeline::launch_rows<kThreads, V, KF_UNROLL, KF_LAG, KF_BLOCKS_PER_SM,
-                                   true, KF_ASYNC != 0>(SplitRowOp<V, LOG>{}, x, y,
-                                                                     rows, cols, stream);
+  return kf::pipeline::launch_rows<kThreads, V, KF_UNROLL, KF_LAG, KF_BLOCKS_PER_SM, true,
+                                   KF_ASYNC != 0, KF_ROW_TICKETS != 0>(SplitRowOp<V, LOG>{}, x,
+                                                                       y, rows, cols, stream);
 }
 
 /// The kernels' entry point (kforge_run) for softmax (LOG = false) or log-softmax: one input x
