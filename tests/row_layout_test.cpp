@@ -34,25 +34,49 @@ TEST(RowLayout, ResidentChunksFitTheirSharedMemoryAndCoverTheRow) {
       {100000, 40, 264, 28152},   {1, 393216, 264, 28152},  {3, 8, 4096, 16}};
   for (const auto& [rows, cols, blocks, max_chunk] : cases) {
     SCOPED_TRACE(testing::Message() << rows << " x " << cols << ", " << blocks << " blocks");
-    const Layout layout = choose_resident_layout(rows, cols, blocks, max_chunk, 8);
-    ASSERT_LE(layout.chunks, blocks);
-    expect_covers(layout, rows, cols, blocks, 8);
-    EXPECT_LE(layout.chunk, max_chunk);
+    for (const int64_t step : {int64_t{1}, int64_t{8192}, int64_t{512 * 4 * 8}, max_chunk * 3}) {
+      SCOPED_TRACE(testing::Message() << "step " << step);
+      const Layout layout = choose_resident_layout(rows, cols, blocks, max_chunk, 8, step);
+      ASSERT_LE(layout.chunks, blocks);
+      expect_covers(layout, rows, cols, blocks, 8);
+      EXPECT_LE(layout.chunk, max_chunk);
+      // No chunk is empty: every block of a group has elements.
+      EXPECT_LT((layout.chunks - 1) * layout.chunk, cols);
+    }
   }
 }
 
-TEST(RowLayout, ResidentLayoutOfKernelBench23UsesEveryBlock) {
-  // 393,216 floats over 264 blocks of at most 28,152: 14 chunks at least; 22 chunks x 12 groups
-  // use all 264 blocks (14 x 18 would leave 12 idle).
-  const Layout layout = choose_resident_layout(4096, 393216, 264, 28152, 8);
-  EXPECT_EQ(layout.chunks, 22);
-  EXPECT_EQ(layout.groups, 12);
-  EXPECT_EQ(layout.chunk, 17880);
+TEST(RowLayout, ResidentLayoutOfKernelBench23TakesWholeSteps) {
+  // 393,216 floats over 264 blocks of at most 28,152, 512 threads x UNROLL 4 x VEC 4 = 8192 per
+  // step: 16 chunks of exactly 3 steps (16 groups, 8 blocks idle), not the 22 chunks of 2.2 steps
+  // that used all 264 (3.18 against 3.46 ms on the H200).
+  const Layout layout = choose_resident_layout(4096, 393216, 264, 28152, 8, 8192);
+  EXPECT_EQ(layout.chunks, 16);
+  EXPECT_EQ(layout.groups, 16);
+  EXPECT_EQ(layout.chunk, 24576);
+}
+
+TEST(RowLayout, ResidentLayoutOfAVocabularyKeepsTwoChunksPerRow) {
+  // 1024 x 32000: two chunks of 16,000 (2 steps each) and 132 groups beat four of 8000 (1 step,
+  // 66 groups) and one row per block, which does not fit.
+  const Layout layout = choose_resident_layout(1024, 32000, 264, 28152, 8, 8192);
+  EXPECT_EQ(layout.chunks, 2);
+  EXPECT_EQ(layout.groups, 132);
+  EXPECT_EQ(layout.chunk, 16000);
+}
+
+TEST(RowLayout, ResidentLayoutSpreadsASingleRowOverTheGrid) {
+  // One row: every extra chunk shortens the pass, so the 264 blocks share it (263 chunks of
+  // 1496: chunks are whole vectors of 8).
+  const Layout layout = choose_resident_layout(1, 393216, 264, 28152, 8, 8192);
+  EXPECT_EQ(layout.groups, 1);
+  EXPECT_EQ(layout.chunks, 263);
+  EXPECT_EQ(layout.chunk, 1496);
 }
 
 TEST(RowLayout, ResidentLayoutReportsARowTooLongForTheGrid) {
   // 16 rows of 4M floats cannot live in 132 blocks of 28K: the caller must fall back.
-  const Layout layout = choose_resident_layout(16, 4194304, 132, 28152, 8);
+  const Layout layout = choose_resident_layout(16, 4194304, 132, 28152, 8, 8192);
   EXPECT_GT(layout.chunks, 132);
 }
 

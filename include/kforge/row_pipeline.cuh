@@ -149,10 +149,56 @@ __device__ __forceinline__ void run_l2(const Op& op, const Layout& layout, const
   finish_call(layout);
 }
 
-/// One pass of run_resident over the block's chunk: writes `write_row` (>= 0) from `buffer`
-/// and loads `load_row` (>= 0) into it, folding it into `state`. Thread t owns vectors t,
-/// t + THREADS, ... in both roles, so the slot it writes from is the one it loads into: no
-/// barrier between the two.
+/// One U-vector step of resident_pass at vector i (thread-strided: i, i + THREADS, ...). FULL:
+/// all U vectors exist; otherwise (the chunk's last, partial step) each access is guarded, and
+/// the ones that exist are still all in flight at once rather than one round trip each.
+template <int THREADS, int V, int U, bool FULL, typename Op>
+__device__ __forceinline__ void resident_step(const Op& op, const kf_elem* xn, kf_elem* yr,
+                                              int64_t begin, int64_t nvec, int64_t i, bool write,
+                                              bool load, float* buffer, float4 constants,
+                                              typename Op::State& state) {
+  auto exists = [&](int u) { return FULL || i + u * THREADS < nvec; };
+  float v[U][V];
+  float o[U][V];
+  typename Op::Cols operands[U];
+  if (load) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (exists(u)) load_vec_once<V>(xn + (i + u * THREADS) * V, v[u]);
+    }
+  }
+  if (write) {
+    // Loads before the first store (see run_l2).
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (exists(u)) op.load_cols(operands[u], begin + (i + u * THREADS) * V);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (exists(u)) load_shared<V>(buffer + (i + u * THREADS) * V, o[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (exists(u)) {
+        op.apply(o[u], operands[u], constants);
+        kf::store_vec<V>(yr + (i + u * THREADS) * V, o[u]);
+      }
+    }
+  }
+  if (load) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (exists(u)) {
+        store_shared<V>(buffer + (i + u * THREADS) * V, v[u]);
+        op.add(state, v[u]);
+      }
+    }
+  }
+}
+
+/// One pass of run_resident over the block's chunk: writes a row from `buffer` (write) and loads
+/// the next into it (load), folding it into `state`. Thread t owns vectors t, t + THREADS, ... in
+/// both roles, so the slot it writes from is the one it loads into: no barrier between the two.
 template <int THREADS, int V, int U, typename Op>
 __device__ __forceinline__ void resident_pass(const Op& op, const kf_elem* xn, kf_elem* yr,
                                               int64_t begin, int64_t nvec, bool write, bool load,
@@ -161,50 +207,13 @@ __device__ __forceinline__ void resident_pass(const Op& op, const kf_elem* xn, k
   int64_t i = threadIdx.x;
 #pragma unroll 1
   for (; i + (U - 1) * THREADS < nvec; i += U * THREADS) {
-    float v[U][V];
-    float o[U][V];
-    typename Op::Cols operands[U];
-    if (load) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) load_vec_once<V>(xn + (i + u * THREADS) * V, v[u]);
-    }
-    if (write) {
-      // Loads before the first store (see run_l2).
-#pragma unroll
-      for (int u = 0; u < U; ++u) op.load_cols(operands[u], begin + (i + u * THREADS) * V);
-#pragma unroll
-      for (int u = 0; u < U; ++u) load_shared<V>(buffer + (i + u * THREADS) * V, o[u]);
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        op.apply(o[u], operands[u], constants);
-        kf::store_vec<V>(yr + (i + u * THREADS) * V, o[u]);
-      }
-    }
-    if (load) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        store_shared<V>(buffer + (i + u * THREADS) * V, v[u]);
-        op.add(state, v[u]);
-      }
-    }
+    resident_step<THREADS, V, U, true>(op, xn, yr, begin, nvec, i, write, load, buffer,
+                                       constants, state);
   }
-#pragma unroll 1
-  for (; i < nvec; i += THREADS) {
-    float* slot = buffer + i * V;
-    float v[V];
-    if (load) load_vec_once<V>(xn + i * V, v);
-    if (write) {
-      float o[V];
-      typename Op::Cols operands;
-      op.load_cols(operands, begin + i * V);
-      load_shared<V>(slot, o);
-      op.apply(o, operands, constants);
-      kf::store_vec<V>(yr + i * V, o);
-    }
-    if (load) {
-      store_shared<V>(slot, v);
-      op.add(state, v);
-    }
+  // At most U - 1 of this thread's vectors are left.
+  if (i < nvec) {
+    resident_step<THREADS, V, U, false>(op, xn, yr, begin, nvec, i, write, load, buffer,
+                                        constants, state);
   }
 }
 
@@ -417,7 +426,8 @@ cudaError_t launch_rows(const Op& op, const kf_elem* x, kf_elem* y, int64_t rows
                               &blocks);
       }
       if (err != cudaSuccess) return err;
-      const Layout layout = choose_resident_layout(rows, cols, blocks, max_chunk, 8);
+      const Layout layout =
+          choose_resident_layout(rows, cols, blocks, max_chunk, 8, int64_t{THREADS} * U * V);
       if (blocks > 0 && layout.chunks <= blocks) {
         const size_t smem = static_cast<size_t>(layout.chunk) * (LAG + 1) * kSlotBytes;
         return launch_cooperative(kernel, layout.blocks(), THREADS, smem, stream, op, x, y, rows,
