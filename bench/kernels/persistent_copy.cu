@@ -1,7 +1,7 @@
 // Which order of work lets a grid of resident (persistent) blocks stream at the copy rate?
 // The fourth session measured, at KernelBench 23's size (4096 x 393216 f32, 6.44 GB each way),
 // a one-float4-per-thread copy with a fresh block per 256 threads at 4.27 TB/s and grid-stride
-// copies at 83-89%; the persistent softmax pipeline sits at 85%. This program times copy
+// copies at 83-89%; the persistent softmax pipeline sat at 85%. This program times copy
 // variants that differ only in how a resident grid orders its tiles:
 //   fresh     one tile per block, a fresh block per tile (the hardware's launch order)
 //   stride    resident blocks, tile = block + k * grid (grid-stride)

@@ -38,8 +38,9 @@
 // flight are always the next ones; a resident grid that walks fixed sequences drifts apart and
 // streams slower (bench/kernels/persistent_copy.cu on the H200: 88-89% of copy against 97% for
 // tiles taken in order).
-// Measured on the H200 (bench/kernels/README.md): run_resident reaches 88% of copy bandwidth
-// at KernelBench 23/24's 4096 x 393,216 with row tickets, 85-86% without (cluster_per_row: 75%), run_l2 58% (a third of the second
+// Measured on the H200 (bench/kernels/README.md): run_resident reaches 95% of copy bandwidth
+// at KernelBench 23/24's 4096 x 393,216 with row tickets and chunks of whole steps
+// (choose_resident_layout), 85-86% with neither (cluster_per_row: 75%), run_l2 58% (a third of the second
 // reads still miss L2). A LayerNorm on this pipeline was tried and not kept: at 16 x 4M its w and
 // b (32 MiB, read once per row) did not stay in L2 (677 MB of DRAM reads for 301 MB of minimum).
 //
