@@ -235,6 +235,9 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
       options.memory_path.empty() ? memory::default_memory_path().string() : options.memory_path;
   std::unique_ptr<memory::SqliteStore> store = memory::SqliteStore::open(
       memory_path, (fs::path(root) / "knowledge" / "seed.toml").string());
+  if (const std::string added = memory::describe_seed_additions(*store); !added.empty()) {
+    std::cerr << "kforge: note: " << added << "\n";
+  }
 
   // Two workers on the same device: one runs only the reference (the oracle of expected
   // outputs), the other runs candidates, so no candidate shares an address space with the

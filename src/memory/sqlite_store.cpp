@@ -154,19 +154,31 @@ std::unique_ptr<SqliteStore> SqliteStore::open(const std::filesystem::path& path
                                                const std::filesystem::path& seed_knowledge_path,
                                                int busy_timeout_ms) {
   std::unique_ptr<SqliteStore> store = open_database(path, busy_timeout_ms);
-  if (!seed_knowledge_path.empty() && store->directions("").empty()) {
-    with_context("while seeding memory database " + path.string(),
-                 [&] { store->seed(load_knowledge(seed_knowledge_path)); });
-  }
+  if (seed_knowledge_path.empty()) return store;
+  const bool seeded = !store->directions("").empty();
+  // A seeded graph only gains what the seed adds: without a seed file there is nothing to add.
+  if (seeded && !std::filesystem::exists(seed_knowledge_path)) return store;
+  with_context("while seeding memory database " + path.string(), [&] {
+    const Knowledge seed = load_knowledge(seed_knowledge_path);
+    if (!seeded) {
+      store->seed(seed);
+    } else {
+      store->seed_additions_ = store->add_missing_seed(seed);
+    }
+  });
   return store;
 }
 
 std::unique_ptr<SqliteStore> SqliteStore::open(const std::filesystem::path& path,
                                                const Knowledge& seed, int busy_timeout_ms) {
   std::unique_ptr<SqliteStore> store = open_database(path, busy_timeout_ms);
-  if (store->directions("").empty()) {
-    with_context("while seeding memory database " + path.string(), [&] { store->seed(seed); });
-  }
+  with_context("while seeding memory database " + path.string(), [&] {
+    if (store->directions("").empty()) {
+      store->seed(seed);
+    } else {
+      store->seed_additions_ = store->add_missing_seed(seed);
+    }
+  });
   return store;
 }
 

@@ -42,7 +42,10 @@ class SqliteStore final : public Store {
 
   /// Opens or creates the database at `path` (":memory:" for a private in-memory one), creating
   /// parent directories, migrating the schema to kSchemaVersion, and, when the graph has no
-  /// direction yet, loading `seed_knowledge_path` (skipped when that path is empty).
+  /// direction yet, loading `seed_knowledge_path` (skipped when that path is empty). A graph
+  /// seeded before gains the seed's directions, strategies and edges it lacks (add_missing_seed:
+  /// a memory from an older kforge learns the new seed's nodes; what it has is kept);
+  /// seed_additions() says what was added.
   /// Throws Error, naming the file, when a directory cannot be created, the file is not a kforge
   /// memory (another program's database, or not SQLite at all: corrupt), it is locked longer than
   /// `busy_timeout_ms`, it was written by a newer kforge (user_version > kSchemaVersion; the file
@@ -99,6 +102,13 @@ class SqliteStore final : public Store {
   /// Deletes every evidence row and statistic, then restores the seed (reset), in one
   /// transaction. `seed` replaces the graph's nodes and edges.
   void reset(const Knowledge& seed);
+  /// Adds the directions, strategies and edges of `seed` whose ids (an edge: from and to) this
+  /// graph lacks, in one transaction; existing nodes keep their text, priors and evidence.
+  /// Evidence counts of the summary stay 0. Throws Error when a seed strategy names a direction
+  /// that neither the graph nor the seed has.
+  ImportSummary add_missing_seed(const Knowledge& seed);
+  /// What open() added from the seed to a graph seeded before (all zero for a new graph).
+  const ImportSummary& seed_additions() const { return seed_additions_; }
 
   /// The schema version stored in the file (PRAGMA user_version).
   int schema_version();
@@ -118,7 +128,13 @@ class SqliteStore final : public Store {
                     const std::string& now);
 
   std::filesystem::path path_;
+  ImportSummary seed_additions_;
   std::unique_ptr<sqlite::Database> db_;
 };
+
+/// One line for the console when `store` gained nodes from the seed on open ("" when none):
+/// "memory FILE: added 2 strategies of this kforge's seed it did not have (its evidence is
+/// unchanged)".
+std::string describe_seed_additions(const SqliteStore& store);
 
 }  // namespace kforge::memory

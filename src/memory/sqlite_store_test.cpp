@@ -183,12 +183,66 @@ TEST_F(SqliteStoreTest, ReopenKeepsDataAndDoesNotReseed) {
     auto store = open();
     store->record(attempt("ok", 0.3, "parallel_decomposition"));
   }
-  // The graph is not empty, so the (missing) seed file is never read.
+  // The graph is not empty, so a missing seed file has nothing to add and is skipped.
   auto store = SqliteStore::open(path_, directory_ / "missing.toml");
   EXPECT_EQ(store->schema_version(), SqliteStore::kSchemaVersion);
   EXPECT_EQ(store->evidence_count(), 1);
   EXPECT_EQ(direction(*store, "memory_access").stats.successes, 1);
   EXPECT_EQ(strategy(*store, "memory_access", "cuda_vectorized_loads").stats.attempts, 1);
+}
+
+TEST_F(SqliteStoreTest, ReopenAddsTheSeedNodesItLacksAndKeepsWhatItHas) {
+  // A memory seeded by an older kforge: one direction, one strategy, with its own title.
+  const std::filesystem::path old_seed = directory_ / "old_seed.toml";
+  std::ofstream(old_seed) << R"toml(version = 1
+[[directions]]
+id = "memory_access"
+backends = ["cuda"]
+title = "Memory access (old title)"
+goal = "g"
+triggers = ["t"]
+risks = ["r"]
+prior = 0.3
+[[directions.strategies]]
+id = "cuda_vectorized_loads"
+title = "Old title"
+edit_pattern = "p"
+validation = ["v"]
+triggers = ["t"]
+edits = [{ param = "VEC", op = "max" }]
+)toml";
+  {
+    auto store = SqliteStore::open(path_, old_seed);
+    EXPECT_EQ(store->directions("").size(), 1u);
+    store->record(attempt("ok", 0.3));
+  }
+  const Knowledge seed = load_knowledge(kSeedPath);
+  {
+    auto store = open();  // this kforge's seed
+    const SqliteStore::ImportSummary& added = store->seed_additions();
+    EXPECT_EQ(added.directions_added, static_cast<int>(seed.directions.size()) - 1);
+    EXPECT_EQ(added.strategies_added, static_cast<int>(seed.strategies.size()) - 1);
+    EXPECT_EQ(added.edges_added, static_cast<int>(seed.edges.size()));
+    EXPECT_EQ(store->directions("").size(), seed.directions.size());
+    // What the memory had keeps its text and its evidence.
+    EXPECT_EQ(direction(*store, "memory_access").title, "Memory access (old title)");
+    const Strategy kept = strategy(*store, "memory_access", "cuda_vectorized_loads");
+    EXPECT_EQ(kept.title, "Old title");
+    EXPECT_EQ(kept.stats.attempts, 1);
+    EXPECT_EQ(store->evidence_count(), 1);
+    const std::string line = describe_seed_additions(*store);
+    EXPECT_NE(line.find("memory " + path_.string() + ": added "), std::string::npos) << line;
+    EXPECT_NE(line.find(std::to_string(added.strategies_added) + " strategies"),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("its evidence is unchanged"), std::string::npos) << line;
+  }
+  // Nothing is missing the second time.
+  auto store = open();
+  EXPECT_EQ(store->seed_additions().directions_added, 0);
+  EXPECT_EQ(store->seed_additions().strategies_added, 0);
+  EXPECT_EQ(store->seed_additions().edges_added, 0);
+  EXPECT_EQ(describe_seed_additions(*store), "");
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaIsRefused) {

@@ -198,6 +198,67 @@ nlohmann::json SqliteStore::export_json() {
   return document;
 }
 
+std::string describe_seed_additions(const SqliteStore& store) {
+  const SqliteStore::ImportSummary& added = store.seed_additions();
+  std::vector<std::string> parts;
+  auto count = [&](int n, const char* one, const char* many) {
+    if (n > 0) parts.push_back(std::to_string(n) + " " + (n == 1 ? one : many));
+  };
+  count(added.directions_added, "direction", "directions");
+  count(added.strategies_added, "strategy", "strategies");
+  count(added.edges_added, "edge", "edges");
+  if (parts.empty()) return "";
+  std::string list = parts[0];
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    list += (i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return "memory " + store.path().string() + ": added " + list +
+         " of this kforge's seed it did not have (its evidence is unchanged)";
+}
+
+SqliteStore::ImportSummary SqliteStore::add_missing_seed(const Knowledge& seed) {
+  ImportSummary summary;
+  // Read first: a memory that lacks nothing is not written (a read-only file stays readable).
+  auto lacks_something = [&] {
+    for (const Direction& d : seed.directions) {
+      if (!exists(*db_, "SELECT 1 FROM directions WHERE id = ?1", {d.id})) return true;
+    }
+    for (const Strategy& s : seed.strategies) {
+      if (!exists(*db_, "SELECT 1 FROM strategies WHERE id = ?1", {s.id})) return true;
+    }
+    for (const Edge& e : seed.edges) {
+      if (!exists(*db_, "SELECT 1 FROM edges WHERE from_direction = ?1 AND to_direction = ?2",
+                  {e.from_direction, e.to_direction})) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (!lacks_something()) return summary;
+  sqlite::Transaction transaction(*db_);  // checks again inside: another process may have added
+  for (const Direction& d : seed.directions) {
+    if (exists(*db_, "SELECT 1 FROM directions WHERE id = ?1", {d.id})) continue;
+    insert_direction(d);
+    ++summary.directions_added;
+  }
+  for (const Strategy& s : seed.strategies) {
+    if (exists(*db_, "SELECT 1 FROM strategies WHERE id = ?1", {s.id})) continue;
+    with_context("seed strategy '" + s.id + "'", [&] { insert_strategy(s); });
+    ++summary.strategies_added;
+  }
+  for (const Edge& e : seed.edges) {
+    if (exists(*db_, "SELECT 1 FROM edges WHERE from_direction = ?1 AND to_direction = ?2",
+               {e.from_direction, e.to_direction})) {
+      continue;
+    }
+    with_context("seed edge '" + e.from_direction + "' -> '" + e.to_direction + "'",
+                 [&] { insert_edge(e); });
+    ++summary.edges_added;
+  }
+  transaction.commit();
+  return summary;
+}
+
 SqliteStore::ImportSummary SqliteStore::import_json(const nlohmann::json& document,
                                                     const std::string& source) {
   if (!document.is_object() || document.value("format", "") != kFormat) {
