@@ -13,6 +13,7 @@
 #include "cli/optimize_command.h"
 #include "cli/option_source.h"
 #include "cli/suite_command.h"
+#include "cli/validators.h"
 #include "common/error.h"
 #include "search/scheduler.h"
 
@@ -20,22 +21,7 @@ namespace kforge::cli {
 namespace {
 
 // A budget limit: a positive number, refused with a message naming the flag otherwise.
-CLI::Validator positive_limit() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        double number = 0.0;
-        try {
-          number = std::stod(value);
-        } catch (const std::exception&) {
-          return "expected a positive number, got '" + value + "'";
-        }
-        if (!(number > 0.0)) {
-          return "must be a positive number (got " + value + "); leave it out for no limit";
-        }
-        return "";
-      },
-      "POSITIVE");
-}
+CLI::Validator positive_limit() { return positive_number("leave it out for no limit"); }
 
 // The task file: an existing file; a folder is refused pointing at its task.toml when it has one
 // (`kforge optimize examples/softmax`).
@@ -145,7 +131,7 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--temperature", options.search.temperature,
                        "Softmax temperature of the direction choice (higher explores more)")
       ->envname("KFORGE_TEMPERATURE")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   optimize->add_option("--eta", options.search.eta,
                        "Successive-halving ratio: the top ceil(n/eta) of each step's correct "

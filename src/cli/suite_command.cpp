@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/option_source.h"
 #include "cli/suite_tasks.h"
+#include "cli/validators.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "process/subprocess.h"
@@ -402,7 +403,7 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
       ->add_option("--task-timeout-s", options.task_timeout_s,
                    "Wall-clock limit of one task's optimize, seconds (> 0)")
       ->envname("KFORGE_TASK_TIMEOUT_S")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   suite->add_flag("--verbose", options.verbose, "Echo each task's optimize output to stderr");
   suite->add_flag("--json", options.json, "Print suite.json instead of the table");
