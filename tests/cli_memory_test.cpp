@@ -57,9 +57,43 @@ TEST_F(CliMemoryTest, ShowListsNodesStrategiesAndLaggedEdges) {
   EXPECT_NE(show.output.find("cpu_row_simd"), std::string::npos);
   EXPECT_NE(show.output.find("threading -> vectorization"), std::string::npos);
   EXPECT_EQ(show.output.find("parallel_decomposition"), std::string::npos) << "cuda only";
+  EXPECT_NE(show.output.find("columns: n attempts, comp compiled"), std::string::npos)
+      << show.output;
   process::CommandResult json = kforge({"memory", "show", "--json"});
   ASSERT_EQ(json.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(json.output)["evidence"].size(), 1u);
+}
+
+TEST_F(CliMemoryTest, AMemoryFromAnOlderSeedGainsTheNewStrategiesWithANote) {
+  // A memory seeded by an older kforge knew one direction and one strategy.
+  const fs::path old_seed = dir_ / "old_seed.toml";
+  std::ofstream(old_seed) << R"toml(version = 1
+[[directions]]
+id = "vectorization"
+backends = ["cpu"]
+title = "Vectorization"
+goal = "g"
+triggers = ["t"]
+risks = ["r"]
+prior = 0.3
+[[directions.strategies]]
+id = "cpu_row_simd"
+title = "SIMD rows"
+edit_pattern = "p"
+validation = ["v"]
+triggers = ["t"]
+edits = [{ param = "ACCUMULATORS", op = "max" }]
+)toml";
+  memory::SqliteStore::open(memory_, old_seed).reset();
+  process::CommandResult show = kforge({"memory", "show", "--backend", "cpu"});
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("kforge: note: memory " + memory_.string() + ": added "),
+            std::string::npos)
+      << show.output;
+  EXPECT_NE(show.output.find("cpu_plain_row_loop"), std::string::npos) << show.output;
+  // Once added, nothing more to say.
+  process::CommandResult again = kforge({"memory", "show", "--backend", "cpu"});
+  EXPECT_EQ(again.output.find("kforge: note: memory"), std::string::npos) << again.output;
 }
 
 TEST_F(CliMemoryTest, GraphIsDotWithEdgeWidthByUtility) {
@@ -121,7 +155,14 @@ TEST_F(CliMemoryTest, AnExportThatCannotBeWrittenSaysWhy) {
 TEST_F(CliMemoryTest, ExportImportAndResetMoveExperience) {
   record_one();
   const std::string exported = (dir_ / "export.json").string();
-  ASSERT_EQ(kforge({"memory", "export", exported}).exit_code, 0);
+  process::CommandResult first = kforge({"memory", "export", exported});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("replacing"), std::string::npos) << first.output;
+  // A second export says that it replaced the file (written whole, then renamed over it).
+  process::CommandResult again = kforge({"memory", "export", exported});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("(replacing the file that was there)"), std::string::npos)
+      << again.output;
   process::CommandResult refused = kforge({"memory", "reset"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.output.find("rerun with --yes"), std::string::npos) << refused.output;

@@ -33,7 +33,10 @@ std::string memory_path(const MemoryCommandOptions& options) {
 fs::path seed_path() { return fs::path(resource_root()) / "knowledge" / "seed.toml"; }
 
 std::unique_ptr<memory::SqliteStore> open_store(const MemoryCommandOptions& options) {
-  return memory::SqliteStore::open(memory_path(options), seed_path());
+  auto store = memory::SqliteStore::open(memory_path(options), seed_path());
+  const std::string added = memory::describe_seed_additions(*store);
+  if (!added.empty()) std::cerr << "kforge: note: " << added << "\n";
+  return store;
 }
 
 // True when the user named the memory file (--memory, KFORGE_MEMORY or KFORGE_MEMORY_DB) rather
@@ -62,6 +65,14 @@ std::string stats_cells(const memory::Stats& s) {
 }
 
 constexpr const char* kStatsHeader = "    n  comp    ok  fast  mean_lg   ema_lg";
+
+// What the columns of `memory show` mean (src/memory/htg.h, Stats), printed under the tables.
+constexpr const char* kLegend =
+    "columns: n attempts, comp compiled, ok passed the correctness gate, fast faster than the\n"
+    "candidate it edited; mean_lg and ema_lg the mean and moving average of the natural log of\n"
+    "that speedup over the ok attempts (+0.10 = 1.11x, -0.10 = 0.90x); prior the seed's utility\n"
+    "on the same scale; lagJ n/mean the attempts of the edge's target J steps after its source,\n"
+    "and their mean log speedup; last used in UTC.\n";
 
 int show(const MemoryCommandOptions& options) {
   auto store = open_existing_store(options);
@@ -107,6 +118,7 @@ int show(const MemoryCommandOptions& options) {
     std::cout << fmt::format("{:<50} {:>6.2f} {}\n", e.from_direction + " -> " + e.to_direction,
                              e.prior, lags);
   }
+  std::cout << "\n" << kLegend;
   return 0;
 }
 
@@ -189,14 +201,14 @@ int graph(const MemoryCommandOptions& options) {
 int export_memory(const MemoryCommandOptions& options) {
   auto store = open_existing_store(options);
   nlohmann::json document = store->export_json();
-  std::ofstream out(options.file);
-  out << document.dump(2) << "\n";
-  if (!out) throw Error(cannot_write(options.file));
+  // Written to a temporary file and renamed over FILE: a failed export leaves FILE as it was.
+  const bool replaced = fs::exists(options.file);
+  write_file_atomically(options.file, document.dump(2) + "\n");
   std::cerr << fmt::format(
       "kforge: exported {} directions, {} strategies, {} edges, {} evidence "
-      "rows to {}\n",
+      "rows to {}{}\n",
       document["directions"].size(), document["strategies"].size(), document["edges"].size(),
-      document["evidence"].size(), options.file);
+      document["evidence"].size(), options.file, replaced ? " (replacing the file that was there)" : "");
   return 0;
 }
 

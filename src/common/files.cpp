@@ -27,12 +27,20 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
   fs::path temporary = path;
   temporary += ".tmp" + std::to_string(::getpid()) + "_" +
                std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+  std::error_code ec;
+  // The messages name `path`, the user's file, not the temporary one.
+  if (fs::is_directory(path, ec)) throw Error(cannot_write(path));
   {
     std::ofstream out(temporary, std::ios::binary);
     out << text;
-    if (!out) throw Error(cannot_write(temporary));
+    out.flush();
+    if (!out) {
+      const int error = errno;
+      fs::remove(temporary, ec);
+      errno = error;
+      throw Error(cannot_write(path));
+    }
   }
-  std::error_code ec;
   fs::rename(temporary, path, ec);
   if (ec) throw Error("cannot rename " + temporary.string() + " to " + path.string() + ": " + ec.message());
 }

@@ -10,7 +10,8 @@ namespace kforge {
 std::string read_file(const std::filesystem::path& path);
 
 /// Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader (or a
-/// crash) never sees a half-written file. Throws Error naming the path on failure.
+/// crash) never sees a half-written file and a failed write leaves `path` as it was. Throws
+/// Error naming `path` on failure (cannot_write's reasons; `path` being a folder included).
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
 /// "cannot write PATH: WHY" for a file that could not be opened or written, WHY being the first

@@ -41,6 +41,12 @@ std::string joined(std::span<const std::string> ids) {
   return text;
 }
 
+// Where in the run a choice was made, for --explain: "after memory_access, launch_config" (the
+// last directions, oldest first) or "as the first direction".
+std::string after(std::span<const std::string> prefix) {
+  return prefix.empty() ? "as the first direction" : "after " + joined(prefix);
+}
+
 }  // namespace
 
 std::vector<double> position_weights(int count, double recency) {
@@ -256,8 +262,8 @@ std::optional<PolicyChoice> Policy::choose_flat(const MemoryView& view,
       choice.strategy = arm.strategy;
     }
   }
-  choice.explanation = "strategy '" + choice.strategy.id + "' (hierarchy ablated) after [" +
-                       joined(state.prefix) + "] at T " + format("%.2f", config_.temperature) +
+  choice.explanation = "strategy '" + choice.strategy.id + "' (hierarchy ablated) " +
+                       after(state.prefix) + " at T " + format("%.2f", config_.temperature) +
                        ": " + ranking(choice.scores);
   return choice;
 }
@@ -277,8 +283,8 @@ std::optional<PolicyChoice> Policy::choose(const StateSummary& state,
   choice.direction = std::move(chosen.direction);
   choice.strategy = std::move(chosen.arms.at(pick.index).strategy);
   const std::string diagnosis = state.last_feedback.summary();
-  choice.explanation = "direction '" + choice.direction.id + "' after [" + joined(state.prefix) +
-                       "] at T " + format("%.2f", config_.temperature) + ": " +
+  choice.explanation = "direction '" + choice.direction.id + "' " + after(state.prefix) +
+                       " at T " + format("%.2f", config_.temperature) + ": " +
                        ranking(choice.scores) + "\nstrategy '" + choice.strategy.id + "'" +
                        (diagnosis.empty() ? "" : " under [" + diagnosis + "]") + ": " +
                        pick.explanation;

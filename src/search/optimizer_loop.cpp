@@ -272,7 +272,14 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
   for (size_t i = 0; i < moves.size(); ++i) {
     const Move& move = moves[i];
     if (should_stop()) break;
-    if (options_.explain) progress_("    why " + move.proposal.id + ": " + move.explanation);
+    if (options_.explain) {
+      // The explanation's later lines (the strategy under the direction) line up under its first.
+      std::string why = move.explanation;
+      for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at + 1)) {
+        why.insert(at + 1, "        ");
+      }
+      progress_("    why " + move.proposal.id + ": " + why);
+    }
     generation::Proposal current = move.proposal;
     generation::Feedback feedback;
     CandidateRecord record =
