@@ -202,7 +202,7 @@ int export_memory(const MemoryCommandOptions& options) {
   auto store = open_existing_store(options);
   nlohmann::json document = store->export_json();
   // Written to a temporary file and renamed over FILE: a failed export leaves FILE as it was.
-  const bool replaced = fs::exists(options.file);
+  const bool replaced = fs::is_regular_file(options.file);  // not a terminal or a pipe
   write_file_atomically(options.file, document.dump(2) + "\n");
   std::cerr << fmt::format(
       "kforge: exported {} directions, {} strategies, {} edges, {} evidence "
