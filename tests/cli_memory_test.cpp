@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -136,6 +137,35 @@ TEST_F(CliMemoryTest, GraphOutputIsWhatItsExtensionSays) {
             std::string::npos)
       << no_dot.output;
   EXPECT_TRUE(fs::exists(dir_ / "h.dot"));
+}
+
+// `memory graph -o g.svg` wrote g.dot beside it (replacing a g.dot of the user's) and kept it; into
+// a missing folder it said "dot -Tsvg failed for nodir/g.dot: exit code 2: Error: dot: can't open".
+TEST_F(CliMemoryTest, AnImageLeavesNoDotFileBesideItAndAMissingFolderIsNamed) {
+  if (process::run_command({"sh", "-c", "command -v dot"}, 10).exit_code != 0) {
+    GTEST_SKIP() << "graphviz's dot is not installed";
+  }
+  record_one();
+  std::ofstream(dir_ / "g.dot") << "the user's own";
+  process::CommandResult rendered = kforge({"memory", "graph", "-o", (dir_ / "g.svg").string()});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  std::string kept;
+  std::getline(std::ifstream(dir_ / "g.dot"), kept);
+  EXPECT_EQ(kept, "the user's own");
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"g.dot", "g.svg", "memory.sqlite"}));
+
+  const fs::path missing = dir_ / "nodir" / "g.svg";
+  process::CommandResult no_folder = kforge({"memory", "graph", "-o", missing.string()});
+  EXPECT_EQ(no_folder.exit_code, 1) << no_folder.output;
+  EXPECT_NE(no_folder.output.find("cannot write " + missing.string() + ": its folder " +
+                                  (dir_ / "nodir").string() + " does not exist"),
+            std::string::npos)
+      << no_folder.output;
 }
 
 TEST_F(CliMemoryTest, AnExportThatCannotBeWrittenSaysWhy) {

@@ -152,7 +152,9 @@ TEST_F(CliTest, ABadValueFromAnEnvironmentVariableNamesTheVariable) {
   const std::string task = example("tests/data/softmax_small/task.toml");
   process::CommandResult steps = kforge({"optimize", task}, {"KFORGE_STEPS=abc"});
   EXPECT_EQ(steps.exit_code, 2) << steps.output;
-  EXPECT_NE(steps.output.find("--steps (from KFORGE_STEPS): Value abc"), std::string::npos)
+  EXPECT_NE(steps.output.find("--steps (from KFORGE_STEPS): expected a whole number from 0 to "
+                              "100000, got 'abc'"),
+            std::string::npos)
       << steps.output;
   process::CommandResult seed = kforge({"optimize", task}, {"KFORGE_SEED=x"});
   EXPECT_EQ(seed.exit_code, 2) << seed.output;
@@ -160,13 +162,37 @@ TEST_F(CliTest, ABadValueFromAnEnvironmentVariableNamesTheVariable) {
   // The flag wins over the variable, so its bad value is the flag's.
   process::CommandResult flag = kforge({"optimize", task, "--steps=abc"}, {"KFORGE_STEPS=3"});
   EXPECT_EQ(flag.exit_code, 2) << flag.output;
-  EXPECT_NE(flag.output.find("--steps: Value abc"), std::string::npos) << flag.output;
+  EXPECT_NE(flag.output.find("--steps: expected a whole number"), std::string::npos)
+      << flag.output;
   EXPECT_EQ(flag.output.find("KFORGE_STEPS"), std::string::npos) << flag.output;
   // --devices is not --device: KFORGE_DEVICE does not take the blame for a bad --devices.
   process::CommandResult devices =
       kforge({"optimize", task}, {"KFORGE_DEVICES=0,x", "KFORGE_DEVICE=0"});
   EXPECT_NE(devices.output.find("--devices (from KFORGE_DEVICES)"), std::string::npos)
       << devices.output;
+}
+
+// Every numeric option says what it expects, in one short line: `--seed -1` ran with seed
+// 18446744073709551615, `--steps 1.5` said "Value 1.5 not in range 0 to 100000", `--max-candidates
+// 1.5` "Could not convert", a weight "not in range 0.000000 to 1.000000".
+TEST_F(CliTest, ANumericOptionRefusesABadValueSayingWhatItExpects) {
+  const std::string task = example("tests/data/softmax_small/task.toml");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--seed", "-1"}, "--seed: expected a whole number from 0 to 18446744073709551615, got '-1'"},
+      {{"--steps", "1.5"}, "--steps: expected a whole number from 0 to 100000, got '1.5'"},
+      {{"--max-candidates", "1.5"},
+       "--max-candidates: expected a whole number from 1 to 2147483647, got '1.5'; leave it out "
+       "for no limit"},
+      {{"--weight-other-device", "2"}, "--weight-other-device: expected a number from 0 to 1, got '2'"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"optimize", task, "--run-dir", (dir_ / "run").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    process::CommandResult result = kforge(args);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find(message), std::string::npos) << result.output;
+    EXPECT_FALSE(fs::exists(dir_ / "run")) << flags.front();
+  }
 }
 
 // A task whose cpu reference is `reference_source`, at the softmax_small shapes.

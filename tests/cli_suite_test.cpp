@@ -199,8 +199,10 @@ TEST_F(CliSuiteTest, BadInputIsRefusedBeforeAnyTaskRuns) {
   }
   process::CommandResult bad_steps =
       kforge({"suite", (dir_ / "tasks").string(), "--suite-dir", suite.string(), "--steps", "-1"});
-  EXPECT_EQ(bad_steps.exit_code, 1) << bad_steps.output;
-  EXPECT_NE(bad_steps.output.find("--steps"), std::string::npos) << bad_steps.output;
+  EXPECT_EQ(bad_steps.exit_code, 2) << bad_steps.output;  // a bad command line, as in optimize
+  EXPECT_NE(bad_steps.output.find("--steps: expected a whole number from 0 to 100000, got '-1'"),
+            std::string::npos)
+      << bad_steps.output;
   EXPECT_FALSE(fs::exists(suite)) << "nothing is written for refused input";
 }
 

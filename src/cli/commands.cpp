@@ -70,7 +70,7 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
           "--max-candidates", [&budget](int v) { budget.max_candidates = v; },
           "Stop the search after this many candidates (expert hints and repairs included)")
       ->envname("KFORGE_MAX_CANDIDATES")
-      ->check(positive_limit());
+      ->check(whole_number(1, INT32_MAX, "leave it out for no limit").description("POSITIVE"));
   optimize
       ->add_option_function<double>(
           "--max-cost-usd,--llm-budget-usd", [&budget](double v) { budget.max_cost_usd = v; },
@@ -95,38 +95,39 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   CLI::Option* device_option =
       optimize->add_option("--device", options.device, "Device index for the worker");
   device_option->envname("KFORGE_DEVICE")
-      ->check(CLI::Range(0, 1023))
+      ->check(whole_number(0, 1023))
       ->capture_default_str();
   optimize->add_option("--devices", options.devices,
                        "cuda: one candidate worker per listed device, e.g. 0,1 (each timing has "
                        "its device to itself; the reference runs on the first)")
       ->envname("KFORGE_DEVICES")
       ->delimiter(',')
-      ->check(CLI::Range(0, 1023))
+      ->check(whole_number(0, 1023))
       ->excludes(device_option);  // one way to say where the workers run, never two
   optimize->add_option("--workers", options.workers,
                        "cpu: candidate worker processes evaluating a step's candidates "
                        "concurrently (they share the cores: timings are noisier above 1)")
       ->envname("KFORGE_WORKERS")
-      ->check(CLI::Range(1, 64))
+      ->check(whole_number(1, 64))
       ->capture_default_str();
   optimize->add_option("--steps", options.search.steps, "Search steps T after the expert hints")
       ->envname("KFORGE_STEPS")
-      ->check(CLI::Range(0, 100000))
+      ->check(whole_number(0, 100000))
       ->capture_default_str();
   optimize->add_option("--proposals", options.search.proposals_per_step, "Candidates per step")
       ->envname("KFORGE_PROPOSALS")
-      ->check(CLI::Range(1, 1000))
+      ->check(whole_number(1, 1000))
       ->capture_default_str();
   optimize->add_option("--diversity-slots", options.search.diversity_slots,
                        "Of each step's candidates, how many refine the fastest candidate of "
                        "another parallel decomposition than the best's (at most --proposals "
                        "minus 1 are; 0: all refine the best first)")
       ->envname("KFORGE_DIVERSITY_SLOTS")
-      ->check(CLI::Range(0, 1000))
+      ->check(whole_number(0, 1000))
       ->capture_default_str();
   optimize->add_option("--seed", options.search.seed, "Seed of the policy's sampling")
       ->envname("KFORGE_SEED")
+      ->check(whole_number(0, UINT64_MAX).description(""))  // --help: UINT, not its 20 digits
       ->capture_default_str();
   optimize->add_option("--temperature", options.search.temperature,
                        "Softmax temperature of the direction choice (higher explores more)")
@@ -165,12 +166,12 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--compile-jobs", options.search.compile_jobs,
                        "Compile pool depth (0 = number of cores)")
       ->envname("KFORGE_COMPILE_JOBS")
-      ->check(CLI::Range(0, 256))
+      ->check(whole_number(0, 256))
       ->capture_default_str();
   optimize->add_option("--final-rounds", options.search.evaluation.final_rounds,
                        "Interleaved rounds of the final reference-vs-best timing")
       ->envname("KFORGE_FINAL_ROUNDS")
-      ->check(CLI::Range(1, 1000))
+      ->check(whole_number(1, 1000))
       ->capture_default_str();
   optimize->add_option("--profile", options.profile,
                        "Profile the best kernel with Nsight Compute at the end: auto (cuda, when "
@@ -204,7 +205,7 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--repair-tries", options.search.repair_tries,
                        "Times a failed llm candidate goes back to the model with its errors")
       ->envname("KFORGE_REPAIR_TRIES")
-      ->check(CLI::Range(0, 20))
+      ->check(whole_number(0, 20))
       ->capture_default_str();
   optimize->add_option("--policy", options.policy,
                        "htam (transition-attended memory), flat (flat evidence retrieval), "
@@ -223,22 +224,22 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   optimize->add_option("--weight-other-device", weights.other_device,
                        "Weight of evidence from another device")
       ->envname("KFORGE_WEIGHT_OTHER_DEVICE")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_in_range(0.0, 1.0))
       ->capture_default_str();
   optimize->add_option("--weight-other-toolchain", weights.other_toolchain,
                        "Weight of evidence from another compiler version")
       ->envname("KFORGE_WEIGHT_OTHER_TOOLCHAIN")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_in_range(0.0, 1.0))
       ->capture_default_str();
   optimize->add_option("--weight-similar-family", weights.similar_family,
                        "Weight of evidence from a similar operator family")
       ->envname("KFORGE_WEIGHT_SIMILAR_FAMILY")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_in_range(0.0, 1.0))
       ->capture_default_str();
   optimize->add_option("--weight-other-family", weights.other_family,
                        "Weight of evidence from an unrelated operator family")
       ->envname("KFORGE_WEIGHT_OTHER_FAMILY")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_in_range(0.0, 1.0))
       ->capture_default_str();
   optimize->add_option("--similar-families", options.similar_families,
                        "Groups of similar operator families, one comma-separated group per use "
@@ -320,6 +321,9 @@ int run_cli(int argc, char** argv) {
     }
     if (app.got_subcommand("memory")) return run_memory(*app.get_subcommand("memory"), memory);
     if (app.got_subcommand("suite")) return run_suite(suite, add_optimize);
+  } catch (const UsageError& e) {
+    std::cerr << "kforge: error: " << e.what() << "\nRun with --help for more information.\n";
+    return static_cast<int>(ExitCode::usage);
   } catch (const std::exception& e) {
     std::cerr << "kforge: error: " << e.what() << "\n";
     return static_cast<int>(ExitCode::error);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+
 namespace kforge::cli {
 
 /// Named exit codes of the kforge executable.
@@ -16,6 +18,13 @@ enum class ExitCode : int {
   not_all_correct = 3,  // optimize: the run found no correct candidate; suite: every task ran,
                         // but some found no correct candidate
   interrupted = 130,  // Ctrl-C
+};
+
+/// A bad command line found after parsing (e.g. an option `kforge suite` passes on to each
+/// `kforge optimize`): printed as "kforge: error: <message>", exit code ExitCode::usage.
+class UsageError : public Error {
+ public:
+  using Error::Error;
 };
 
 /// Parses argv and runs the chosen subcommand; returns the exit code. Catches every exception

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <vector>
 
+#include <unistd.h>
+
 #include "common/error.h"
 #include "common/files.h"
 #include "common/paths.h"
@@ -154,11 +156,20 @@ CLI::Validator graph_output_extension() {
       "FILE.{dot,gv,svg,png,pdf}");
 }
 
-// Renders `dot` into `image` with `dot -T<format>`, the format being the image's extension.
+// Renders `dot` into `image` with `dot -T<format>`, the format being the image's extension. The
+// DOT text goes through a temporary file beside the image, removed afterwards (a g.dot of the
+// user's next to g.svg is left alone); only when graphviz is missing is it kept, as IMAGE.dot.
 void render_image(const std::string& dot, const fs::path& image, const std::string& format) {
+  const fs::path folder = image.has_parent_path() ? image.parent_path() : fs::path(".");
+  std::error_code error;
+  if (!fs::is_directory(folder, error)) throw Error(cannot_write(image));
   fs::path dot_file = image;
-  dot_file.replace_extension(".dot");
-  std::ofstream(dot_file) << dot;
+  dot_file += ".dot.tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(dot_file);
+    out << dot;
+    if (!out) throw Error(cannot_write(image));
+  }
   process::SpawnOptions spawn;
   spawn.argv = {"dot", "-T" + format, "-o", image.string(), dot_file.string()};
   spawn.pipe_stdin = false;
@@ -166,14 +177,18 @@ void render_image(const std::string& dot, const fs::path& image, const std::stri
   try {
     child = std::make_unique<process::Subprocess>(spawn);
   } catch (const std::exception& e) {
+    fs::path kept = image;
+    kept.replace_extension(".dot");
+    fs::rename(dot_file, kept, error);
     throw Error("cannot render " + image.string() +
                 ": graphviz's dot is not installed (apt-get install graphviz; " + e.what() +
-                "); the DOT text is in " + dot_file.string());
+                "); the DOT text is in " + kept.string());
   }
   // Graphviz lays out a few dozen nodes in well under a second; 60 s only guards a hang.
   std::optional<process::ExitStatus> status = child->wait(60.0);
+  fs::remove(dot_file, error);
   if (!status || !status->exited || status->exit_code != 0) {
-    throw Error("dot -T" + format + " failed for " + dot_file.string() + ": " +
+    throw Error("dot -T" + format + " failed to write " + image.string() + ": " +
                 (status ? status->describe() : "timed out") + ": " + child->stderr_tail());
   }
 }
@@ -202,7 +217,7 @@ int export_memory(const MemoryCommandOptions& options) {
   auto store = open_existing_store(options);
   nlohmann::json document = store->export_json();
   // Written to a temporary file and renamed over FILE: a failed export leaves FILE as it was.
-  const bool replaced = fs::exists(options.file);
+  const bool replaced = fs::is_regular_file(options.file);  // not a terminal or a pipe
   write_file_atomically(options.file, document.dump(2) + "\n");
   std::cerr << fmt::format(
       "kforge: exported {} directions, {} strategies, {} edges, {} evidence "

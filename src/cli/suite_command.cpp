@@ -97,7 +97,7 @@ void check_optimize_args(AddOptimizeFunction add_optimize, const std::vector<std
   try {
     probe.parse(argv);
   } catch (const CLI::ParseError& e) {
-    throw Error("suite: an option passed to kforge optimize was refused: " +
+    throw UsageError("suite: an option passed to kforge optimize was refused: " +
                 name_environment_source(probe, args, e.what()));
   }
 }
@@ -144,7 +144,8 @@ ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log_pat
   spawn.merge_stderr = true;
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                  std::min(timeout_s, 1e9)));  // 30 years; 1e20 s would overflow the clock
   auto remaining_s = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
   process::Subprocess child(spawn);
   ChildRun run;

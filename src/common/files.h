@@ -11,7 +11,9 @@ std::string read_file(const std::filesystem::path& path);
 
 /// Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader (or a
 /// crash) never sees a half-written file and a failed write leaves `path` as it was. Throws
-/// Error naming `path` on failure (cannot_write's reasons; `path` being a folder included).
+/// Error naming `path` on failure (cannot_write's reasons; `path` being a folder or empty
+/// included), leaving no temporary file behind. A symbolic link is followed and kept (its target
+/// is replaced); what is not a regular file (a terminal, a pipe, /dev/null) is written in place.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
 /// "cannot write PATH: WHY" for a file that could not be opened or written, WHY being the first

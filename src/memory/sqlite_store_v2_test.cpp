@@ -281,6 +281,21 @@ TEST_F(MemoryV2Test, BadImportNamesTheEntryAndChangesNothing) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("bad.json: evidence[1]"), std::string::npos)
         << e.what();
+    // The user's terms, not SQLite's INSERT statement and "FOREIGN KEY constraint failed".
+    EXPECT_NE(std::string(e.what()).find("): unknown strategy 'no_such_strategy'"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("INSERT"), std::string::npos) << e.what();
+  }
+  document["evidence"][1]["strategy"] = good.strategy_id;
+  document["evidence"][1]["direction"] = "no_such_direction";
+  try {
+    store->import_json(document, "bad.json");
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("): unknown direction 'no_such_direction'"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(store->evidence_count(), 1) << "the whole import is rolled back";
   document["evidence"][1].erase("verdict");

@@ -319,7 +319,17 @@ SqliteStore::ImportSummary SqliteStore::import_json(const nlohmann::json& docume
     }
     with_context(source + ": evidence[" + std::to_string(i) + "] (direction '" + e.direction_id +
                      "', strategy '" + e.strategy_id + "')",
-                 [&] { insert_evidence(e, e.created_at); });
+                 [&] {
+                   // Named here: SQLite would print its INSERT and "FOREIGN KEY constraint failed".
+                   if (!exists(*db_, "SELECT 1 FROM directions WHERE id = ?1", {e.direction_id})) {
+                     throw Error("unknown direction '" + e.direction_id + "'");
+                   }
+                   if (!e.strategy_id.empty() &&
+                       !exists(*db_, "SELECT 1 FROM strategies WHERE id = ?1", {e.strategy_id})) {
+                     throw Error("unknown strategy '" + e.strategy_id + "'");
+                   }
+                   insert_evidence(e, e.created_at);
+                 });
     ++summary.evidence_added;
   }
   schema::rebuild_stats(*db_);
