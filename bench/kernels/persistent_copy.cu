@@ -150,6 +150,17 @@ __device__ __forceinline__ unsigned int sm_id() {
   return id;
 }
 
+// Every thread, once the block's copies are issued: thread 0 records the block's SM, its start
+// time `start` and its end time (ns) in trace[3 * block ..].
+__device__ __forceinline__ void record_block(unsigned long long* trace, uint64_t start) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    trace[3 * blockIdx.x] = sm_id();
+    trace[3 * blockIdx.x + 1] = start;
+    trace[3 * blockIdx.x + 2] = global_ns();
+  }
+}
+
 // `chunk` or `stride` (STRIDE) with each block's SM and start / end times (ns) recorded.
 template <int U, bool STRIDE>
 __global__ void __launch_bounds__(kThreads) traced(const float4* x, float4* y, int64_t n4,
@@ -162,12 +173,7 @@ __global__ void __launch_bounds__(kThreads) traced(const float4* x, float4* y, i
     const int64_t end = tiles * (blockIdx.x + 1) / gridDim.x;
     for (int64_t t = begin; t < end; ++t) copy_tile<U>(x, y, t, n4);
   }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    trace[3 * blockIdx.x] = sm_id();
-    trace[3 * blockIdx.x + 1] = start;
-    trace[3 * blockIdx.x + 2] = global_ns();
-  }
+  record_block(trace, start);
 }
 
 // A static contiguous assignment whose shares follow per-SM weights: each block publishes its SM,
@@ -204,12 +210,7 @@ __global__ void __launch_bounds__(kThreads) weighted(const float4* x, float4* y,
   const int64_t end =
       blockIdx.x == gridDim.x - 1 ? tiles : static_cast<int64_t>(range[1] * tiles + 0.5);
   for (int64_t t = begin; t < end; ++t) copy_tile<U>(x, y, t, n4);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    trace[3 * blockIdx.x] = sm_id();
-    trace[3 * blockIdx.x + 1] = start;
-    trace[3 * blockIdx.x + 2] = global_ns();
-  }
+  record_block(trace, start);
 }
 
 // Prints how unevenly the blocks of a static assignment finish: end times relative to the first
