@@ -12,7 +12,8 @@ from typing import Callable, List, Sequence, Tuple
 import torch
 
 FLOAT_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
-               torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64"}
+               torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64",
+               torch.bool: "bool"}  # bool has no kforge DType; match_family only skips it
 
 Instance = Tuple[str, torch.nn.Module, list]
 

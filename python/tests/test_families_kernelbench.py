@@ -1,0 +1,94 @@
+"""match_family on the KernelBench level 1 problems in /work/shared/kernelbench/level1 (skipped when
+absent), each built at two small size bindings by a tiny local loader, and prints which family
+each one matched.
+
+Run: /usr/bin/python3 -m unittest discover -s python/tests -t python
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import sys
+import unittest
+
+import torch
+
+from kforge_torch.families import match_family
+from tests.torch_fixtures import make_derived
+
+LEVEL1 = pathlib.Path("/work/shared/kernelbench/level1")
+# Values for the module-level integer constants above 16, in order of appearance; multiples of 4
+# so grouped convolutions stay divisible, and different per binding so no two sizes coincide.
+BINDINGS = ((20, 24, 28, 32, 36), (24, 28, 36, 20, 32))
+MUST_MATCH = ("19_ReLU", "23_Softmax", "26_GELU_", "36_RMSNorm_", "40_LayerNorm",
+              "4_Matrix_vector_multiplication_")
+MUST_NOT = ("47_Sum_reduction_over_a_dimension", "51_Argmax_over_a_dimension",
+            "1_Square_matrix_multiplication_", "88_MinGPTNewGelu", "5_Matrix_scalar_multiplication",
+            "33_BatchNorm")
+
+
+def _constant_int(node: ast.expr):
+    """The value of an integer expression of literals only (`256 * 8`), else None."""
+    allowed = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)
+    if not all(isinstance(n, allowed) for n in ast.walk(node)):
+        return None
+    value = eval(compile(ast.Expression(node), "<constant>", "eval"), {"__builtins__": {}})
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def load_problem(path: pathlib.Path, small: tuple) -> dict:
+    """Executes the problem file with its top-level integer constants > 16 replaced by `small`
+    values (cycled); returns its namespace (Model, get_inputs, get_init_inputs)."""
+    tree = ast.parse(path.read_text(), str(path))
+    replaced = 0
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            value = _constant_int(node.value)
+            if value is not None and value > 16:
+                node.value = ast.copy_location(ast.Constant(small[replaced % len(small)]),
+                                               node.value)
+                replaced += 1
+    namespace = {"__name__": f"kernelbench_{path.stem}", "__file__": str(path)}
+    exec(compile(tree, str(path), "exec"), namespace)
+    return namespace
+
+
+def build(path: pathlib.Path):
+    instances = []
+    for i, small in enumerate(BINDINGS):
+        problem = load_problem(path, small)
+        torch.manual_seed(i)
+        model = problem["Model"](*problem["get_init_inputs"]())
+        instances.append((f"gate_{i}", model, list(problem["get_inputs"]())))
+    return instances
+
+
+@unittest.skipUnless(LEVEL1.is_dir(), f"{LEVEL1} is not here")
+class KernelBenchLevel1Test(unittest.TestCase):
+    def test_level1_problems(self):
+        found = {}
+        for path in sorted(LEVEL1.glob("*.py")):
+            try:
+                instances = build(path)
+                derived = make_derived(path.stem, instances)  # runs forward once per instance
+            except Exception as error:  # small sizes it does not take, an op this torch lacks
+                found[path.stem] = None
+                print(f"  {path.stem}: not run ({type(error).__name__}: {error})", file=sys.stderr)
+                continue
+            result = match_family(derived, instances)
+            found[path.stem] = result["family"]
+            detail = result["family_match"]["adapter"] if result["family"] else "no family"
+            print(f"  {path.stem}: {result['family'] or '-'} [{detail}]", file=sys.stderr)
+        for name in MUST_MATCH:
+            with self.subTest(problem=name):
+                self.assertTrue(found.get(name), f"{name} matched no family")
+        for name in MUST_NOT:
+            with self.subTest(problem=name):
+                self.assertIn(name, found)
+                self.assertFalse(found[name], f"{name} matched {found[name]}")
+
+
+if __name__ == "__main__":
+    unittest.main()
