@@ -216,6 +216,16 @@ def _no_binding_reason(family: Family, natural: List[Natural], shapes) -> str:
     first = next(iter(shapes.values()))
     have = ", ".join(f"{t.describe()} {t.dtype} {first[t.index]}" for t in natural)
     wanted = ", ".join(f"{t.name} {list(t.shape)}" for t in family.inputs)
+    usable = [t for t in natural if t.role == "input" and t.dtype in family.dtypes]
+    forward = [t for t in natural if t.role == "input" and t.slot[0] == "input"]
+    # The common cases in words first; the full picture after.
+    if len(usable) < len(family.inputs):
+        return (f"the family takes {len(family.inputs)} input(s) ({wanted}) of "
+                f"{'/'.join(family.dtypes)}; the module has {len(usable)} such tensor(s) "
+                f"({have})")
+    if len(forward) > len(family.inputs):
+        return (f"forward takes {len(forward)} tensors; the family takes {len(family.inputs)} "
+                f"({wanted})")
     return (f"no mapping of the module's tensors ({have}) onto {wanted} -> {family.output.name} "
             f"{list(family.output.shape)} ({'/'.join(family.dtypes)}) fits by dtype and element "
             f"counts at every workload with every forward input used")

@@ -183,7 +183,7 @@ class NearMissesTest(unittest.TestCase):
                           [torch.randn(s["a"], s["b"])])
         result, _ = match("ln_plain", make)
         self.assertNoFamily(result)
-        self.assertIn("no mapping", result["family_misses"]["layernorm"])
+        self.assertIn("takes 3 input(s)", result["family_misses"]["layernorm"])
 
     def test_weight_ignored_by_rmsnorm_channels_shape(self):
         # RMSNorm over the last dim *with* a weight is not the weightless channel family.
