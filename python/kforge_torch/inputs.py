@@ -26,6 +26,7 @@ TORCH_DTYPES = {
     "i32": torch.int32,
     "i64": torch.int64,
 }
+ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8}
 # Integer views of the same element size: bitwise comparisons and raw bytes (numpy has no bf16).
 _BIT_VIEWS = {
     torch.float32: torch.int32,
