@@ -92,6 +92,7 @@ class Device:
 
     @property
     def is_cuda(self):
+        """True for the cuda backend."""
         return self.backend == "cuda"
 
     def cache_bytes(self):
