@@ -1,1 +1,1 @@
-"""Unit tests of kforge_torch (run: /usr/bin/python3 -m unittest discover -s python/tests -t python)."""
+"""Tests of python/kforge_torch (unittest; run from the repository root: python3 -m unittest discover -s python/tests -t python)."""

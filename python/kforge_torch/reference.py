@@ -1,0 +1,225 @@
+"""A derived task (docs/torch_tasks.md, JSON v1) loaded for the reference worker: its problem
+module per workload, the model, and the generated inputs placed where the module takes them."""
+
+import hashlib
+import json
+import math
+import os
+import traceback
+import types
+
+import torch
+
+from kforge_torch import inputs as kinputs
+from kforge_torch.problem_module import load_problem
+from kforge_torch.protocol import ProtocolError, bind_shape
+
+TASK_FORMAT = "kforge-torch-task"
+TASK_VERSION = 1
+SOURCES = ("input", "output", "parameter", "buffer")
+
+
+class LoadFailure(Exception):
+    """The task file or its problem cannot be used: a load with verdict wrong_signature."""
+
+
+def describe_exception(error):
+    """"Type: text" of an exception, plus the innermost frame in the problem file when known,
+    for a verdict message."""
+    text = "%s: %s" % (type(error).__name__, error)
+    frames = traceback.extract_tb(error.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += " (at %s:%d)" % (os.path.basename(last.filename), last.lineno)
+    return text
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class ReferenceTask:
+    """A derived task file, checked and with its problem module importable.
+
+    path: the task JSON written by the derivation. Raises LoadFailure (with a message for the
+    verdict) when the file is unreadable, not a kforge-torch-task v1, its problem file changed
+    since derivation (sha256), or the problem module fails to import.
+    """
+
+    def __init__(self, path):
+        try:
+            with open(path, "rb") as f:
+                task = json.loads(f.read().decode("utf-8"))
+        except (OSError, ValueError) as e:
+            raise LoadFailure("cannot read task file %s: %s" % (path, e))
+        if not isinstance(task, dict) or task.get("format") != TASK_FORMAT or \
+                task.get("version") != TASK_VERSION:
+            raise LoadFailure("%s is not a %s version %d file" % (path, TASK_FORMAT, TASK_VERSION))
+        try:
+            self.problem = task["problem"]
+            expected_sha = task["problem_sha256"]
+            torch_part = task["torch"]
+            self.tensor_sources = torch_part["tensors"]
+            self.workloads = torch_part["workloads"]
+            self.double_reference = bool(torch_part.get("double_reference", False))
+        except (KeyError, TypeError) as e:
+            raise LoadFailure("%s lacks field %s" % (path, e))
+        for i, where in enumerate(self.tensor_sources):
+            if where.get("source") not in SOURCES:
+                raise LoadFailure("%s: torch.tensors[%d] has source %r (expected one of %s)"
+                                  % (path, i, where.get("source"), ", ".join(SOURCES)))
+        try:
+            actual_sha = _sha256(self.problem)
+        except OSError as e:
+            raise LoadFailure("cannot read problem file %s: %s" % (self.problem, e))
+        if actual_sha != expected_sha:
+            raise LoadFailure("problem file %s changed since derivation (sha256 %s, the task was "
+                              "derived from %s): derive the task again"
+                              % (self.problem, actual_sha, expected_sha))
+        self._modules = {}
+        self._model_key = None
+        self._model = None
+        try:
+            load_problem(self.problem, {})
+        except Exception as e:
+            raise LoadFailure("problem module %s failed to load: %s"
+                              % (self.problem, describe_exception(e)))
+
+    # ------------------------------------------------------------ per workload
+
+    def module(self, workload_name):
+        """The problem module with the constants of workload `workload_name` (cached)."""
+        if workload_name not in self._modules:
+            constants = self._workload(workload_name).get("constants", {}) or {}
+            self._modules[workload_name] = load_problem(self.problem, constants)
+        return self._modules[workload_name]
+
+    def _workload(self, name):
+        if name not in self.workloads:
+            raise ProtocolError("workload '%s' is not one of the task's (%s)"
+                                % (name, ", ".join(sorted(self.workloads))))
+        return self.workloads[name]
+
+    def model(self, workload_name, seed, double, device):
+        """`Model(*get_init_inputs())` built under torch.manual_seed(seed) on `device`, in
+        float64 when `double`. The last one is kept: the same (workload, seed, double) reuses it.
+        Exceptions of the module propagate."""
+        key = (workload_name, seed, double, str(device))
+        if self._model_key != key:
+            self._model, self._model_key = None, None  # free the old one before building
+            module = self.module(workload_name)
+            torch.manual_seed(seed)
+            model = module.Model(*module.get_init_inputs())
+            model = model.to(device)
+            if double:
+                model = model.double()
+            self._model, self._model_key = model, key
+        return self._model
+
+    def plan(self, signature, workload):
+        """Where each signature tensor lives, as a list of namespaces (spec, source, index,
+        name, shape = bound signature shape, module_shape, numel). Raises ProtocolError when the
+        signature and the task disagree (tensor count, element counts)."""
+        if len(signature.tensors) != len(self.tensor_sources):
+            raise ProtocolError("the signature has %d tensors, the task's torch.tensors %d"
+                                % (len(signature.tensors), len(self.tensor_sources)))
+        shapes = self._workload(workload.name).get("shapes", [])
+        if len(shapes) != len(signature.tensors):
+            raise ProtocolError("workload '%s' has %d module shapes for %d signature tensors"
+                                % (workload.name, len(shapes), len(signature.tensors)))
+        plan = []
+        for i, spec in enumerate(signature.tensors):
+            where = self.tensor_sources[i]
+            shape = bind_shape(spec, workload)
+            module_shape = [int(d) for d in shapes[i]]
+            numel = math.prod(shape)
+            if math.prod(module_shape) != numel:
+                raise ProtocolError(
+                    "tensor '%s': the signature shape %s has %d elements at workload '%s' but the "
+                    "module's shape %s has %d" % (spec.name, shape, numel, workload.name,
+                                                  module_shape, math.prod(module_shape)))
+            plan.append(types.SimpleNamespace(
+                spec=spec, source=where["source"], index=int(where.get("index", 0)),
+                name=where.get("name", spec.name), shape=shape, module_shape=module_shape,
+                numel=numel))
+        return plan
+
+    # ------------------------------------------------------------ inputs and calls
+
+    def generate_inputs(self, plan, seed, distribution, device, host=False):
+        """{signature index: tensor} for every input/parameter/buffer, in the signature's dtype,
+        viewed as the module's shape, on `device` (generated on the host and uploaded when
+        `host`)."""
+        made = {}
+        for i, entry in enumerate(plan):
+            if entry.source == "output":
+                continue
+            where = "cpu" if host else device
+            tensor = kinputs.generate(entry.spec.dtype, [entry.numel], seed, i, distribution,
+                                      where)
+            made[i] = tensor.to(device).view(entry.module_shape)
+        return made
+
+    def forward_args(self, plan, values, workload_name, seed):
+        """The positional arguments of forward: argument k is the tensor of source input index
+        k. Positions no signature tensor fills (a scalar of get_inputs()) come from the module's
+        get_inputs() under torch.manual_seed(seed)."""
+        by_index = {e.index: values[i] for i, e in enumerate(plan) if e.source == "input"}
+        count = max(by_index) + 1 if by_index else 0
+        if len(by_index) == count:
+            return [by_index[k] for k in range(count)]
+        torch.manual_seed(seed)
+        given = list(self.module(workload_name).get_inputs())
+        return [by_index.get(k, given[k] if k < len(given) else None)
+                for k in range(max(count, len(given)))]
+
+    @staticmethod
+    def module_tensors(model, plan):
+        """{signature index: the model's parameter or buffer} for parameter/buffer sources.
+        Raises ProtocolError naming a missing one."""
+        found = {}
+        parameters = dict(model.named_parameters())
+        buffers = dict(model.named_buffers())
+        for i, entry in enumerate(plan):
+            if entry.source not in ("parameter", "buffer"):
+                continue
+            table = parameters if entry.source == "parameter" else buffers
+            if entry.name not in table:
+                raise ProtocolError("the module has no %s '%s' (it has %s)" % (
+                    entry.source, entry.name, ", ".join(sorted(table)) or "none"))
+            found[i] = table[entry.name]
+        return found
+
+    @staticmethod
+    def outputs(plan, returned):
+        """[(signature index, tensor)] of what forward returned, checked against the signature.
+        Returns (pairs, "") or (None, message) when forward returned something else."""
+        if isinstance(returned, torch.Tensor):
+            items = [returned]
+        elif isinstance(returned, (tuple, list)):
+            items = list(returned)
+        else:
+            return None, "forward returned %s (expected a tensor or a tuple/list of tensors)" \
+                % type(returned).__name__
+        pairs = []
+        for i, entry in enumerate(plan):
+            if entry.source != "output":
+                continue
+            if entry.index >= len(items):
+                return None, "forward returned %d value(s); output '%s' is element %d" % (
+                    len(items), entry.spec.name, entry.index)
+            item = items[entry.index]
+            if not isinstance(item, torch.Tensor):
+                return None, "forward returned %s as element %d (output '%s'), not a tensor" % (
+                    type(item).__name__, entry.index, entry.spec.name)
+            if item.numel() != entry.numel:
+                return None, ("forward returned a tensor of shape %s (%d elements) as element %d "
+                              "(output '%s'); the signature expects %s (%d elements)"
+                              % (list(item.shape), item.numel(), entry.index, entry.spec.name,
+                                 entry.shape, entry.numel))
+            pairs.append((i, item))
+        return pairs, ""

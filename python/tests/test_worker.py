@@ -1,0 +1,344 @@
+"""The reference worker as a user (the C++ client) sees it: a subprocess speaking protocol v2.
+
+Needs libkforge_inputs.so ($KFORGE_INPUTS_LIB or $KFORGE_BIN_DIR); fails without it.
+"""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+import torch
+
+from kforge_torch import inputs, protocol
+from tests.worker_harness import (WorkerProcess, expected_bytes, problem, tensor, write_task)
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+def setUpModule():
+    inputs.load_library()  # fail, never skip, when the library is absent
+
+
+def softmax_task(directory, double_reference=True):
+    x = tensor("x", "input", ["rows", "cols"])
+    y = tensor("y", "output", ["rows", "cols"])
+    return write_task(directory, problem("softmax_rows"), [x, y],
+                      [{"source": "input", "index": 0}, {"source": "output", "index": 0}],
+                      {"tail": ({"rows": 5, "cols": 37}, {"batch_size": 5, "dim": 37},
+                                [[5, 37], [5, 37]]),
+                       "own": ({"rows": 8, "cols": 100}, {}, [[8, 100], [8, 100]])},
+                      double_reference)
+
+
+def linear_task(directory, double_reference=True):
+    # x is seen by the signature as one flat vector: a view of the module's [b, k].
+    tensors = [tensor("x", "input", ["bk"]), tensor("w", "input", ["n", "k"]),
+               tensor("bias", "input", ["n"]), tensor("y", "output", ["b", "n"])]
+    sources = [{"source": "input", "index": 0},
+               {"source": "parameter", "name": "linear.weight"},
+               {"source": "parameter", "name": "linear.bias"},
+               {"source": "output", "index": 0}]
+    constants = {"batch_size": 3, "in_features": 5, "out_features": 7}
+    return write_task(directory, problem("linear_gelu"), tensors, sources,
+                      {"small": ({"bk": 15, "b": 3, "k": 5, "n": 7}, constants,
+                                 [[3, 5], [7, 5], [7], [3, 7]])}, double_reference)
+
+
+def misbehaving_task(directory, mode, out_shape=("n",), outputs=1):
+    tensors = [tensor("x", "input", ["n"]), tensor("y", "output", list(out_shape))]
+    sources = [{"source": "input", "index": 0}, {"source": "output", "index": 0}]
+    shapes = [[12], [12]]
+    if outputs == 2:
+        tensors.append(tensor("s", "output", ["1"]))
+        sources.append({"source": "output", "index": 1})
+        shapes.append([1])
+    return write_task(directory, problem("misbehaves"), tensors, sources,
+                      {"w": ({"n": 12}, {"mode": mode}, shapes)})
+
+
+def workload(task, name):
+    return next(w for w in task["workloads"] if w["name"] == name)
+
+
+class WorkerTestCase(unittest.TestCase):
+    backend = "cpu"
+
+    # One worker per class: starting one imports torch (seconds).
+    @classmethod
+    def setUpClass(cls):
+        cls.worker = WorkerProcess(cls.backend)
+        cls.hello = cls.worker.request("hello", measure=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.worker.close()
+
+    def setUp(self):
+        self.directory = tempfile.mkdtemp(prefix="kforge_torch_test_")
+
+    def tearDown(self):
+        shutil.rmtree(self.directory)
+
+    def load(self, task):
+        reply = self.worker.request("load", path=task["path"])
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["verdict"], "ok", reply)
+        return reply["handle"]
+
+    def output_file(self):
+        path = os.path.join(self.directory, "out%d.bin" % self.worker.next_id)
+        open(path, "wb").close()
+        return path
+
+    def run_request(self, task, handle, workload_name, seed=7, calls=1, **fields):
+        path = self.output_file()
+        reply = self.worker.request("run", handle=handle, signature=task["signature"],
+                                    workload=workload(task, workload_name), seed=seed,
+                                    calls=calls, output_path=path, **fields)
+        self.assertTrue(reply["ok"], reply)
+        with open(path, "rb") as f:
+            return reply, f.read()
+
+
+class HelloTest(WorkerTestCase):
+    def test_hello_describes_the_device_and_echoes_the_token(self):
+        self.assertTrue(self.hello["ok"])
+        self.assertEqual(self.hello["protocol_version"], 2)
+        self.assertEqual(self.hello["backend"], "cpu")
+        self.assertEqual(self.hello["device_index"], 0)
+        self.assertTrue(self.hello["name"])
+        self.assertTrue(self.hello["runtime_version"].startswith("torch "))
+        self.assertGreater(self.hello["memory_bytes"], 0)
+        self.assertEqual(self.hello["copy_bytes_per_s"], 0)
+        measured = self.worker.request("hello", measure=True)
+        self.assertGreater(measured["copy_bytes_per_s"], 1e8)
+
+
+class RunTest(WorkerTestCase):
+    def test_outputs_equal_what_torch_computes_in_float64(self):
+        task = softmax_task(self.directory)
+        handle = self.load(task)
+        for name in ("tail", "own"):
+            for distribution in ("uniform", "heavy_tailed"):
+                reply, data = self.run_request(task, handle, name, seed=11, calls=2,
+                                               distribution=distribution)
+                self.assertEqual(reply["verdict"], "ok", reply)
+                self.assertEqual(reply["calls_completed"], 2)
+                dims = workload(task, name)["dims"]
+                self.assertEqual(reply["output_bytes"], dims["rows"] * dims["cols"] * 4)
+                self.assertEqual(len(reply["call_ms"]), 2)
+                self.assertEqual(reply["input_modified"], "")
+                expected = expected_bytes(task, name, 11, distribution)
+                self.assertEqual(data, expected + expected)
+
+    def test_in_the_inputs_dtype_without_double_reference(self):
+        task = softmax_task(self.directory, double_reference=False)
+        _, data = self.run_request(task, self.load(task), "tail", seed=3)
+        self.assertEqual(data, expected_bytes(task, "tail", 3))
+        self.assertNotEqual(data, expected_bytes(task, "tail", 3, double=True))
+
+    def test_parameters_come_from_the_generator(self):
+        for double_reference in (True, False):
+            task = linear_task(self.directory, double_reference)
+            handle = self.load(task)
+            reply, data = self.run_request(task, handle, "small", seed=5, distribution="normal")
+            self.assertEqual(reply["verdict"], "ok", reply)
+            self.assertEqual(data, expected_bytes(task, "small", 5, "normal"))
+            # The module's prints went to stderr, not into the protocol.
+            self.assertIn("forward on (3, 5)", self.worker.stderr_text())
+
+    def test_two_outputs_in_signature_order(self):
+        task = misbehaving_task(self.directory, "tuple", outputs=2)
+        reply, data = self.run_request(task, self.load(task), "w", seed=2)
+        self.assertEqual(reply["verdict"], "ok", reply)
+        self.assertEqual(reply["output_bytes"], 13 * 4)
+        self.assertEqual(data, expected_bytes(task, "w", 2))
+
+    def test_forward_that_raises_is_a_runtime_error(self):
+        task = write_task(self.directory, problem("raises"),
+                          [tensor("x", "input", ["n"]), tensor("y", "output", ["n"])],
+                          [{"source": "input", "index": 0}, {"source": "output", "index": 0}],
+                          {"w": ({"n": 16}, {}, [[16], [16]])})
+        handle = self.load(task)
+        reply, _ = self.run_request(task, handle, "w")
+        self.assertEqual(reply["verdict"], "runtime_error")
+        self.assertIn("ValueError: this module refuses to run", reply["message"])
+        # The worker keeps serving.
+        self.assertTrue(self.worker.request("hello")["ok"])
+
+    def test_input_written_by_forward_is_reported(self):
+        task = misbehaving_task(self.directory, "writes_input")
+        reply, _ = self.run_request(task, self.load(task), "w", calls=2)
+        self.assertEqual(reply["verdict"], "ok", reply)
+        self.assertEqual(reply["input_modified"], "'x' at [5]")
+
+    def test_wrong_outputs_are_runtime_errors_naming_what_came_back(self):
+        task = misbehaving_task(self.directory, "short_output")
+        reply, _ = self.run_request(task, self.load(task), "w")
+        self.assertEqual(reply["verdict"], "runtime_error")
+        self.assertIn("shape [11] (11 elements)", reply["message"])
+        task = misbehaving_task(self.directory, "not_a_tensor")
+        reply, _ = self.run_request(task, self.load(task), "w")
+        self.assertEqual(reply["verdict"], "runtime_error")
+        self.assertIn("forward returned float", reply["message"])
+
+
+class LoadTest(WorkerTestCase):
+    def test_changed_problem_file_fails_load(self):
+        copy = os.path.join(self.directory, "softmax_copy.py")
+        shutil.copy(problem("softmax_rows"), copy)
+        task = write_task(self.directory, copy, [tensor("x", "input", ["n"])],
+                          [{"source": "input", "index": 0}], {"w": ({"n": 4}, {}, [[4]])})
+        with open(copy, "a") as f:
+            f.write("\n# edited after derivation\n")
+        reply = self.worker.request("load", path=task["path"])
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["verdict"], "wrong_signature")
+        self.assertEqual(reply["handle"], -1)
+        self.assertIn("changed since derivation", reply["message"])
+
+    def test_missing_task_file_fails_load(self):
+        reply = self.worker.request("load", path=os.path.join(self.directory, "none.json"))
+        self.assertEqual(reply["verdict"], "wrong_signature")
+        self.assertIn("none.json", reply["message"])
+
+
+class HarnessErrorTest(WorkerTestCase):
+    def test_malformed_requests_are_refused_and_the_worker_keeps_serving(self):
+        for line in ("not json", "[1, 2]", '{"id": 40}', '{"cmd": "fly", "id": 41}',
+                     '{"cmd": "run", "id": 42}', '{"cmd": "run", "id": 43, "handle": 9}'):
+            reply = self.worker.send_line(line)
+            self.assertIs(reply["ok"], False, line)
+            self.assertTrue(reply["error"], line)
+            self.assertEqual(reply["token"], self.worker.token)
+        self.assertEqual(reply["id"], 43)
+        self.assertIn("unknown worker command 'fly'", self.worker.send_line(
+            '{"cmd": "fly", "id": 44}')["error"])
+        task = softmax_task(self.directory)
+        reply, data = self.run_request(task, self.load(task), "tail")
+        self.assertEqual(reply["verdict"], "ok")
+        bad = dict(workload(task, "tail"), dims={"rows": 5})
+        reply = self.worker.request("run", handle=1, signature=task["signature"], workload=bad,
+                                    output_path=self.output_file())
+        self.assertIs(reply["ok"], False)
+        self.assertIn("dimension 'cols' is not bound", reply["error"])
+
+
+
+class ExitTest(unittest.TestCase):
+    def test_shutdown_and_eof_exit_zero(self):
+        worker = WorkerProcess("cpu")
+        self.assertTrue(worker.request("hello")["ok"])
+        self.assertTrue(worker.request("shutdown")["ok"])
+        self.assertEqual(worker.close(), 0)
+        self.assertEqual(WorkerProcess("cpu").close(), 0)
+
+    def test_non_finite_doubles_travel_as_strings(self):
+        self.assertEqual(protocol.encode_reply({"a": float("inf"), "b": [float("nan")],
+                                                "c": -float("inf")}),
+                         '{"a":"inf","b":["nan"],"c":"-inf"}')
+
+
+class TimeTest(WorkerTestCase):
+    def time_request(self, task, handle, name, **fields):
+        reply = self.worker.request("time", handle=handle, signature=task["signature"],
+                                    workload=workload(task, name), seed=4, **fields)
+        self.assertTrue(reply["ok"], reply)
+        return reply
+
+    def test_time_follows_the_policy(self):
+        task = linear_task(self.directory)
+        handle = self.load(task)
+        policy = {"warmup": 2, "min_repetitions": 6, "max_repetitions": 25,
+                  "target_relative_noise": 0.0, "max_seconds": "inf"}
+        reply = self.time_request(task, handle, "small", policy=policy, recheck_call=1,
+                                  recheck_path=self.output_file())
+        self.assertEqual(reply["verdict"], "ok", reply)
+        self.assertEqual(reply["stop_reason"], "max_repetitions")
+        self.assertEqual(len(reply["samples_ms"]), 25)
+        self.assertEqual(len(reply["host_ms"]), 25)
+        self.assertTrue(all(s > 0 for s in reply["samples_ms"]))
+        self.assertEqual(reply["input_sets_used"], 2)
+        self.assertFalse(reply["inputs_reused"])
+        self.assertFalse(reply["rechecked"])
+        self.assertGreater(reply["host_wall_ms"], 0)
+        policy.update(target_relative_noise=1e9)
+        again = self.time_request(task, handle, "small", policy=policy)
+        self.assertTrue(again["inputs_reused"])
+        self.assertEqual(again["stop_reason"], "noise")
+        self.assertEqual(len(again["samples_ms"]), 6)
+
+    def test_max_seconds_stops_after_the_minimum(self):
+        task = softmax_task(self.directory)
+        reply = self.time_request(task, self.load(task), "own", flush_l2=False, policy={
+            "warmup": 0, "min_repetitions": 3, "max_repetitions": 100000,
+            "target_relative_noise": 0.0, "max_seconds": 1e-6})
+        self.assertEqual(reply["stop_reason"], "max_seconds")
+        self.assertEqual(len(reply["samples_ms"]), 3)
+
+    def test_forward_that_raises_is_a_runtime_error(self):
+        task = misbehaving_task(self.directory, "not_a_tensor")
+        task = write_task(self.directory, problem("raises"), task["signature"]["tensors"],
+                          task["torch"]["tensors"], {"w": ({"n": 12}, {}, [[12], [12]])})
+        reply = self.time_request(task, self.load(task), "w")
+        self.assertEqual(reply["verdict"], "runtime_error")
+        self.assertIn("warm-up call 0", reply["message"])
+        self.assertEqual(reply["samples_ms"], [])
+
+    def test_bad_policy_is_refused(self):
+        task = softmax_task(self.directory)
+        reply = self.worker.request("time", handle=self.load(task), signature=task["signature"],
+                                    workload=workload(task, "own"),
+                                    policy={"min_repetitions": 5, "max_repetitions": 2})
+        self.assertIs(reply["ok"], False)
+        self.assertIn("min_repetitions <= max_repetitions", reply["error"])
+
+
+@unittest.skipUnless(HAS_CUDA, "no CUDA device")
+class CudaTest(WorkerTestCase):
+    backend = "cuda"
+
+    def test_hello_names_the_gpu(self):
+        self.assertEqual(self.hello["backend"], "cuda")
+        self.assertEqual(self.hello["name"], torch.cuda.get_device_name(0))
+        self.assertRegex(self.hello["compute_capability"], r"^\d+\.\d+$")
+        self.assertGreater(self.worker.request("hello", measure=True)["copy_bytes_per_s"], 1e9)
+
+    def test_run_and_time_on_the_gpu(self):
+        task = linear_task(self.directory)
+        handle = self.load(task)
+        reply, data = self.run_request(task, handle, "small", seed=9, calls=2)
+        self.assertEqual(reply["verdict"], "ok", reply)
+        expected = expected_bytes(task, "small", 9, device="cuda")
+        self.assertEqual(data, expected + expected)
+        on_host = torch.frombuffer(bytearray(expected_bytes(task, "small", 9)), dtype=torch.float32)
+        got = torch.frombuffer(bytearray(data[:len(expected)]), dtype=torch.float32)
+        self.assertTrue(torch.allclose(got, on_host, rtol=1e-6, atol=1e-7))
+        reply = self.worker.request("time", handle=handle, signature=task["signature"],
+                                    workload=workload(task, "small"), seed=1,
+                                    policy={"min_repetitions": 5, "max_repetitions": 20})
+        self.assertEqual(reply["verdict"], "ok", reply)
+        self.assertGreaterEqual(len(reply["samples_ms"]), 5)
+
+
+class NoGpuTest(unittest.TestCase):
+    @unittest.skipIf(HAS_CUDA, "a CUDA device is present")
+    def test_cuda_backend_without_a_gpu_exits_1_saying_why(self):
+        worker = WorkerProcess("cuda")
+        try:
+            self.assertEqual(worker.process.wait(60), 1)
+            self.assertIn("no CUDA device", worker.stderr_text())
+        finally:
+            worker.close()
+
+    def test_bad_command_line_exits_2(self):
+        worker = WorkerProcess("tpu")
+        try:
+            self.assertEqual(worker.process.wait(60), 2)
+        finally:
+            worker.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
