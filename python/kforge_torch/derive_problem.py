@@ -112,6 +112,13 @@ def problem_shapes(path, gates, failures, device, warnings):
     if not problem.small_enough() and not (problem.meta is None and not failures):
         size = ("of unknown size" if problem.input_bytes is None
                 else f"need {problem.input_bytes / 2**20:.0f} MiB")
+        raised = [(values, reason) for values, reason in failures
+                  if not reason.startswith(("a tensor of", "non-finite"))]
+        if raised and len({reason for _, reason in raised}) == 1:
+            # The same exception at every binding that ran: the forward fails, not the sizes.
+            binding = ", ".join(f"{k}={v}" for k, v in raised[0][0].items())
+            raise DeriveError(f"forward raised {raised[0][1]} at every small binding of the "
+                              f"size constants tried (e.g. {binding})")
         raise DeriveError(f"no small binding of the size constants runs{tried}, and the "
                           f"problem's own inputs {size}: too large to gate on")
     try:
@@ -134,3 +141,4 @@ def _failure_summary(failures):
     values, reason = failures[0]
     binding = ", ".join(f"{k}={v}" for k, v in values.items())
     return f" (first tried {binding}: {reason})"
+

@@ -153,8 +153,8 @@ def choose_distributions(gates, generated, positions, generate):
         fixes = [e for e in signed if _finite_everywhere(
             gates, generated, positions, distribution, generate, absolute={e.name})]
         for entry in fixes:
-            non_negative[entry.name] = ("non-negative values: the forward gives non-finite "
-                                        f"outputs for negative ones ({distribution})")
+            non_negative.setdefault(entry.name, "non-negative values: the forward gives "
+                                    f"non-finite outputs for negative ones ({distribution})")
         if not fixes:
             notes.append(f"distribution '{distribution}' dropped: the forward gives non-finite "
                          "outputs for it at a gate workload, finite ones for get_inputs() values")
