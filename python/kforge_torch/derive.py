@@ -80,14 +80,15 @@ def _derive(path, options, match_family):
     first = gates[0]
     tensors, scalars, entry_notes = signature_entries.collect(first.built, len(first.outputs))
     notes += entry_notes
-    _check_capacity(problem, tensors, device)
+    _check_capacity(problem, device)
 
     workloads = [g.name for g in gates if g.name != "problem"] + ["problem"]
     shapes_at = {g.name: _shapes(tensors, g.built, g.outputs) for g in gates}
     shapes_at["problem"] = problem.shapes_for(tensors, shapes_at, problem_named)
     named = {g.name: g.built.named for g in gates}
     named["problem"] = problem_named
-    priority = [s.label for s in slots] + [k for k in problem_named if k not in slots]
+    labels = [s.label for s in slots]  # the rebound sizes name dimensions before derived ones
+    priority = labels + [k for k in problem_named if k not in labels]
     symbolic, dims = name_dimensions(
         [(e.name, {w: shapes_at[w][i] for w in workloads}) for i, e in enumerate(tensors)],
         {w: named[w] for w in workloads}, priority)
@@ -107,8 +108,7 @@ def _derive(path, options, match_family):
         "problem_sha256": hashlib.sha256(source).hexdigest(),
         "family": "", "family_match": None, "family_misses": {},
         "signature": {
-            "tensors": [_tensor_json(e, symbolic[e.name], shapes_at[workloads[0]], i, gates)
-                        for i, e in enumerate(tensors)],
+            "tensors": [_tensor_json(e, symbolic[e.name], first) for e in tensors],
             "scalars": [{"name": s["name"], "dtype": s["dtype"], "value": s["value"]}
                         for s in scalars]},
         "workloads": [{"name": w, "dims": dims[w], "timed": w == "problem"} for w in workloads],
@@ -137,11 +137,11 @@ def _shapes(tensors, built, outputs):
     return [tuple(input_rules.value_of(e, built, outputs).shape) for e in tensors]
 
 
-def _tensor_json(entry, shape, first_values, index, gates):
+def _tensor_json(entry, shape, gate):
     role = "output" if entry.source == "output" else "input"
     dtype = entry.dtype
     if dtype is None:  # an output: its dtype is what the forward returned
-        dtype = gates[0].outputs[entry.key].dtype
+        dtype = gate.outputs[entry.key].dtype
     what = f"{entry.source} '{entry.name}'"
     return {"name": entry.name, "role": role,
             "dtype": signature_entries.dtype_name(dtype, what), "shape": shape}
@@ -205,7 +205,7 @@ def _device_bytes(device):
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _check_capacity(problem, tensors, device):
+def _check_capacity(problem, device):
     """DeriveError when the problem's own tensors cannot fit the device together."""
     weights = problem.weight_bytes
     total = problem.total_bytes

@@ -17,6 +17,8 @@ class ProblemShapes:
     def __init__(self, path, device):
         self.path, self.device = path, device
         self.meta, self.meta_outputs, self.meta_error, self.real = None, None, None, None
+        self.gate = None       # a Gate at the problem's sizes when no smaller binding runs
+        self.gate_named = {}   # {gate workload: {label: int}}, for predicting shapes
         try:
             self.meta = build(path, {}, meta=True)
         except DeriveError:
@@ -93,7 +95,16 @@ class ProblemShapes:
             [(e.name, {g: shapes_at[g][i] for g in gates}) for i, e in enumerate(tensors)],
             gate_named, list(named))
         shapes = [evaluate_shape(symbolic[e.name], named) for e in tensors]
-        return None if any(s is None for s in shapes) else shapes
+        if any(s is None for s in shapes):
+            return None
+        if self.meta is not None:
+            # The inputs' and weights' shapes are known from meta tensors: a prediction that
+            # gets them wrong (a size the gates did not vary) is not trusted for the outputs.
+            known = [tuple(value_of(e, self.meta).shape) if e.source != "output" else None
+                     for e in tensors]
+            if any(k is not None and k != s for k, s in zip(known, shapes)):
+                return None
+        return shapes
 
 
 def problem_shapes(path, gates, failures, device, warnings):
@@ -105,7 +116,6 @@ def problem_shapes(path, gates, failures, device, warnings):
     """
     problem = ProblemShapes(path, device)
     problem.gate_named = {g.name: g.built.named for g in gates}
-    problem.gate = None
     if gates:
         return problem
     tried = _failure_summary(failures)

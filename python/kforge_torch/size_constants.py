@@ -111,7 +111,7 @@ def candidate_bindings(slots):
 
     "small": each slot a distinct small odd value, larger values to larger original sizes (a
     conv's spatial size stays above its kernel). "tail": one slot past a block size, the others
-    tiny. Bindings that keep ratios (for constants that must divide each other) come from
+    tiny (else small). Bindings that keep ratios (for constants that must divide each other) come from
     `scaled_binding` once these fail.
     """
     if not slots:
@@ -125,7 +125,9 @@ def candidate_bindings(slots):
     bindings = [("small", small), ("small", tiny)]
     for i in reversed(by_size):  # the largest original size first: the dimension kernels tile
         for tail in TAIL_VALUES:
-            for others in (small, tiny):
+            # Tiny others first: every size then differs from "small", so each dimension's
+            # symbol shows in how it varies (and the tail gate stays cheap).
+            for others in (tiny, small):
                 binding = dict(others)
                 binding[slots[i].label] = tail
                 bindings.append(("tail", binding))

@@ -140,6 +140,12 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(derived["torch"]["scalars"], [{"source": "input", "index": 1}])
         self.assertEqual(dims_of(derived, "problem"), {"M": 4096, "N": 512})
 
+    def test_output_shapes_from_gate_symbols_when_meta_forward_fails(self):
+        derived = derive_quietly("data_dependent_scale.py")
+        self.assertEqual(by_name(derived)["out"]["shape"], ["rows", "cols"])
+        self.assertEqual(derived["torch"]["workloads"]["problem"]["shapes"],
+                         [[8192, 16384], [8192, 16384]])
+
     def test_exp_overflow_drops_heavy_tailed(self):
         derived = derive_quietly("exp_overflow.py")
         self.assertEqual(derived["distributions"], ["uniform", "normal"])
