@@ -1,6 +1,7 @@
 """Command line of kforge_torch: `python3 -m kforge_torch SUBCOMMAND ...`.
 
   worker --backend cpu|cuda [--device N]   the reference worker (worker.py)
+  derive FILE [--device cpu|cuda] [-o OUT]  the derived task of a problem file (derive_cli.py)
 
 Exit status 2 for a bad command line (argparse's own).
 """
@@ -29,12 +30,18 @@ def build_parser():
                         help="device index (cuda) or 0 (cpu)")
     worker.set_defaults(run=_worker)
 
-    # The `derive` subcommand (derive.py) is added here by its own module.
+    # `derive` parses its own arguments (derive_cli.py); it is listed here for --help.
+    commands.add_parser("derive", help="derive a kforge task (JSON) from a problem file",
+                        add_help=False)
     return parser
 
 
 def main(argv=None):
     """Parses `argv` (default sys.argv[1:]) and runs the subcommand; returns its exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["derive"]:
+        from kforge_torch import derive_cli
+        return derive_cli.main(argv[1:])
     args = build_parser().parse_args(argv)
     if getattr(args, "device", 0) < 0:
         sys.stderr.write("kforge-torch: error: --device must be >= 0\n")

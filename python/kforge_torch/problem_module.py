@@ -17,9 +17,9 @@ def _value_node(value):
     """An AST expression for a plain constant: int, float, bool, str, None, or lists / tuples /
     dicts of those."""
     if isinstance(value, (list, tuple)):
-        elements = [_value_node(v) for v in value]
-        return ast.List(elts=elements, ctx=ast.Load()) if isinstance(value, list) else \
-            ast.Tuple(elts=elements, ctx=ast.Load())
+        # A list becomes a tuple: JSON (the derived task) has no tuples, and problem files write
+        # shapes as tuples (`input_shape = (4096,)`), which `torch.rand(b, *shape)` needs alike.
+        return ast.Tuple(elts=[_value_node(v) for v in value], ctx=ast.Load())
     if isinstance(value, dict):
         return ast.Dict(keys=[_value_node(k) for k in value],
                         values=[_value_node(v) for v in value.values()])
@@ -64,7 +64,8 @@ def load_problem(path, constants=None):
     """Executes the problem file at `path` as a new module and returns it.
 
     path: a Python source file. constants: {name: value} rebinding top-level assignments
-    (values: int, float, bool, str, None, or lists/tuples/dicts of them); None or {} runs the
+    (values: int, float, bool, str, None, or lists/tuples/dicts of them; a list is written
+    as a tuple); None or {} runs the
     file as written. The module is named after the file ("23_Softmax" for 23_Softmax.py), has
     `__file__` set, and is not put in sys.modules.
 

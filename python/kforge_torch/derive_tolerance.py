@@ -1,0 +1,69 @@
+"""Tolerance and float64 reference of a derived task."""
+import copy
+
+import torch
+
+from kforge_torch.input_rules import run_generated
+from kforge_torch.problem_run import all_finite, run_forward, short_exception
+
+# (rtol, atol as a fraction of the reference output's RMS) per output dtype. f32: a few ulp of
+# accumulated rounding relative, and an absolute floor far below a typical element so it cannot
+# hide a wrong value; f16/bf16: their ~1e-3 / ~8e-3 epsilon times a reduction's growth.
+_BY_DTYPE = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-10, 1e-12),
+             torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 2e-2)}
+
+
+def _rms(tensor):
+    return float(tensor.double().pow(2).mean().sqrt()) if tensor.numel() else 0.0
+
+
+def tolerance_of(tensors, gates, generate, distributions):
+    """({"rtol", "atol"}, notes) for the outputs of the task.
+
+    rtol by output dtype (the loosest output's); atol = fraction x RMS of the reference output
+    for the first kept distribution at the gate workloads (largest over gates and outputs), so
+    the absolute floor scales with what the operator computes. Integer outputs: exact (0, 0).
+    """
+    positions = {e.name: i for i, e in enumerate(tensors)}
+    generated = [e for e in tensors if e.source != "output" and e.dtype is not None
+                 and e.dtype.is_floating_point]
+    outputs = [e for e in tensors if e.source == "output"]
+    rtol, fraction = 0.0, 0.0
+    for entry in outputs:
+        dtype = gates[0].outputs[entry.key].dtype
+        if dtype in _BY_DTYPE:
+            rtol = max(rtol, _BY_DTYPE[dtype][0])
+            fraction = max(fraction, _BY_DTYPE[dtype][1])
+    if fraction == 0.0:
+        return {"rtol": 0.0, "atol": 0.0}, ["integer outputs: compared exactly"]
+    rms = 0.0
+    for gate in gates:
+        try:
+            values = run_generated(gate.built, generated, positions, distributions[0], generate)
+        except Exception:  # checked by the distribution test already; keep get_inputs() values
+            values = gate.outputs
+        rms = max([rms] + [_rms(v) for v in values if v.is_floating_point()])
+    notes = []
+    if rms == 0.0:
+        notes.append("the reference's outputs are all zeros at the gate workloads; atol is "
+                     "the bare fraction")
+        rms = 1.0
+    atol = float(f"{fraction * rms:.3g}")
+    notes.append(f"atol = {fraction:g} x the reference's output RMS ({rms:.3g}, "
+                 f"'{distributions[0]}' inputs at the gate workloads)")
+    return {"rtol": rtol, "atol": atol}, notes
+
+
+def double_reference(gate):
+    """(True, None) when the model runs in float64 at `gate` with finite outputs (its float
+    inputs upcast), else (False, a note why). The gate's own model is left as it was."""
+    try:
+        model = copy.deepcopy(gate.built.model).double()
+        inputs = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                  for v in gate.built.inputs]
+        outputs = run_forward(model, inputs)
+    except Exception as error:
+        return False, f"no float64 reference: forward in float64 raised {short_exception(error)}"
+    if not all_finite(outputs):
+        return False, "no float64 reference: forward in float64 gives non-finite outputs"
+    return True, None
