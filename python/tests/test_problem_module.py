@@ -43,8 +43,9 @@ class LoadProblemTest(unittest.TestCase):
         self.assertEqual(module.get_shape(), (2, 9))
 
     def test_chained_and_annotated_assignments(self):
+        # A list value (JSON has no tuples) is written as a tuple, as problem files write shapes.
         module = load_problem(self.path, {"a": 1, "dim": [1, 2]})
-        self.assertEqual((module.a, module.b, module.dim), (1, 7, [1, 2]))
+        self.assertEqual((module.a, module.b, module.dim), (1, 7, (1, 2)))
 
     def test_each_load_is_a_fresh_module(self):
         first = load_problem(self.path, {})
