@@ -112,7 +112,13 @@ struct Task {
   std::vector<std::string> distributions = {"uniform", "normal", "heavy_tailed"};
   /// Static checks on candidate sources ([policy] table).
   evaluation::SourcePolicy source_policy;
-  std::string source_path;       // the TOML file it came from
+  std::string source_path;       // the TOML or PyTorch problem file it came from
+  /// A PyTorch module as the reference (task/torch_task.h, docs/torch_tasks.md): the derived
+  /// task JSON, whose `torch` section maps the signature onto the module. Null for a task with
+  /// native references only. Then reference_paths["torch"] is the problem file.
+  nlohmann::json torch_reference;
+
+  bool has_torch_reference() const { return !torch_reference.is_null(); }
 };
 
 /// Bytes one call must move under `workload`: the task's formula, else min_bytes_moved.

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/hash.h"
 #include "task/expression.h"
+#include "task/torch_task.h"
 
 namespace kforge {
 namespace {
@@ -228,8 +229,9 @@ std::map<std::string, std::string> read_references(const FieldReader& reader,
   fs::path base = fs::path(reader.path()).parent_path();
   for (const auto& [key, node] : *table) {
     std::string backend(key.str());
-    if (backend != "cpu" && backend != "cuda") {
-      reader.fail("reference." + backend, "unknown backend (expected cpu or cuda)");
+    if (backend != "cpu" && backend != "cuda" && backend != "torch") {
+      reader.fail("reference." + backend,
+                  "unknown reference (expected cpu, cuda or torch, a PyTorch problem file)");
     }
     auto relative = node.value<std::string>();
     if (!relative) reader.fail("reference." + backend, "expected a path string");
@@ -295,9 +297,46 @@ void check_bindings(const FieldReader& reader, Task& task) {
   }
 }
 
+// TOML values as JSON (tables -> objects), for the [torch] table's free-form module mapping.
+nlohmann::json toml_to_json(const toml::node& node) {
+  if (const toml::table* table = node.as_table()) {
+    nlohmann::json object = nlohmann::json::object();
+    for (const auto& [key, item] : *table) object[std::string(key.str())] = toml_to_json(item);
+    return object;
+  }
+  if (const toml::array* array = node.as_array()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const toml::node& item : *array) list.push_back(toml_to_json(item));
+    return list;
+  }
+  if (auto value = node.value_exact<std::string>()) return *value;
+  if (auto value = node.value_exact<int64_t>()) return *value;
+  if (auto value = node.value_exact<double>()) return *value;
+  if (auto value = node.value_exact<bool>()) return *value;
+  return nullptr;  // dates and times mean nothing here; the mapping check names the field
+}
+
+// A TOML task whose reference is a PyTorch problem carries the module mapping in [torch].
+void read_torch_reference(const FieldReader& reader, const toml::table& root, Task& task) {
+  const toml::table* torch_table = root.get_as<toml::table>("torch");
+  auto problem = task.reference_paths.find("torch");
+  if (problem == task.reference_paths.end()) {
+    if (torch_table != nullptr) reader.fail("torch", "a [torch] table needs [reference] torch");
+    return;
+  }
+  if (torch_table == nullptr) {
+    reader.fail("torch", "missing: a task with [reference] torch needs the [torch] table that "
+                         "maps it onto the module (write one with `kforge task PROBLEM.py -o FILE`)");
+  }
+  problem->second = fs::absolute(problem->second).lexically_normal().string();
+  task.torch_reference = derived_from_toml(task, toml_to_json(*torch_table), problem->second);
+  check_torch_reference(task);
+}
+
 }  // namespace
 
 Task load_task(const std::string& path) {
+  if (is_torch_problem(path)) return load_torch_task(path);
   if (!fs::exists(path)) throw Error(path + ": task file does not exist");
   FieldReader reader(path);
   toml::table root;
@@ -313,7 +352,8 @@ Task load_task(const std::string& path) {
   // and its default used.
   static const std::vector<std::string> kTopLevel = {
       "name",    "family",  "description", "baseline",  "flops",     "bytes",     "distributions",
-      "inputs",  "outputs", "scalars",     "workloads", "tolerance", "reference", "policy"};
+      "inputs",  "outputs", "scalars",     "workloads", "tolerance", "reference", "policy",
+      "torch"};
   for (const auto& [key, node] : root) {
     const std::string name(key.str());
     if (std::find(kTopLevel.begin(), kTopLevel.end(), name) != kTopLevel.end()) continue;
@@ -343,6 +383,7 @@ Task load_task(const std::string& path) {
   task.source_policy = evaluation::parse_source_policy(root.get_as<toml::table>("policy"), path);
   check_unique_names(reader, task);
   check_bindings(reader, task);
+  read_torch_reference(reader, root, task);
   return task;
 }
 
@@ -353,6 +394,13 @@ std::string task_hash(const Task& task) {
   for (const auto& [backend, path] : task.reference_paths) {
     std::ifstream reference(path, std::ios::binary);
     bytes << backend << reference.rdbuf();
+  }
+  // A PyTorch task is also what its derivation made of the module (signature, workloads, the
+  // module mapping): a changed kforge derivation is another task.
+  if (task.has_torch_reference()) {
+    const nlohmann::json& derived = task.torch_reference;
+    bytes << nlohmann::json(task.signature).dump() << nlohmann::json(task.workloads).dump()
+          << derived.value("torch", nlohmann::json()).dump();
   }
   return sha256_hex(bytes.str()).substr(0, 16);
 }

@@ -1,0 +1,305 @@
+#include "task/torch_task.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "common/error.h"
+#include "common/paths.h"
+#include "process/subprocess.h"
+
+extern char** environ;
+
+namespace kforge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Importing torch takes 1-3 s; a probe that has not answered in a minute is a broken install.
+constexpr double kProbeTimeoutS = 60.0;
+constexpr int kDerivedVersion = 1;
+
+struct Finished {
+  process::ExitStatus status;
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv with `environment` to completion (stdin /dev/null), stdout and stderr apart.
+Finished run_captured(const std::vector<std::string>& argv,
+                      const std::vector<std::string>& environment, double timeout_s) {
+  process::SpawnOptions options;
+  options.argv = argv;
+  options.environment = environment;
+  options.pipe_stdin = false;
+  options.stderr_tail_bytes = 16384;
+  process::Subprocess child(options);
+  Finished finished;
+  std::optional<process::ExitStatus> status = child.wait(timeout_s);
+  if (!status) {
+    finished.timed_out = true;
+    status = child.kill();
+  }
+  finished.status = *status;
+  finished.out = child.take_stdout();
+  finished.err = child.stderr_tail();
+  return finished;
+}
+
+std::vector<std::string> inherited_environment() {
+  std::vector<std::string> entries;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) entries.push_back(*entry);
+  return entries;
+}
+
+std::string last_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  const size_t newline = text.rfind('\n');
+  return newline == std::string::npos ? text : text.substr(newline + 1);
+}
+
+// Why `python` cannot import torch, or "" when it can.
+std::string probe_python(const std::string& python) {
+  try {
+    const Finished probe =
+        run_captured({python, "-c", "import torch"}, inherited_environment(), kProbeTimeoutS);
+    if (probe.timed_out) return "importing torch did not finish in 60 s";
+    if (probe.status.exited && probe.status.exit_code == 0) return "";
+    const std::string why = last_line(probe.err);
+    return why.empty() ? probe.status.describe() : why;
+  } catch (const Error& e) {
+    return e.what();  // not found or not executable
+  }
+}
+
+const json& field(const json& object, const std::string& name, const std::string& where) {
+  auto found = object.find(name);
+  if (found == object.end()) throw Error(where + ": missing field '" + name + "'");
+  return *found;
+}
+
+void validate_torch_section(const Task& task, const json& torch_section, const std::string& where) {
+  const json& tensors = field(torch_section, "tensors", where + ": torch");
+  if (!tensors.is_array() || tensors.size() != task.signature.tensors.size()) {
+    throw Error(where + ": torch.tensors: expected one entry per signature tensor (" +
+                std::to_string(task.signature.tensors.size()) + "), got " +
+                std::to_string(tensors.is_array() ? tensors.size() : 0));
+  }
+  static const std::set<std::string> kSources = {"input", "parameter", "buffer", "output"};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string at = where + ": torch.tensors[" + std::to_string(i) + "]";
+    const std::string source = field(tensors[i], "source", at).get<std::string>();
+    if (!kSources.count(source)) {
+      throw Error(at + ".source: expected input, parameter, buffer or output, got '" + source + "'");
+    }
+    const bool is_output = task.signature.tensors[i].role == TensorRole::output;
+    if (is_output != (source == "output")) {
+      throw Error(at + ".source: '" + source + "' for " + (is_output ? "output" : "input") +
+                  " tensor '" + task.signature.tensors[i].name + "'");
+    }
+  }
+  const json& workloads = field(torch_section, "workloads", where + ": torch");
+  for (const Workload& workload : task.workloads) {
+    auto found = workloads.find(workload.name);
+    if (found == workloads.end()) {
+      throw Error(where + ": torch.workloads: no entry for workload '" + workload.name +
+                  "' (every workload needs the module's constants and shapes there)");
+    }
+    const json& shapes = field(*found, "shapes", where + ": torch.workloads." + workload.name);
+    if (!shapes.is_array() || shapes.size() != task.signature.tensors.size()) {
+      throw Error(where + ": torch.workloads." + workload.name +
+                  ".shapes: expected one shape per signature tensor");
+    }
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      int64_t module_elements = 1;
+      for (const json& extent : shapes[i]) module_elements *= extent.get<int64_t>();
+      int64_t signature_elements = 1;
+      for (int64_t extent : bind_shape(task.signature.tensors[i], workload)) signature_elements *= extent;
+      if (module_elements != signature_elements) {
+        throw Error(where + ": workload '" + workload.name + "': tensor '" +
+                    task.signature.tensors[i].name + "' has " + std::to_string(signature_elements) +
+                    " elements in the signature but " + std::to_string(module_elements) +
+                    " in the module");
+      }
+    }
+  }
+}
+
+void validate_task(Task& task, const std::string& where) {
+  int inputs = 0, outputs = 0;
+  std::set<std::string> names;
+  for (const TensorSpec& tensor : task.signature.tensors) {
+    (tensor.role == TensorRole::input ? inputs : outputs) += 1;
+    if (!names.insert(tensor.name).second) throw Error(where + ": duplicate tensor name '" + tensor.name + "'");
+  }
+  for (const ScalarSpec& scalar : task.signature.scalars) {
+    if (!names.insert(scalar.name).second) throw Error(where + ": duplicate name '" + scalar.name + "'");
+  }
+  if (inputs == 0 || outputs == 0) throw Error(where + ": expected at least one input and one output tensor");
+  if (task.workloads.empty()) throw Error(where + ": expected at least one workload");
+  bool any_timed = false;
+  std::set<std::string> workload_names;
+  for (const Workload& workload : task.workloads) {
+    if (!workload_names.insert(workload.name).second) {
+      throw Error(where + ": duplicate workload name '" + workload.name + "'");
+    }
+    any_timed = any_timed || workload.timed;
+    for (const TensorSpec& tensor : task.signature.tensors) {
+      with_context(where + ": workload '" + workload.name + "'", [&] { return bind_shape(tensor, workload); });
+    }
+  }
+  if (!any_timed) throw Error(where + ": no workload is timed");
+}
+
+}  // namespace
+
+bool is_torch_problem(const std::string& path) { return fs::path(path).extension() == ".py"; }
+
+std::string torch_python() {
+  static std::mutex mutex;
+  static std::string found;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!found.empty()) return found;
+  std::vector<std::string> candidates;
+  const char* chosen = std::getenv("KFORGE_PYTHON");
+  if (chosen != nullptr && *chosen != '\0') {
+    candidates.push_back(chosen);
+  } else {
+    candidates = {"python3", "/usr/bin/python3"};
+  }
+  std::string tried;
+  for (const std::string& python : candidates) {
+    const std::string why = probe_python(python);
+    if (why.empty()) return found = python;
+    tried += (tried.empty() ? "" : "; ") + python + ": " + why;
+  }
+  throw Error("no Python that can import torch (" + tried + "); a PyTorch problem needs one: " +
+              (chosen != nullptr && *chosen != '\0'
+                   ? "fix or unset KFORGE_PYTHON"
+                   : "install Debian's python3-torch (scripts/setup does) or set KFORGE_PYTHON "
+                     "to an interpreter that can import torch"));
+}
+
+std::vector<std::string> torch_environment(std::vector<std::string> base) {
+  const std::string package_dir = (fs::path(resource_root()) / "python").string();
+  std::string python_path = package_dir;
+  std::string inputs_lib = (fs::path(executable_dir()) / "libkforge_inputs.so").string();
+  if (const char* lib = std::getenv("KFORGE_INPUTS_LIB"); lib != nullptr && *lib != '\0') inputs_lib = lib;
+  std::vector<std::string> entries;
+  for (std::string& entry : base) {
+    if (entry.rfind("PYTHONPATH=", 0) == 0) {
+      python_path += ":" + entry.substr(11);
+    } else if (entry.rfind("KFORGE_INPUTS_LIB=", 0) != 0) {
+      entries.push_back(std::move(entry));
+    }
+  }
+  entries.push_back("PYTHONPATH=" + python_path);
+  entries.push_back("KFORGE_INPUTS_LIB=" + inputs_lib);
+  // Tracebacks and prints reach the orchestrator's stderr tail as they happen.
+  entries.push_back("PYTHONUNBUFFERED=1");
+  return entries;
+}
+
+std::vector<std::string> torch_worker_command() {
+  return {torch_python(), "-m", "kforge_torch", "worker"};
+}
+
+json derive_torch_task(const std::string& path, double timeout_s) {
+  if (!fs::is_regular_file(path)) throw Error(path + ": problem file does not exist");
+  const std::string absolute = fs::absolute(path).lexically_normal().string();
+  const Finished derived =
+      run_captured({torch_python(), "-m", "kforge_torch", "derive", absolute},
+                   torch_environment(inherited_environment()), timeout_s);
+  if (derived.timed_out) {
+    throw Error(path + ": deriving the task did not finish in " + std::to_string(int(timeout_s)) +
+                " s (kforge loads the module, builds it and runs forward at small sizes)");
+  }
+  if (!derived.status.exited || derived.status.exit_code != 0) {
+    // The derivation's own last line names the file and what was expected.
+    std::string message = last_line(derived.err);
+    const std::string prefix = "kforge-torch: error: ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    if (message.empty()) message = path + ": deriving the task failed (" + derived.status.describe() + ")";
+    throw Error(message);
+  }
+  try {
+    return json::parse(derived.out);
+  } catch (const json::exception& e) {
+    throw Error(path + ": the derivation printed no valid JSON (" + std::string(e.what()) + ")");
+  }
+}
+
+Task task_from_derived(const json& derived, const std::string& source_path) {
+  const std::string where = source_path;
+  if (derived.value("format", "") != "kforge-torch-task") {
+    throw Error(where + ": not a derived task (format is not \"kforge-torch-task\")");
+  }
+  if (derived.value("version", 0) != kDerivedVersion) {
+    throw Error(where + ": derived task version " + std::to_string(derived.value("version", 0)) +
+                " (this kforge reads version " + std::to_string(kDerivedVersion) + ")");
+  }
+  Task task;
+  with_context(where, [&] {
+    task.name = field(derived, "name", where).get<std::string>();
+    task.family = derived.value("family", "");
+    task.description = derived.value("description", "");
+    task.signature = field(derived, "signature", where).get<Signature>();
+    task.workloads = field(derived, "workloads", where).get<std::vector<Workload>>();
+    task.tolerance = field(derived, "tolerance", where).get<Tolerance>();
+    task.flops_formula = derived.value("flops", "");
+    task.bytes_formula = derived.value("bytes", "");
+    if (derived.contains("distributions")) {
+      task.distributions = derived.at("distributions").get<std::vector<std::string>>();
+    }
+    return 0;
+  });
+  task.source_path = source_path;
+  task.reference_paths["torch"] = field(derived, "problem", where).get<std::string>();
+  task.torch_reference = derived;
+  validate_task(task, where);
+  check_torch_reference(task);
+  return task;
+}
+
+void check_torch_reference(const Task& task) {
+  validate_torch_section(task, field(task.torch_reference, "torch", task.source_path),
+                         task.source_path);
+}
+
+json derived_from_toml(const Task& task, const json& torch_table, const std::string& problem_path) {
+  json derived = {{"format", "kforge-torch-task"},
+                  {"version", kDerivedVersion},
+                  {"problem", problem_path}};
+  json torch_section = torch_table;
+  if (torch_section.contains("problem_sha256")) {
+    derived["problem_sha256"] = torch_section.at("problem_sha256");
+    torch_section.erase("problem_sha256");
+  }
+  derived["torch"] = torch_section;
+  Task copy = task;
+  copy.torch_reference = derived;
+  return derived_json(copy);
+}
+
+Task load_torch_task(const std::string& path) {
+  return task_from_derived(derive_torch_task(path), path);
+}
+
+json derived_json(const Task& task) {
+  if (!task.has_torch_reference()) throw Error(task.source_path + ": not a PyTorch task");
+  json derived = task.torch_reference;
+  derived["name"] = task.name;
+  derived["family"] = task.family;
+  derived["signature"] = task.signature;
+  derived["workloads"] = task.workloads;
+  derived["tolerance"] = task.tolerance;
+  derived["distributions"] = task.distributions;
+  derived["flops"] = task.flops_formula;
+  derived["bytes"] = task.bytes_formula;
+  return derived;
+}
+
+}  // namespace kforge

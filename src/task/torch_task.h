@@ -1,0 +1,73 @@
+// PyTorch problem files as tasks (docs/torch_tasks.md).
+//
+// A KernelBench-format problem file (a Python module with `class Model(nn.Module)`, module-level
+// size constants, `get_inputs()` and `get_init_inputs()`) is turned into a Task by kforge's
+// derivation (python/kforge_torch/derive.py), run in a Python subprocess with a timeout: the
+// orchestrator never imports PyTorch or touches a device itself. The derived task keeps the JSON
+// the PyTorch reference worker needs (which signature tensor lives where in the module, the
+// module's constants and shapes per workload) in Task::torch_reference.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "task/task.h"
+
+namespace kforge {
+
+/// True when `path` names a PyTorch problem file (a `.py` file) rather than a TOML task.
+bool is_torch_problem(const std::string& path);
+
+/// A Python interpreter that can import torch: $KFORGE_PYTHON when set (an error if it cannot),
+/// else the first of `python3` on $PATH and /usr/bin/python3 that can. Probed once per process
+/// (importing torch takes a second or two). Throws Error listing what was tried and why each
+/// failed, with the fix (Debian's python3-torch, or KFORGE_PYTHON).
+std::string torch_python();
+
+/// "NAME=value" entries a kforge Python process needs on top of `base`: PYTHONPATH with
+/// <resource root>/python first, and KFORGE_INPUTS_LIB (the input generator's C library,
+/// libkforge_inputs.so next to the running executable unless $KFORGE_INPUTS_LIB is set).
+std::vector<std::string> torch_environment(std::vector<std::string> base);
+
+/// The command line of the PyTorch reference worker up to (not including) its
+/// `--backend B --device N` arguments: {python, "-m", "kforge_torch", "worker"}.
+std::vector<std::string> torch_worker_command();
+
+/// Runs `python -m kforge_torch derive PATH` and returns the derived task JSON. Throws Error
+/// with the derivation's own message (which names the file and what was expected) when it
+/// fails, and a timeout message after `timeout_s` seconds.
+nlohmann::json derive_torch_task(const std::string& path, double timeout_s = 300.0);
+
+/// The Task of a derived task JSON (format "kforge-torch-task", version 1). `source_path` is the
+/// problem file (or the TOML file that holds the derivation). Validates what load_task validates
+/// (every shape bound by every workload, a timed workload, unique names) and that the torch
+/// section covers every signature tensor and workload. Throws Error naming `source_path` and the
+/// field.
+Task task_from_derived(const nlohmann::json& derived, const std::string& source_path);
+
+/// Checks task.torch_reference against the task: a `torch.tensors` entry per signature tensor
+/// with a source that fits its role, and per workload the module's constants and shapes with the
+/// signature's element counts. Throws Error naming task.source_path and the field.
+void check_torch_reference(const Task& task);
+
+/// TOML text of a PyTorch task (`kforge task FILE -o task.toml`): the usual task tables plus
+/// `[reference] torch = "<problem>"` and a `[torch]` table with the module mapping, so that
+/// load_task reads it back into the same task. The problem path is written relative to
+/// `toml_dir` when it lies below it. Requires task.torch_reference.
+std::string torch_task_toml(const Task& task, const std::string& toml_dir);
+
+/// The derived-task JSON of a TOML task that names `[reference] torch`: its `[torch]` table
+/// (`torch`, converted to JSON) joined with the task's own fields. Used by load_task.
+nlohmann::json derived_from_toml(const Task& task, const nlohmann::json& torch_table,
+                                 const std::string& problem_path);
+
+/// Loads a PyTorch problem file as a task: derive_torch_task then task_from_derived.
+Task load_torch_task(const std::string& path);
+
+/// The derived task of a PyTorch task as JSON (the format task_from_derived reads), with the
+/// task's own signature, workloads and tolerance. Requires task.torch_reference.
+nlohmann::json derived_json(const Task& task);
+
+}  // namespace kforge

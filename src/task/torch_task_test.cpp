@@ -1,0 +1,139 @@
+#include "task/torch_task.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "task/task_loader.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A derived task as python/kforge_torch/derive.py writes it (docs/torch_tasks.md): a 4-D module
+// input seen as the softmax family's [rows, cols].
+json softmax_derived(const std::string& problem) {
+  return json::parse(R"json({
+    "format": "kforge-torch-task", "version": 1, "name": "my_softmax",
+    "description": "softmax over the last dimension", "problem": ")json" + problem + R"json(",
+    "problem_sha256": "00ff", "family": "softmax",
+    "family_match": {"family": "softmax", "adapter": "rows = prod(x.shape[:-1])", "checked": "2 x 2"},
+    "signature": {"tensors": [
+        {"name": "x", "role": "input", "dtype": "f32", "shape": ["rows", "cols"]},
+        {"name": "y", "role": "output", "dtype": "f32", "shape": ["rows", "cols"]}],
+      "scalars": []},
+    "workloads": [
+      {"name": "gate_small", "dims": {"rows": 6, "cols": 37}, "timed": false},
+      {"name": "problem", "dims": {"rows": 64, "cols": 4096}, "timed": true}],
+    "tolerance": {"rtol": 0.0001, "atol": 1e-06},
+    "distributions": ["uniform", "normal"],
+    "flops": "5*rows*cols", "bytes": "",
+    "torch": {
+      "tensors": [{"source": "input", "index": 0}, {"source": "output", "index": 0}],
+      "workloads": {
+        "gate_small": {"constants": {"batch": 2, "dim": 37}, "shapes": [[2, 3, 37], [2, 3, 37]]},
+        "problem": {"constants": {}, "shapes": [[16, 4, 4096], [16, 4, 4096]]}},
+      "double_reference": true},
+    "input_rules": [{"tensor": "x", "rule": "generated", "why": "a float input"}],
+    "notes": ["a note"]
+  })json");
+}
+
+class TorchTaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_torch_task_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    problem_ = (dir_ / "my_softmax.py").string();
+    std::ofstream(problem_) << "class Model: pass\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::string problem_;
+};
+
+TEST_F(TorchTaskTest, DerivedJsonBecomesATaskWithTheModuleMapping) {
+  const Task task = task_from_derived(softmax_derived(problem_), problem_);
+  EXPECT_EQ(task.name, "my_softmax");
+  EXPECT_EQ(task.family, "softmax");
+  ASSERT_EQ(task.signature.tensors.size(), 2u);
+  EXPECT_EQ(task.signature.tensors[1].role, TensorRole::output);
+  EXPECT_TRUE(task.workloads[1].timed);
+  EXPECT_EQ(task.distributions, (std::vector<std::string>{"uniform", "normal"}));
+  EXPECT_TRUE(task.has_torch_reference());
+  EXPECT_EQ(task.reference_paths.at("torch"), problem_);
+  EXPECT_EQ(flops_per_call(task, task.workloads[1]).value(), 5.0 * 64 * 4096);
+}
+
+TEST_F(TorchTaskTest, MappingThatDisagreesWithTheSignatureIsRefusedNamingTheField) {
+  json derived = softmax_derived(problem_);
+  derived["torch"]["workloads"]["problem"]["shapes"][0] = {16, 4, 4095};
+  try {
+    task_from_derived(derived, problem_);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'x' has 262144 elements in the signature but "
+                                         "262080 in the module"),
+              std::string::npos)
+        << e.what();
+  }
+  derived = softmax_derived(problem_);
+  derived["torch"]["workloads"].erase("gate_small");
+  EXPECT_THROW(task_from_derived(derived, problem_), Error);
+  derived = softmax_derived(problem_);
+  derived["torch"]["tensors"][1]["source"] = "input";
+  EXPECT_THROW(task_from_derived(derived, problem_), Error);
+  derived = softmax_derived(problem_);
+  derived["version"] = 2;
+  EXPECT_THROW(task_from_derived(derived, problem_), Error);
+}
+
+TEST_F(TorchTaskTest, TomlWrittenByKforgeTaskLoadsBackIntoTheSameTask) {
+  const Task task = task_from_derived(softmax_derived(problem_), problem_);
+  const fs::path toml_path = dir_ / "task.toml";
+  std::ofstream(toml_path) << torch_task_toml(task, dir_.string());
+  const Task loaded = load_task(toml_path.string());
+  EXPECT_EQ(json(loaded.signature), json(task.signature));
+  EXPECT_EQ(json(loaded.workloads), json(task.workloads));
+  EXPECT_EQ(json(loaded.tolerance), json(task.tolerance));
+  EXPECT_EQ(loaded.family, "softmax");
+  EXPECT_EQ(loaded.flops_formula, task.flops_formula);
+  EXPECT_EQ(loaded.reference_paths.at("torch"), problem_);
+  EXPECT_EQ(loaded.torch_reference.at("torch"), task.torch_reference.at("torch"));
+  EXPECT_EQ(loaded.torch_reference.at("problem_sha256"), "00ff");
+}
+
+TEST_F(TorchTaskTest, TomlWithATorchReferenceButNoMappingSaysHowToWriteOne) {
+  const Task task = task_from_derived(softmax_derived(problem_), problem_);
+  std::string text = torch_task_toml(task, dir_.string());
+  text = text.substr(0, text.find("\n[torch]"));
+  const fs::path toml_path = dir_ / "task.toml";
+  std::ofstream(toml_path) << text;
+  try {
+    load_task(toml_path.string());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kforge task PROBLEM.py -o FILE"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(TorchTaskTest, MissingProblemFileIsNamed) {
+  try {
+    load_task((dir_ / "absent.py").string());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("absent.py: problem file does not exist"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kforge
