@@ -187,7 +187,7 @@ TEST_F(CliSuiteTest, BadInputIsRefusedBeforeAnyTaskRuns) {
   fs::create_directories(dir_ / "empty");
   process::CommandResult empty = kforge({"suite", (dir_ / "empty").string()});
   EXPECT_EQ(empty.exit_code, 1);
-  EXPECT_NE(empty.output.find("no task.toml below this folder"), std::string::npos) << empty.output;
+  EXPECT_NE(empty.output.find("no task.toml or PyTorch problem file below this folder"), std::string::npos) << empty.output;
 
   add_task("softmax_small");
   fs::path suite = dir_ / "suite";

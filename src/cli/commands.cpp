@@ -13,6 +13,7 @@
 #include "cli/optimize_command.h"
 #include "cli/option_source.h"
 #include "cli/suite_command.h"
+#include "cli/task_command.h"
 #include "cli/validators.h"
 #include "common/error.h"
 #include "search/scheduler.h"
@@ -243,8 +244,8 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->capture_default_str();
   optimize->add_option("--similar-families", options.similar_families,
                        "Groups of similar operator families, one comma-separated group per use "
-                       "(replaces the default softmax,rmsnorm,layernorm,logsoftmax and "
-                       "gemv,gemv_t,gemm,matmul)")
+                       "(replaces the default softmax,log_softmax,rmsnorm,rmsnorm_channels,"
+                       "layernorm and gemv,gemv_t; each name a family with built-in kernels)")
       ->envname("KFORGE_SIMILAR_FAMILIES");
   optimize->add_flag("--explain", options.search.explain,
                      "Print why each candidate was chosen, promoted, pruned or rejected");
@@ -301,6 +302,8 @@ int run_cli(int argc, char** argv) {
   add_memory_command(app, memory);
   SuiteCommandOptions suite;
   add_suite_command(app, suite, add_optimize);
+  TaskCommandOptions task;
+  add_task_command(app, task);
   if (std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
@@ -321,6 +324,7 @@ int run_cli(int argc, char** argv) {
     }
     if (app.got_subcommand("memory")) return run_memory(*app.get_subcommand("memory"), memory);
     if (app.got_subcommand("suite")) return run_suite(suite, add_optimize);
+    if (app.got_subcommand("task")) return run_task_command(task);
   } catch (const UsageError& e) {
     std::cerr << "kforge: error: " << e.what() << "\nRun with --help for more information.\n";
     return static_cast<int>(ExitCode::usage);

@@ -28,6 +28,7 @@
 #include "memory/sqlite_store.h"
 #include "report/summary.h"
 #include "task/task_loader.h"
+#include "task/torch_task.h"
 #include "worker/worker_client.h"
 
 namespace kforge::cli {
@@ -129,10 +130,36 @@ std::string default_cache_dir() {
   return (fs::path(home != nullptr ? home : "/tmp") / ".cache" / "kforge" / "artifacts").string();
 }
 
+// Every family with built-in kernels on some backend (kernels/<backend>/<family>/family.toml).
+std::vector<std::string> known_families(const std::string& root) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& backend : fs::directory_iterator(fs::path(root) / "kernels", ec)) {
+    std::error_code inner;
+    for (const auto& family : fs::directory_iterator(backend.path(), inner)) {
+      if (fs::exists(family.path() / "family.toml")) names.insert(family.path().filename().string());
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
 // The task's kernel family; an unknown one names the task file and the families there are.
 generation::KernelFamily load_family_for(const Task& task, const std::string& root,
                                          const std::string& backend) {
   fs::path kernels = fs::path(root) / "kernels";
+  if (task.has_torch_reference() && task.family.empty()) {
+    // Say why no family matched: the derivation tried each by running it against the module.
+    std::string misses;
+    const nlohmann::json& tried = task.torch_reference.value("family_misses", nlohmann::json::object());
+    if (tried.is_object()) {
+      for (const auto& [family, why] : tried.items()) {
+        misses += "\n  " + family + ": " + (why.is_string() ? why.get<std::string>() : why.dump());
+      }
+    }
+    throw Error(task.source_path + ": no built-in kernel family computes what this module "
+                "computes; it needs --generator llm" +
+                (misses.empty() ? std::string() : "; families tried:" + misses));
+  }
   if (!fs::exists(kernels / backend / task.family / "family.toml")) {
     std::string known;
     std::error_code ec;
@@ -204,14 +231,21 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     std::cerr << "kforge: no usable CUDA device (" << why << "); using the cpu backend\n";
   }
   const std::vector<int> devices = candidate_devices(options, backend);
-  if (!task.reference_paths.count(backend)) {
+  if (!task.has_torch_reference() && !task.reference_paths.count(backend)) {
     throw Error(options.task_path + ": reference." + backend + ": missing (the task has no " +
                 backend + " reference; choose another --backend)");
   }
   std::string root = resource_root();
+  options.search.provenance_weights.validate_families(known_families(root));
   const bool use_llm = options.generator == "llm";
   if (!use_llm && options.generator != "templates") {
     throw Error("unknown generator '" + options.generator + "' (expected templates or llm)");
+  }
+  if (use_llm && task.has_torch_reference()) {
+    throw Error(options.task_path + ": --generator llm does not take PyTorch problems yet (the "
+                "model would write the first native kernel from the module); use a task.toml "
+                "with a native reference, or --generator templates where a built-in family "
+                "matches (`kforge task " + options.task_path + "` shows whether one does)");
   }
   std::optional<llm::LlmConfig> llm_config;
   std::unique_ptr<generation::TemplatesGenerator> templates;
@@ -274,6 +308,15 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
         "waiting (it is stopped after {:.0f} s)\n",
         request, waited_s, timeout_s);
   };
+  if (task.has_torch_reference()) {
+    // The reference is the user's PyTorch module, run by kforge's Python worker on the same
+    // device; candidates still run in kforge-worker.
+    std::vector<std::string> command = torch_worker_command();
+    worker_config.worker_path = command.front();
+    worker_config.worker_arguments.assign(command.begin() + 1, command.end());
+    worker_config.environment = torch_environment(worker::scrubbed_environment());
+    worker_config.display_name = "torch reference worker";
+  }
   worker::ProcessWorker reference_worker(worker_config);
   // A worker that cannot start (a device that does not exist) is an error before the run dir.
   for (size_t i = 0; i < workers.size(); ++i) {

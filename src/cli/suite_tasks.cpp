@@ -1,6 +1,8 @@
 #include "cli/suite_tasks.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 
@@ -20,7 +22,25 @@ std::string folder_name(const fs::path& folder) {
   return name.empty() ? "task" : name;
 }
 
+// A Python file in KernelBench's problem format: it defines a Model and get_inputs. Other
+// Python files below a suite's folder (helpers, solutions, __init__.py) are not tasks.
+bool is_problem_file(const fs::path& path) {
+  if (path.extension() != ".py") return false;
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  const std::string source = text.str();
+  return source.find("class Model") != std::string::npos &&
+         source.find("def get_inputs") != std::string::npos;
+}
+
 std::string label_under(const fs::path& root, const fs::path& task_path) {
+  if (task_path.extension() == ".py") {
+    fs::path relative = task_path.lexically_relative(absolute_normal(root)).replace_extension();
+    std::string label = relative.generic_string();
+    std::replace(label.begin(), label.end(), '/', '-');
+    return label;
+  }
   fs::path relative = task_path.parent_path().lexically_relative(absolute_normal(root));
   if (relative.empty() || relative == ".") return folder_name(root);
   std::string label = relative.generic_string();
@@ -39,7 +59,12 @@ std::vector<fs::path> task_files_below(const fs::path& folder) {
   fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
   if (ec) throw Error(folder.string() + ": cannot list: " + ec.message());
   for (const fs::directory_entry& entry : it) {
-    if (entry.path().filename() != "task.toml" || entry.is_directory()) continue;
+    if (entry.is_directory()) continue;
+    if (is_problem_file(entry.path())) {
+      found.push_back(absolute_normal(entry.path()));
+      continue;
+    }
+    if (entry.path().filename() != "task.toml") continue;
     // A run directory holds a copy of its task next to run.json: not a task of the suite.
     if (fs::exists(entry.path().parent_path() / "run.json")) continue;
     found.push_back(absolute_normal(entry.path()));
@@ -67,8 +92,9 @@ std::vector<SuiteTask> discover_suite_tasks(const std::vector<std::string>& inpu
         found.emplace_back(label_under(path, file), file);
       }
       if (found.empty()) {
-        throw Error(input + ": no task.toml below this folder (expected " + input +
-                    "/<task>/task.toml, one folder per task)");
+        throw Error(input + ": no task.toml or PyTorch problem file below this folder (expected " +
+                    input + "/<task>/task.toml, one folder per task, or .py files that define "
+                    "class Model and get_inputs)");
       }
     } else if (fs::is_regular_file(status)) {
       fs::path file = absolute_normal(path);

@@ -78,11 +78,23 @@ TEST_F(SuiteTasksTest, FolderWithoutTasksIsAClearError) {
     discover_suite_tasks({(dir_ / "empty").string()});
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no task.toml below this folder"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("no task.toml or PyTorch problem file below this folder"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(discover_suite_tasks({(dir_ / "missing").string()}), Error);
   EXPECT_THROW(discover_suite_tasks({}), Error);
+}
+
+TEST_F(SuiteTasksTest, FolderGivesPyTorchProblemFilesButNotOtherPythonFiles) {
+  fs::create_directories(dir_ / "level1");
+  std::ofstream(dir_ / "level1" / "3_Softmax.py")
+      << "import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_inputs():\n    return []\n";
+  std::ofstream(dir_ / "level1" / "helpers.py") << "def helper():\n    return 1\n";
+  std::ofstream(dir_ / "level1" / "__init__.py") << "";
+  touch("rmsnorm/task.toml");
+  const std::vector<SuiteTask> tasks = discover_suite_tasks({dir_.string()});
+  EXPECT_EQ(labels(tasks), (std::vector<std::string>{"level1-3_Softmax", "rmsnorm"}));
+  EXPECT_EQ(tasks[0].task_path.filename(), "3_Softmax.py");
 }
 
 }  // namespace

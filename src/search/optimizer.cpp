@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "memory/policy.h"
 #include "task/task_loader.h"
+#include "task/torch_task.h"
 
 namespace kforge::search {
 namespace fs = std::filesystem;
@@ -149,13 +150,23 @@ void Optimizer::open_journal() {
 }
 
 void Optimizer::prepare_reference() {
-  // Reference: compiled with the same toolchain, checked against itself, quick-timed.
-  compile::CompileJob reference_job;
-  reference_job.backend = backend_;
-  reference_job.source_name = fs::path(task_.reference_paths.at(backend_)).filename().string();
-  reference_job.source = read_file(task_.reference_paths.at(backend_));
-  compile::Artifact reference_artifact = pool_->submit(reference_job).get();
-  const std::string& reference_path = task_.reference_paths.at(backend_);
+  // Reference: compiled with the same toolchain (or, for a PyTorch problem, the derived task the
+  // torch reference worker loads), checked against itself, quick-timed.
+  compile::Artifact reference_artifact;
+  std::string reference_path;
+  if (task_.has_torch_reference()) {
+    reference_path = task_.reference_paths.at("torch");
+    run_dir_.write_json("reference.torch.json", derived_json(task_));
+    reference_artifact.path = (run_dir_.path() / "reference.torch.json").string();
+    reference_artifact.key = task_hash(task_);
+  } else {
+    reference_path = task_.reference_paths.at(backend_);
+    compile::CompileJob reference_job;
+    reference_job.backend = backend_;
+    reference_job.source_name = fs::path(reference_path).filename().string();
+    reference_job.source = read_file(reference_path);
+    reference_artifact = pool_->submit(reference_job).get();
+  }
   evaluation::TaskReport task_report = with_context(
       "reference " + reference_path, [&] { return evaluator_->prepare(reference_artifact); });
   for (const std::string& warning : task_report.warnings) progress_("warning: " + warning);

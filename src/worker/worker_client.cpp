@@ -102,7 +102,7 @@ ProcessWorker::ProcessWorker(ProcessWorkerConfig config) : config_(std::move(con
 ProcessWorker::~ProcessWorker() { shutdown(); }
 
 std::string ProcessWorker::describe() const {
-  return "kforge-worker " + config_.backend + ":" + std::to_string(config_.device_index);
+  return config_.display_name + " " + config_.backend + ":" + std::to_string(config_.device_index);
 }
 
 int ProcessWorker::pid() const { return process_ ? process_->pid() : -1; }
@@ -144,7 +144,10 @@ void ProcessWorker::start() {
     options.argv.insert(options.argv.end(), config_.sandbox.argv_prefix.begin(),
                         config_.sandbox.argv_prefix.end());
   }
-  for (const std::string& arg : {config_.worker_path, std::string("--backend"), config_.backend,
+  options.argv.push_back(config_.worker_path);
+  options.argv.insert(options.argv.end(), config_.worker_arguments.begin(),
+                      config_.worker_arguments.end());
+  for (const std::string& arg : {std::string("--backend"), config_.backend,
                                  std::string("--device"), std::to_string(config_.device_index)}) {
     options.argv.push_back(arg);
   }

@@ -25,6 +25,12 @@ namespace kforge::worker {
 
 struct ProcessWorkerConfig {
   std::string worker_path;      // the kforge-worker binary
+  /// Arguments between worker_path and `--backend B --device N`: a worker that is not
+  /// kforge-worker, e.g. the PyTorch reference worker {"-m", "kforge_torch", "worker"} run by
+  /// worker_path = a Python interpreter (task/torch_task.h).
+  std::vector<std::string> worker_arguments;
+  /// What messages call the worker ("kforge-worker cuda:0").
+  std::string display_name = "kforge-worker";
   std::string backend = "cpu";  // "cpu" | "cuda"
   int device_index = 0;
   /// Spawn plus hello; creating a CUDA context can take seconds on a cold GPU.

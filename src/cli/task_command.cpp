@@ -1,0 +1,76 @@
+#include "cli/task_command.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "task/task_loader.h"
+#include "task/torch_task.h"
+
+namespace kforge::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A native task as JSON: what load_task read, with every workload's bound shapes.
+nlohmann::json task_json(const Task& task) {
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const Workload& workload : task.workloads) {
+    nlohmann::json shapes = nlohmann::json::object();
+    for (const TensorSpec& tensor : task.signature.tensors) shapes[tensor.name] = bind_shape(tensor, workload);
+    workloads.push_back({{"name", workload.name}, {"timed", workload.timed}, {"dims", workload.dims},
+                         {"shapes", shapes}, {"bytes", bytes_per_call(task, workload)}});
+  }
+  return {{"name", task.name},         {"family", task.family},
+          {"description", task.description}, {"signature", task.signature},
+          {"workloads", workloads},    {"tolerance", task.tolerance},
+          {"distributions", task.distributions}, {"references", task.reference_paths},
+          {"flops", task.flops_formula}, {"bytes", task.bytes_formula}};
+}
+
+}  // namespace
+
+void add_task_command(CLI::App& app, TaskCommandOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "task", "Show the task kforge makes of a file: a PyTorch problem (.py, KernelBench format) "
+              "is derived into a task printed as TOML, to keep and edit");
+  command->add_option("file", options.path, "a problem .py file or a task.toml")->required();
+  command->add_option("-o,--output", options.output_path,
+                      "write the derived task TOML to this file instead of printing it");
+  command->add_flag("--json", options.json, "print JSON (the derived task, or what was read)");
+}
+
+int run_task_command(const TaskCommandOptions& options) {
+  const Task task = load_task(options.path);
+  if (!task.has_torch_reference()) {
+    if (!options.output_path.empty()) {
+      throw Error(options.path + " is a TOML task already; -o writes the task of a PyTorch problem");
+    }
+    if (options.json) {
+      std::cout << task_json(task).dump(2) << "\n";
+    } else {
+      std::cout << fmt::format("task '{}' (family {}): {} tensors, {} workloads\n", task.name,
+                               task.family, task.signature.tensors.size(), task.workloads.size());
+    }
+    return 0;
+  }
+  if (options.json) {
+    std::cout << derived_json(task).dump(2) << "\n";
+    return 0;
+  }
+  if (options.output_path.empty()) {
+    std::cout << torch_task_toml(task, fs::current_path().string());
+    return 0;
+  }
+  const fs::path out = fs::absolute(options.output_path);
+  write_file_atomically(out, torch_task_toml(task, out.parent_path().string()));
+  std::cerr << "kforge: wrote " << options.output_path << " (family: "
+            << (task.family.empty() ? "none matched" : task.family) << ")\n";
+  return 0;
+}
+
+}  // namespace kforge::cli

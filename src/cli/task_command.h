@@ -1,0 +1,23 @@
+// `kforge task FILE [-o OUT.toml] [--json]`: shows the task kforge makes of a file. For a PyTorch
+// problem file (KernelBench format) that is the derived task (task/torch_task.h) as TOML, which
+// a user can keep, edit and pass to `kforge optimize`; for a TOML task, what kforge read.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace kforge::cli {
+
+struct TaskCommandOptions {
+  std::string path;         // a task.toml or a problem .py
+  std::string output_path;  // -o: write the TOML there (atomically) instead of stdout
+  bool json = false;        // print the derived task JSON instead of TOML
+};
+
+void add_task_command(CLI::App& app, TaskCommandOptions& options);
+
+/// Runs `kforge task`; returns the exit code (0, or 1 on an error, which it throws).
+int run_task_command(const TaskCommandOptions& options);
+
+}  // namespace kforge::cli

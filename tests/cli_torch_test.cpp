@@ -1,0 +1,181 @@
+// End-to-end tests of PyTorch problem files as a user runs them: `kforge task` derives the task
+// through the Python derivation, `kforge optimize` runs the module as the reference in the torch
+// reference worker and the matched built-in family's kernels as candidates (cpu backend).
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "process/subprocess.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+// A user's own softmax written with exp and sum (not torch.softmax), over the last dim of a 3-D
+// input: the softmax family must be recognized by what it computes, through a view.
+constexpr const char* kOwnSoftmax = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """A hand-written softmax over the last dimension."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, scores):
+        shifted = scores - scores.max(dim=-1, keepdim=True).values
+        e = torch.exp(shifted)
+        return e / e.sum(dim=-1, keepdim=True)
+
+
+heads = 4
+queries = 24
+keys = 512
+
+
+def get_inputs():
+    return [torch.rand(heads, queries, keys)]
+
+
+def get_init_inputs():
+    return []
+)";
+
+constexpr const char* kCumsum = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+rows = 64
+cols = 300
+
+
+def get_inputs():
+    return [torch.rand(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+)";
+
+class CliTorchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_cli_torch_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  process::CommandResult kforge(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
+                                     "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
+                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON};
+    argv.push_back(KFORGE_CLI_PATH);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return process::run_command(argv, 600);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTorchTest, TaskDerivesAUsersOwnSoftmaxAsTheSoftmaxFamilyAndTheTomlLoadsBack) {
+  const fs::path problem = write("my_softmax.py", kOwnSoftmax);
+  const fs::path toml = dir_ / "kept" / "task.toml";
+  fs::create_directories(toml.parent_path());
+  process::CommandResult result = kforge({"task", problem.string(), "-o", toml.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream file(toml);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("family = \"softmax\""), std::string::npos) << text;
+  EXPECT_NE(text.find("[reference]\ntorch = "), std::string::npos) << text;
+  // The kept TOML is a task kforge reads: its JSON view binds every workload.
+  result = kforge({"task", toml.string(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json derived = nlohmann::json::parse(result.output);
+  EXPECT_EQ(derived["family"], "softmax");
+  bool has_problem_workload = false;
+  for (const auto& workload : derived["workloads"]) {
+    if (workload["name"] == "problem") {
+      has_problem_workload = true;
+      EXPECT_EQ(workload["dims"]["rows"], 4 * 24);
+      EXPECT_EQ(workload["dims"]["cols"], 512);
+      EXPECT_TRUE(workload["timed"].get<bool>());
+    }
+  }
+  EXPECT_TRUE(has_problem_workload) << derived.dump(2);
+}
+
+TEST_F(CliTorchTest, OptimizeRunsTheModuleAsReferenceAndTheFamilyAsCandidates) {
+  const fs::path problem = write("my_softmax.py", kOwnSoftmax);
+  const fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
+              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("speedup:"), std::string::npos) << result.output;
+  ASSERT_TRUE(fs::exists(run / "result.json"));
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(run / "result.json"));
+  ASSERT_FALSE(json["best"].is_null()) << json.dump(2);
+  EXPECT_TRUE(fs::exists(run / "reference.torch.json"));
+  EXPECT_TRUE(fs::exists(run / "best.cpp"));
+  // Every candidate passed the gate against the module's float64 outputs.
+  for (const auto& entry : fs::directory_iterator(run / "candidates")) {
+    const nlohmann::json evaluation =
+        nlohmann::json::parse(std::ifstream(entry.path() / "evaluation.json"));
+    EXPECT_EQ(evaluation["verdict"], "ok") << entry.path() << "\n" << evaluation.dump(2);
+  }
+}
+
+TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {
+  const fs::path problem = write("cumsum.py", kCumsum);
+  const fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("cumsum.py: no built-in kernel family computes what this module "
+                               "computes; it needs --generator llm"),
+            std::string::npos)
+      << result.output;
+  EXPECT_FALSE(fs::exists(run / "result.json"));
+}
+
+TEST_F(CliTorchTest, BrokenProblemFilesGetOneClearMessageNamingTheFile) {
+  struct Case {
+    std::string name, text, expected;
+  };
+  const std::vector<Case> cases = {
+      {"no_model.py", "def get_inputs():\n    return []\n", "no_model.py"},
+      {"syntax.py", "class Model(:\n", "syntax.py"},
+      {"missing_import.py", "import kforge_no_such_module\nclass Model: pass\n",
+       "kforge_no_such_module"},
+  };
+  for (const Case& c : cases) {
+    const fs::path problem = write(c.name, c.text);
+    process::CommandResult result = kforge({"task", problem.string()});
+    EXPECT_EQ(result.exit_code, 1) << c.name << "\n" << result.output;
+    EXPECT_NE(result.output.find("kforge: error: "), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find(c.expected), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("Traceback"), std::string::npos) << result.output;
+  }
+}
+
+}  // namespace
+}  // namespace kforge
