@@ -32,6 +32,18 @@ void ProvenanceWeights::validate() const {
   }
 }
 
+void ProvenanceWeights::validate_families(const std::vector<std::string>& known) const {
+  for (const std::vector<std::string>& group : similar_families) {
+    for (const std::string& family : group) {
+      if (std::find(known.begin(), known.end(), family) != known.end()) continue;
+      std::string names;
+      for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
+      throw Error("similar families: unknown family '" + family + "' (known: " +
+                  (names.empty() ? "none" : names) + ")");
+    }
+  }
+}
+
 double evidence_weight(const Provenance& evidence, const Provenance& current,
                        const ProvenanceWeights& weights) {
   if (evidence.backend != current.backend) return 0.0;

@@ -44,12 +44,17 @@ struct ProvenanceWeights {
   double similar_family = 0.7;
   double other_family = 0.3;
   /// Groups of operator families whose evidence transfers as "similar"; a family may appear in
-  /// several groups. Default: row-wise reductions together, matrix products together.
+  /// several groups. Default: row-wise reductions together, matrix-vector products together.
+  /// Names are kernels/<backend>/<family> folder names (validate_families checks them).
   std::vector<std::vector<std::string>> similar_families = {
-      {"softmax", "rmsnorm", "layernorm", "logsoftmax"}, {"gemv", "gemv_t", "gemm", "matmul"}};
+      {"softmax", "log_softmax", "rmsnorm", "rmsnorm_channels", "layernorm"}, {"gemv", "gemv_t"}};
 
   /// Throws Error naming the field when a factor is outside [0, 1] or not finite.
   void validate() const;
+  /// Throws Error naming the family when a similar_families group names one not in `known`
+  /// (the families kforge has kernels for): a misspelt name would silently weigh that family's
+  /// evidence as unrelated (0.3) instead of similar.
+  void validate_families(const std::vector<std::string>& known) const;
 };
 
 /// The weight in [0, 1] of `evidence` for a decision made in `current` (formula above).

@@ -44,6 +44,34 @@ TEST(EvidenceWeight, SimilarFamiliesAndFactorsAreConfigurable) {
   EXPECT_THROW(weights.validate(), Error);
 }
 
+TEST(EvidenceWeight, LogSoftmaxEvidenceCountsAsSimilarToSoftmaxByDefault) {
+  // The default groups once named "logsoftmax", so log_softmax evidence weighed as unrelated.
+  ProvenanceWeights weights;
+  Provenance softmax = kHere;
+  softmax.family = "softmax";
+  Provenance log_softmax = kHere;
+  log_softmax.family = "log_softmax";
+  EXPECT_DOUBLE_EQ(evidence_weight(log_softmax, softmax, weights), weights.similar_family);
+  Provenance channels = kHere;
+  channels.family = "rmsnorm_channels";
+  EXPECT_DOUBLE_EQ(evidence_weight(channels, softmax, weights), weights.similar_family);
+}
+
+TEST(EvidenceWeight, ASimilarityGroupNamingAnUnknownFamilyIsAnError) {
+  const std::vector<std::string> known = {"gemv", "gemv_t", "layernorm", "log_softmax",
+                                          "rmsnorm", "rmsnorm_channels", "softmax"};
+  ProvenanceWeights weights;
+  EXPECT_NO_THROW(weights.validate_families(known));
+  weights.similar_families = {{"softmax", "logsoftmax"}};
+  try {
+    weights.validate_families(known);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown family 'logsoftmax'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(WeightedStats, AccumulateWeightedMeanEmaAndSuccesses) {
   Evidence ok;
   ok.verdict = "ok";
