@@ -21,8 +21,8 @@ namespace kforge {
 bool is_torch_problem(const std::string& path);
 
 /// A Python interpreter that can import torch: $KFORGE_PYTHON when set (an error if it cannot),
-/// else the first of `python3` on $PATH and /usr/bin/python3 that can. Probed once per process
-/// (importing torch takes a second or two). Throws Error listing what was tried and why each
+/// else the first of `python3` on $PATH and /usr/bin/python3 that has the package (found, not
+/// imported: an import costs seconds). Probed once per process. Throws Error listing what was tried and why each
 /// failed, with the fix (Debian's python3-torch, or KFORGE_PYTHON).
 std::string torch_python();
 
