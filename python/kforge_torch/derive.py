@@ -95,7 +95,7 @@ def _derive(path, options, match_family):
 
     rules, distributions, rule_notes = _input_rules(tensors, gates, generate)
     notes += rule_notes
-    tolerance, tolerance_notes = tolerance_of(tensors, gates, generate, distributions)
+    tolerance, tolerance_notes = tolerance_of(tensors, gates, generate, distributions, shapes_at)
     notes += tolerance_notes
     double, double_note = double_reference(first)
     notes += [double_note] if double_note else []

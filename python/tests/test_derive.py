@@ -74,6 +74,19 @@ class LoadProblemTest(unittest.TestCase):
 
 
 class DeriveTest(unittest.TestCase):
+    def test_atol_grows_with_the_reduction_length_of_the_problem_size(self):
+        # Gate rows are a few thousand long, the problem's 2^20: an fp32 dot product's honest
+        # rounding error grows with the length, so a gate-size atol would fail right kernels.
+        derived = derive_quietly("long_dot.py")
+        softmax = derive_quietly("derive_softmax_rows.py")
+        gate_depths = [w["dims"] for w in derived["workloads"] if not w["timed"]]
+        self.assertTrue(gate_depths)
+        self.assertGreater(derived["tolerance"]["atol"], 100 * 1e-5)
+        self.assertTrue(any("growth of the reduction length" in n for n in derived["notes"]),
+                        derived["notes"])
+        self.assertFalse(any("growth of the reduction length" in n for n in softmax["notes"]),
+                         softmax["notes"])
+
     def test_softmax_problem_sizes_come_from_meta_tensors(self):
         start = time.perf_counter()
         derived = derive_quietly("derive_softmax_rows.py")
