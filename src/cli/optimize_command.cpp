@@ -308,16 +308,18 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
         "waiting (it is stopped after {:.0f} s)\n",
         request, waited_s, timeout_s);
   };
+  // A copy: worker_config stays kforge-worker's (the profiler below starts candidates with it).
+  worker::ProcessWorkerConfig reference_config = worker_config;
   if (task.has_torch_reference()) {
     // The reference is the user's PyTorch module, run by kforge's Python worker on the same
     // device; candidates still run in kforge-worker.
     std::vector<std::string> command = torch_worker_command();
-    worker_config.worker_path = command.front();
-    worker_config.worker_arguments.assign(command.begin() + 1, command.end());
-    worker_config.environment = torch_environment(worker::scrubbed_environment());
-    worker_config.display_name = "torch reference worker";
+    reference_config.worker_path = command.front();
+    reference_config.worker_arguments.assign(command.begin() + 1, command.end());
+    reference_config.environment = torch_environment(worker::scrubbed_environment());
+    reference_config.display_name = "torch reference worker";
   }
-  worker::ProcessWorker reference_worker(worker_config);
+  worker::ProcessWorker reference_worker(reference_config);
   // A worker that cannot start (a device that does not exist) is an error before the run dir.
   for (size_t i = 0; i < workers.size(); ++i) {
     with_context(options.devices.empty() ? "candidate worker " + std::to_string(i)
