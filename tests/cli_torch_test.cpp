@@ -123,6 +123,20 @@ TEST_F(CliTorchTest, TaskDerivesAUsersOwnSoftmaxAsTheSoftmaxFamilyAndTheTomlLoad
   EXPECT_TRUE(has_problem_workload) << derived.dump(2);
 }
 
+TEST_F(CliTorchTest, TaskOutputNeverReplacesTheProblemAndMakesItsFolder) {
+  const fs::path problem = write("my_softmax.py", kOwnSoftmax);
+  process::CommandResult result = kforge({"task", problem.string(), "-o", problem.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("that is the problem file itself"), std::string::npos) << result.output;
+  std::ifstream kept(problem);
+  const std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, kOwnSoftmax);
+  const fs::path toml = dir_ / "new" / "folder" / "task.toml";
+  result = kforge({"task", problem.string(), "-o", toml.string()});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(fs::exists(toml));
+}
+
 TEST_F(CliTorchTest, OptimizeRunsTheModuleAsReferenceAndTheFamilyAsCandidates) {
   const fs::path problem = write("my_softmax.py", kOwnSoftmax);
   const fs::path run = dir_ / "run";
@@ -135,6 +149,9 @@ TEST_F(CliTorchTest, OptimizeRunsTheModuleAsReferenceAndTheFamilyAsCandidates) {
   const nlohmann::json json = nlohmann::json::parse(std::ifstream(run / "result.json"));
   ASSERT_FALSE(json["best"].is_null()) << json.dump(2);
   EXPECT_TRUE(fs::exists(run / "reference.torch.json"));
+  // The run keeps the problem as given and the task derived from it, which kforge reads back.
+  EXPECT_TRUE(fs::exists(run / "my_softmax.py"));
+  EXPECT_EQ(kforge({"task", (run / "task.toml").string(), "--json"}).exit_code, 0);
   EXPECT_TRUE(fs::exists(run / "best.cpp"));
   // Every candidate passed the gate against the module's float64 outputs.
   for (const auto& entry : fs::directory_iterator(run / "candidates")) {
@@ -151,7 +168,7 @@ TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {
       kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string()});
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("cumsum.py: no built-in kernel family computes what this module "
-                               "computes; it needs --generator llm"),
+                               "computes, so kforge cannot optimize it yet"),
             std::string::npos)
       << result.output;
   EXPECT_FALSE(fs::exists(run / "result.json"));

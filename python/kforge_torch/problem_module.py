@@ -10,6 +10,7 @@ workloads never share state.
 
 import ast
 import os
+import sys
 import types
 
 
@@ -73,6 +74,11 @@ def load_problem(path, constants=None):
     an overridden name has no top-level assignment, and whatever the module itself raises.
     """
     path = os.path.abspath(path)
+    # As `python3 FILE` does: the file's folder is importable, so a problem may import a helper
+    # module that sits next to it.
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     with open(path, "rb") as f:
         source = f.read()
     tree = ast.parse(source, filename=path)

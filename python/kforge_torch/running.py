@@ -101,7 +101,10 @@ def run_outputs(task, device, request):
             result["call_ms"].append(call_ms)
 
             check_start = time.perf_counter()
-            for i in sorted(values):
+            # Forward's arguments are clones: a module that works in place on its input (ReLU
+            # with inplace=True) changes only its copy, and the next call gets a fresh one. The
+            # module's own parameters and buffers are what must stay unchanged.
+            for i in sorted(held):
                 if result["input_modified"]:
                     break
                 result["input_modified"] = first_change(plan[i].spec.name, plan[i].shape,

@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/optimize_resume.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "report/run_database.h"
 #include "common/paths.h"
 #include "common/scratch_dir.h"
@@ -157,7 +158,8 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
       }
     }
     throw Error(task.source_path + ": no built-in kernel family computes what this module "
-                "computes; it needs --generator llm" +
+                "computes, so kforge cannot optimize it yet (it would need --generator llm, "
+                "which does not take PyTorch problems yet)" +
                 (misses.empty() ? std::string() : "; families tried:" + misses));
   }
   if (!fs::exists(kernels / backend / task.family / "family.toml")) {
@@ -378,7 +380,13 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   generation::Generator& generator =
       use_llm ? llm_session->generator() : static_cast<generation::Generator&>(*templates);
   if (!resume) {
-    fs::copy_file(options.task_path, run_path / "task.toml");
+    if (task.has_torch_reference() && is_torch_problem(options.task_path)) {
+      // The problem as given, and the task kforge derived from it (a TOML `kforge task` reads).
+      fs::copy_file(options.task_path, run_path / fs::path(options.task_path).filename());
+      write_file_atomically(run_path / "task.toml", torch_task_toml(task, run_path.string()));
+    } else {
+      fs::copy_file(options.task_path, run_path / "task.toml");
+    }
     nlohmann::json run_json = {{"task", task.name},
                                {"task_path", fs::absolute(options.task_path).string()},
                                {"task_hash", task_hash(task)},

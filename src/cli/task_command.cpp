@@ -63,10 +63,22 @@ int run_task_command(const TaskCommandOptions& options) {
     return 0;
   }
   if (options.output_path.empty()) {
-    std::cout << torch_task_toml(task, fs::current_path().string());
+    // Printed text may be saved anywhere: its problem path stays absolute.
+    std::cout << torch_task_toml(task, "");
     return 0;
   }
-  const fs::path out = fs::absolute(options.output_path);
+  const fs::path out = fs::absolute(options.output_path).lexically_normal();
+  std::error_code ec;
+  if (fs::equivalent(out, task.reference_paths.at("torch"), ec) ||
+      fs::equivalent(out, options.path, ec)) {
+    throw Error("-o " + options.output_path + ": that is the problem file itself; name another "
+                "file for the task (e.g. " + fs::path(options.path).stem().string() + "/task.toml)");
+  }
+  if (fs::exists(out) && out.extension() != ".toml") {
+    throw Error("-o " + options.output_path + ": refusing to replace an existing file that is not "
+                "a .toml task");
+  }
+  fs::create_directories(out.parent_path(), ec);
   write_file_atomically(out, torch_task_toml(task, out.parent_path().string()));
   std::cerr << "kforge: wrote " << options.output_path << " (family: "
             << (task.family.empty() ? "none matched" : task.family) << ")\n";

@@ -1,5 +1,6 @@
 #include "task/torch_task.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -85,7 +86,26 @@ const json& field(const json& object, const std::string& name, const std::string
   return *found;
 }
 
+// Keys a table may hold; any other is refused (a misspelt key would otherwise be dropped without
+// a word, e.g. problem_sha256 switching the changed-file check off).
+void check_keys(const json& object, std::initializer_list<const char*> known, const std::string& at) {
+  if (!object.is_object()) throw Error(at + ": expected a table");
+  for (const auto& [key, value] : object.items()) {
+    bool found = false;
+    std::string expected;
+    for (const char* name : known) {
+      found = found || key == name;
+      expected += (expected.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!found) throw Error(at + "." + key + ": unknown key (expected one of " + expected + ")");
+  }
+}
+
 void validate_torch_section(const Task& task, const json& torch_section, const std::string& where) {
+  check_keys(torch_section, {"tensors", "scalars", "workloads", "double_reference"}, where + ": torch");
+  if (torch_section.contains("double_reference") && !torch_section.at("double_reference").is_boolean()) {
+    throw Error(where + ": torch.double_reference: expected true or false");
+  }
   const json& tensors = field(torch_section, "tensors", where + ": torch");
   if (!tensors.is_array() || tensors.size() != task.signature.tensors.size()) {
     throw Error(where + ": torch.tensors: expected one entry per signature tensor (" +
@@ -95,7 +115,13 @@ void validate_torch_section(const Task& task, const json& torch_section, const s
   static const std::set<std::string> kSources = {"input", "parameter", "buffer", "output"};
   for (size_t i = 0; i < tensors.size(); ++i) {
     const std::string at = where + ": torch.tensors[" + std::to_string(i) + "]";
+    check_keys(tensors[i], {"source", "index", "name"}, at);
     const std::string source = field(tensors[i], "source", at).get<std::string>();
+    if ((source == "input" || source == "output") &&
+        !(field(tensors[i], "index", at).is_number_integer() && tensors[i].at("index").get<int64_t>() >= 0)) {
+      throw Error(at + ".index: expected a whole number >= 0 (the position among forward's "
+                       "arguments or results)");
+    }
     if (!kSources.count(source)) {
       throw Error(at + ".source: expected input, parameter, buffer or output, got '" + source + "'");
     }
@@ -106,6 +132,15 @@ void validate_torch_section(const Task& task, const json& torch_section, const s
     }
   }
   const json& workloads = field(torch_section, "workloads", where + ": torch");
+  for (const auto& [name, entry] : workloads.items()) {
+    const bool known = std::any_of(task.workloads.begin(), task.workloads.end(),
+                                   [&](const Workload& w) { return w.name == name; });
+    if (!known) {
+      throw Error(where + ": torch.workloads." + name + ": not a workload of the task (remove it, "
+                          "or add the workload)");
+    }
+    check_keys(entry, {"constants", "shapes"}, where + ": torch.workloads." + name);
+  }
   for (const Workload& workload : task.workloads) {
     auto found = workloads.find(workload.name);
     if (found == workloads.end()) {

@@ -55,7 +55,8 @@ void check_torch_reference(const Task& task);
 /// TOML text of a PyTorch task (`kforge task FILE -o task.toml`): the usual task tables plus
 /// `[reference] torch = "<problem>"` and a `[torch]` table with the module mapping, so that
 /// load_task reads it back into the same task. The problem path is written relative to
-/// `toml_dir` when it lies below it. Requires task.torch_reference.
+/// `toml_dir` when it lies below it, else (and with an empty `toml_dir`) absolute. Requires
+/// task.torch_reference.
 std::string torch_task_toml(const Task& task, const std::string& toml_dir);
 
 /// The derived-task JSON of a TOML task that names `[reference] torch`: its `[torch]` table

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "common/error.h"
@@ -93,6 +94,26 @@ TEST_F(TorchTaskTest, MappingThatDisagreesWithTheSignatureIsRefusedNamingTheFiel
   derived = softmax_derived(problem_);
   derived["version"] = 2;
   EXPECT_THROW(task_from_derived(derived, problem_), Error);
+  // A hand-edited [torch] table: misspelt keys, a string for a flag, a workload the task lacks,
+  // a negative argument position are each refused, naming the field.
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> edits = {
+      {[](json& d) { d["torch"]["double_referenc"] = true; }, "torch.double_referenc: unknown key"},
+      {[](json& d) { d["torch"]["double_reference"] = "yes"; }, "expected true or false"},
+      {[](json& d) { d["torch"]["workloads"]["gone"] = d["torch"]["workloads"]["problem"]; },
+       "torch.workloads.gone: not a workload of the task"},
+      {[](json& d) { d["torch"]["tensors"][0]["index"] = -1; }, "torch.tensors[0].index"},
+      {[](json& d) { d["torch"]["tensors"][0]["indx"] = 0; }, "torch.tensors[0].indx: unknown key"},
+  };
+  for (const auto& [edit, expected] : edits) {
+    derived = softmax_derived(problem_);
+    edit(derived);
+    try {
+      task_from_derived(derived, problem_);
+      ADD_FAILURE() << "expected an error with " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(TorchTaskTest, TomlWrittenByKforgeTaskLoadsBackIntoTheSameTask) {

@@ -118,7 +118,9 @@ std::string torch_task_toml(const Task& task, const std::string& toml_dir) {
       << "\natol = " << number(task.tolerance.atol) << "\n";
   if (task.tolerance.normalized) out << "normalized = " << number(*task.tolerance.normalized) << "\n";
   fs::path problem_path(problem);
-  const fs::path relative = problem_path.lexically_relative(fs::absolute(toml_dir).lexically_normal());
+  const fs::path relative =
+      toml_dir.empty() ? fs::path()
+                       : problem_path.lexically_relative(fs::absolute(toml_dir).lexically_normal());
   const bool below = !relative.empty() && relative.begin()->string() != "..";
   out << "\n[reference]\ntorch = " << quoted(below ? relative.string() : problem) << "\n";
   const json& torch_section = derived.at("torch");
