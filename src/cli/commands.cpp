@@ -35,17 +35,18 @@ CLI::Validator task_file() {
         if (std::filesystem::is_regular_file(inside, error)) {
           return path + " is a directory; did you mean " + inside.string() + "?";
         }
-        return path + " is a directory; expected a task file (TOML), e.g. " +
-               "examples/rmsnorm/task.toml";
+        return path + " is a directory; expected a task file (TOML, e.g. "
+               "examples/rmsnorm/task.toml) or a PyTorch problem file (.py)";
       },
-      "TASK.toml");
+      "TASK.toml|PROBLEM.py");
 }
 
 void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
   CLI::App* optimize = app.add_subcommand(
       "optimize", "Optimize one task: search, verify and time candidates, keep the best");
   optimize->add_option("task", options.task_path,
-                       "Task file (TOML), e.g. examples/rmsnorm/task.toml (with --resume: "
+                       "Task file (TOML, e.g. examples/rmsnorm/task.toml) or PyTorch problem "
+                       "file (.py, KernelBench format) (with --resume: "
                        "optional, checked to be the run's task)")
       ->check(task_file());
   optimize->add_option("--resume", options.resume_dir,

@@ -393,7 +393,8 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
       "suite", "Optimize every task of a folder; report correct %, fast_p and geomean speedup");
   suite
       ->add_option("tasks", options.inputs,
-                   "Folders of tasks (every task.toml below, sorted) or task files")
+                   "Folders of tasks (every task.toml and PyTorch problem .py below, sorted) or "
+                   "task files")
       ->required();
   suite
       ->add_option("--suite-dir", options.suite_dir,
