@@ -1,6 +1,7 @@
 """Deriving a kforge task (docs/torch_tasks.md, "The derived task") from a PyTorch problem file."""
 import ast
 import contextlib
+import copy
 import hashlib
 import os
 import sys
@@ -13,7 +14,7 @@ from kforge_torch.derive_tolerance import double_reference, tolerance_of
 from kforge_torch.gate_search import find_gates
 from kforge_torch.meta_tensors import meta_factories
 from kforge_torch.problem_module import load_problem
-from kforge_torch.problem_run import DeriveError, check_problem, short_exception
+from kforge_torch.problem_run import DeriveError, check_problem, run_forward, short_exception
 from kforge_torch.symbols import name_dimensions
 
 FORMAT, VERSION = "kforge-torch-task", 1
@@ -78,6 +79,7 @@ def _derive(path, options, match_family):
     problem = problem_shapes(path, gates, failures, device, warnings)
     gates = gates or [problem.gate]
     first = gates[0]
+    _check_deterministic(path, first)
     tensors, scalars, entry_notes = signature_entries.collect(first.built, len(first.outputs))
     notes += entry_notes
     _check_capacity(problem, device)
@@ -131,6 +133,38 @@ def _derive(path, options, match_family):
         result = match_family(derived, instances)
         derived = result if isinstance(result, dict) else derived
     return derived
+
+
+def _check_deterministic(path, gate):
+    """Raises DeriveError when two forwards on the same inputs differ: expected outputs must be
+    reproducible for any kernel to be checked against them (dropout in training mode, or a
+    torch.rand inside forward, are not). The model's state is restored between the calls."""
+    model = gate.built.model
+    saved = copy.deepcopy(model.state_dict())
+    try:
+        first = run_forward(model, [_clone(v) for v in gate.built.inputs])
+        model.load_state_dict(saved)
+        second = run_forward(model, [_clone(v) for v in gate.built.inputs])
+    except Exception:  # forward was run at this gate already; other checks report its errors
+        return
+    finally:
+        model.load_state_dict(saved)
+    for a, b in zip(first, second):
+        if a.shape != b.shape or not (torch.equal(a, b) or _both_nan_equal(a, b)):
+            raise DeriveError(
+                f"{path}: forward is not deterministic: two calls on the same inputs at workload "
+                f"'{gate.name}' give different outputs (dropout or random numbers in forward?); "
+                "kforge can check a kernel only against a reproducible reference")
+
+
+def _clone(value):
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def _both_nan_equal(a, b):
+    if not a.is_floating_point():
+        return False
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
 
 
 def _shapes(tensors, built, outputs):

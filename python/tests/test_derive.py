@@ -188,6 +188,11 @@ class DeriveTest(unittest.TestCase):
 
 
 class DeriveErrorTest(unittest.TestCase):
+    def test_random_forward_is_refused(self):
+        with self.assertRaises(DeriveError) as caught:
+            derive_quietly("dropout_training.py")
+        self.assertIn("forward is not deterministic", str(caught.exception))
+
     def assert_error(self, name, *fragments):
         with self.assertRaises(DeriveError) as caught:
             derive_quietly(name)
