@@ -16,6 +16,9 @@ def _parser():
     parser.add_argument("file", metavar="FILE", help="the problem file (.py)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where the gate workloads' forwards run (default: cpu)")
+    parser.add_argument("--no-capacity-check", action="store_true",
+                        help="do not refuse a problem whose tensors exceed --device's memory "
+                             "(kforge checks against the device a run uses instead)")
     parser.add_argument("-o", "--output", metavar="OUT.json",
                         help="write the JSON here (atomically) instead of stdout")
     return parser
@@ -58,7 +61,9 @@ def main(argv=None):
     from kforge_torch.families import match_family
     from kforge_torch.problem_run import DeriveError
     try:
-        derived = derive(arguments.file, {"device": arguments.device}, match_family=match_family)
+        derived = derive(arguments.file, {"device": arguments.device,
+                                          "capacity_check": not arguments.no_capacity_check},
+                         match_family=match_family)
     except DeriveError as error:
         print(f"kforge-torch: error: {error}", file=sys.stderr)
         return EXIT_ERROR

@@ -250,7 +250,9 @@ json derive_torch_task(const std::string& path, double timeout_s) {
   if (!fs::is_regular_file(path)) throw Error(path + ": problem file does not exist");
   const std::string absolute = fs::absolute(path).lexically_normal().string();
   const Finished derived =
-      run_captured({torch_python(), "-m", "kforge_torch", "derive", absolute},
+      // Derived on the host at small sizes; whether the problem's own tensors fit is checked
+      // against the device a run uses (evaluation::Evaluator::prepare), not the host's memory.
+      run_captured({torch_python(), "-m", "kforge_torch", "derive", "--no-capacity-check", absolute},
                    torch_environment(inherited_environment()), timeout_s);
   if (derived.timed_out) {
     throw Error(path + ": deriving the task did not finish in " + std::to_string(int(timeout_s)) +
