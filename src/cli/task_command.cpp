@@ -45,6 +45,10 @@ void add_task_command(CLI::App& app, TaskCommandOptions& options) {
 }
 
 int run_task_command(const TaskCommandOptions& options) {
+  if (fs::is_directory(options.path)) {
+    throw Error(options.path + " is a folder; expected a PyTorch problem file (.py) or a "
+                               "task.toml (kforge suite takes folders)");
+  }
   const Task task = load_task(options.path);
   if (!task.has_torch_reference()) {
     if (!options.output_path.empty()) {
