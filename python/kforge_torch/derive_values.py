@@ -5,38 +5,17 @@ on generated values. The values that count are kforge's own (`src/worker/input_g
 reached through the C ABI of `libkforge_inputs.so`): `generate` uses that library when
 `$KFORGE_INPUTS_LIB` names it. Without it (a checkout that has not built the library), a torch
 stand-in draws from the same distributions, not the same bytes: enough to see whether the forward
-stays finite. `python/kforge_torch/inputs.py` (the reference worker's) is the one place that will
-own this; `derive(..., options={"generate": f})` takes any function of this signature.
+stays finite. The library's bindings are inputs.py's (the reference worker's), used here too;
+`derive(..., options={"generate": f})` takes any function of this signature.
 """
-import ctypes
 import os
 
 import torch
 
+from kforge_torch import inputs
+
 DISTRIBUTIONS = ("uniform", "normal", "heavy_tailed", "small")
-_DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3,
-                torch.int32: 4, torch.int64: 5}
-_library = None
-
-
-def _load_library():
-    """The C ABI library named by $KFORGE_INPUTS_LIB, or None when unset or unusable."""
-    global _library
-    if _library is None:
-        path = os.environ.get("KFORGE_INPUTS_LIB", "")
-        _library = False
-        if path:
-            try:
-                library = ctypes.CDLL(path)
-                library.kforge_fill_input_host.argtypes = [
-                    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_uint64, ctypes.c_int,
-                    ctypes.c_int]
-                library.kforge_inputs_last_error.restype = ctypes.c_char_p
-                if library.kforge_inputs_abi_version() == 1:
-                    _library = library
-            except OSError:
-                pass
-    return _library or None
+_DTYPE_NAMES = {dtype: name for name, dtype in inputs.TORCH_DTYPES.items()}
 
 
 def generate(shape, dtype, seed, tensor_index, distribution):
@@ -48,17 +27,17 @@ def generate(shape, dtype, seed, tensor_index, distribution):
     """
     if distribution not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution '{distribution}'")
-    if dtype not in _DTYPE_CODES:
+    if dtype not in _DTYPE_NAMES:
         raise ValueError(f"no generated values for dtype {dtype}")
-    library = _load_library()
-    if library is not None:
-        out = torch.empty(tuple(shape), dtype=dtype)
-        status = library.kforge_fill_input_host(
-            out.data_ptr(), out.numel(), _DTYPE_CODES[dtype], seed, tensor_index,
-            DISTRIBUTIONS.index(distribution))
-        if status != 0:
-            raise RuntimeError(library.kforge_inputs_last_error().decode())
-        return out
+    if os.environ.get("KFORGE_INPUTS_LIB"):
+        try:
+            # The reference worker's loader (inputs.py): one copy of the C ABI's bindings.
+            return inputs.generate(_DTYPE_NAMES[dtype], tuple(shape), seed, tensor_index,
+                                   distribution)
+        except inputs.InputsLibraryError as error:
+            if "kforge_fill_input" in str(error):
+                raise  # the library failed on these arguments (a RuntimeError)
+            # An unusable library: the stand-in still tells finite from non-finite.
     return _stand_in(tuple(shape), dtype, seed, tensor_index, distribution)
 
 
