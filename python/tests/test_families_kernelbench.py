@@ -1,5 +1,5 @@
-"""match_family on the KernelBench level 1 problems in /work/shared/kernelbench/level1 (skipped when
-absent), each built at two small size bindings by a tiny local loader, and prints which family
+"""match_family on the KernelBench level 1 problems in ../shared/kernelbench/level1 beside the
+repository (skipped when absent), each built at two small size bindings, and prints which family
 each one matched.
 
 Run: /usr/bin/python3 -m unittest discover -s python/tests -t python
@@ -15,9 +15,10 @@ import unittest
 import torch
 
 from kforge_torch.families import match_family
+from kforge_torch.problem_module import load_problem
 from tests.torch_fixtures import make_derived
 
-LEVEL1 = pathlib.Path("/work/shared/kernelbench/level1")
+LEVEL1 = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "kernelbench" / "level1"
 # Values for the module-level integer constants above 16, in order of appearance; multiples of 4
 # so grouped convolutions stay divisible, and different per binding so no two sizes coincide.
 BINDINGS = ((20, 24, 28, 32, 36), (24, 28, 36, 20, 32))
@@ -37,31 +38,27 @@ def _constant_int(node: ast.expr):
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def load_problem(path: pathlib.Path, small: tuple) -> dict:
-    """Executes the problem file with its top-level integer constants > 16 replaced by `small`
-    values (cycled); returns its namespace (Model, get_inputs, get_init_inputs)."""
+def load_small(path: pathlib.Path, small: tuple):
+    """The problem module with its top-level integer constants > 16 rebound to `small` values
+    (cycled), through the loader the derivation and the worker use."""
     tree = ast.parse(path.read_text(), str(path))
-    replaced = 0
+    constants = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
             value = _constant_int(node.value)
             if value is not None and value > 16:
-                node.value = ast.copy_location(ast.Constant(small[replaced % len(small)]),
-                                               node.value)
-                replaced += 1
-    namespace = {"__name__": f"kernelbench_{path.stem}", "__file__": str(path)}
-    exec(compile(tree, str(path), "exec"), namespace)
-    return namespace
+                constants[node.targets[0].id] = small[len(constants) % len(small)]
+    return load_problem(path, constants)
 
 
 def build(path: pathlib.Path):
     instances = []
     for i, small in enumerate(BINDINGS):
-        problem = load_problem(path, small)
+        problem = load_small(path, small)
         torch.manual_seed(i)
-        model = problem["Model"](*problem["get_init_inputs"]())
-        instances.append((f"gate_{i}", model, list(problem["get_inputs"]())))
+        model = problem.Model(*problem.get_init_inputs())
+        instances.append((f"gate_{i}", model, list(problem.get_inputs())))
     return instances
 
 
