@@ -117,9 +117,13 @@ json timing_quality(compile::Compiler& compiler, const std::string& backend, int
   int ties = 0, detected = 0;
   std::vector<double> aa_ratios, slower_ratios;
   for (int t = 0; t < trials; ++t) {
-    const auto aa = evaluator.compare(a, a2);
-    const auto ab = evaluator.compare(a, slower);
-    if (!aa || !ab) throw Error("a comparison failed to time");
+    const auto aa_outcome = evaluator.compare(a, a2);
+    const auto ab_outcome = evaluator.compare(a, slower);
+    const auto& aa = aa_outcome.paired;
+    const auto& ab = ab_outcome.paired;
+    if (!aa || !ab) {
+      throw Error("a comparison failed to time: " + aa_outcome.message + ab_outcome.message);
+    }
     ties += aa->outcome == evaluation::PairedComparison::Outcome::tie;
     detected += ab->outcome == evaluation::PairedComparison::Outcome::slower;
     aa_ratios.push_back(aa->speedup.speedup);

@@ -177,10 +177,8 @@ def parse_time_request(j):
     return types.SimpleNamespace(
         input_sets=_field(j, "input_sets", int, 2), policy=policy,
         flush_l2=_field(j, "flush_l2", bool, True),
-        recheck_call=_field(j, "recheck_call", int, -1),
-        recheck_seed=_field(j, "recheck_seed", int, 0),
-        recheck_distribution=_field(j, "recheck_distribution", str, "uniform"),
-        recheck_path=_field(j, "recheck_path", str, ""), **_common(j))
+        checks=_field(j, "checks", list, []),
+        check_path=_field(j, "check_path", str, ""), **_common(j))
 
 
 # ---------------------------------------------------------------- channels

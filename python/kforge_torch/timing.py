@@ -39,7 +39,8 @@ def new_time_result():
     """A TimeResult of protocol.h with its defaults."""
     return {"verdict": "ok", "message": "", "samples_ms": [], "host_ms": [], "sm_clock_mhz": [],
             "throttled": [], "overhead_ms": 0.0, "input_sets_used": 0, "inputs_reused": False,
-            "setup_ms": 0.0, "rechecked": False, "stop_reason": "", "host_wall_ms": 0.0}
+            "setup_ms": 0.0, "checked": [], "stop_reason": "", "host_wall_ms": 0.0,
+            "warmup_ms": [], "check_ms": 0.0}
 
 
 def _validate(request):
@@ -64,12 +65,14 @@ def _make_sets(task, device, request, plan):
 def run_time(task, device, request, cache):
     """Answers a TimeRequest for ReferenceTask `task` on Device `device`; returns a TimeResult
     dict. Forward runs in the inputs' own dtype under torch.no_grad(). Timed call i uses input
-    set i % sets (forward arguments only: parameters and buffers keep set 0's values). A
-    recheck is never asked of the reference and is ignored (rechecked stays false).
+    set i % sets (forward arguments only: parameters and buffers keep set 0's values). Checked
+    calls are never asked of the trusted reference: a request with checks is refused.
 
     Raises ProtocolError for a malformed request; a failure of the module is runtime_error.
     """
     _validate(request)
+    if request.checks:
+        raise ProtocolError("the reference worker does not run checked calls (checks given)")
     policy = request.policy
     plan = task.plan(request.signature, request.workload)
     result = new_time_result()

@@ -251,13 +251,22 @@ class TimeTest(WorkerTestCase):
         self.assertTrue(reply["ok"], reply)
         return reply
 
+    def test_checked_calls_are_refused(self):
+        # The reference is trusted and never checked: a request that asks is a harness bug.
+        task = linear_task(self.directory)
+        handle = self.load(task)
+        reply = self.worker.request("time", handle=handle, signature=task["signature"],
+                                    workload=workload(task, "small"), seed=4,
+                                    checks=[{"call": 0}], check_path=self.output_file())
+        self.assertFalse(reply["ok"], reply)
+        self.assertIn("checked calls", reply["error"])
+
     def test_time_follows_the_policy(self):
         task = linear_task(self.directory)
         handle = self.load(task)
         policy = {"warmup": 2, "min_repetitions": 6, "max_repetitions": 25,
                   "target_relative_noise": 0.0, "max_seconds": "inf"}
-        reply = self.time_request(task, handle, "small", policy=policy, recheck_call=1,
-                                  recheck_path=self.output_file())
+        reply = self.time_request(task, handle, "small", policy=policy)
         self.assertEqual(reply["verdict"], "ok", reply)
         self.assertEqual(reply["stop_reason"], "max_repetitions")
         self.assertEqual(len(reply["samples_ms"]), 25)
@@ -265,7 +274,7 @@ class TimeTest(WorkerTestCase):
         self.assertTrue(all(s > 0 for s in reply["samples_ms"]))
         self.assertEqual(reply["input_sets_used"], 2)
         self.assertFalse(reply["inputs_reused"])
-        self.assertFalse(reply["rechecked"])
+        self.assertEqual(reply["checked"], [])
         self.assertGreater(reply["host_wall_ms"], 0)
         policy.update(target_relative_noise=1e9)
         again = self.time_request(task, handle, "small", policy=policy)

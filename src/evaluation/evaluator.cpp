@@ -34,19 +34,21 @@ nlohmann::json timing_json(const TimingVerdict& timing) {
           {"host_gap_ms", timing.host_gap_ms},
           {"floor_ms", timing.floor.floor_ms},
           {"stop_reason", timing.stop_reason},
+          {"slow_warmup", timing.slow_warmup},
           {"warning", timing.warning}};
 }
 
-/// Room the exchanged files need at once: the largest workload's outputs kept as expected, the
-/// candidate's two calls, and a timing re-check.
-int64_t scratch_bytes_needed(const Task& task) {
+/// Room the exchanged files need at once: the largest workload's outputs kept as expected (for
+/// its gate case and for each rotated input set that checked calls run on), the candidate's two
+/// calls, and the outputs of a timing request's checked calls.
+int64_t scratch_bytes_needed(const Task& task, const EvaluationPolicy& policy) {
   int64_t largest = 0;
   for (const Workload& workload : task.workloads) {
     int64_t bytes = 0;
     for (const OutputLayout& output : output_layout(task.signature, workload)) bytes += output.bytes;
     largest = std::max(largest, bytes);
   }
-  return 4 * largest;
+  return (4 + policy.input_sets + policy.checks_per_request) * largest;
 }
 
 }  // namespace
@@ -77,7 +79,7 @@ Evaluator::Evaluator(worker::Worker& candidates, worker::Worker& reference, cons
       reference_worker_(reference),
       task_(task),
       policy_(policy),
-      scratch_(std::make_unique<ScratchDir>("kforge-eval", scratch_bytes_needed(task))) {
+      scratch_(std::make_unique<ScratchDir>("kforge-eval", scratch_bytes_needed(task, policy))) {
   for (const Workload& workload : task.workloads) {
     if (workload.timed) {
       timed_workload_ = workload;
@@ -89,6 +91,7 @@ Evaluator::Evaluator(worker::Worker& candidates, worker::Worker& reference, cons
                                               policy_.run_timeout_s);
   gate_cases_ = plan_gate(task_, policy_.gate);
   timing_seed_ = policy_.gate.base_seed + 5000;
+  checks_ = std::make_unique<TimedChecks>(task_, *oracle_, TimedChecks::random_secret());
 }
 
 Evaluator::~Evaluator() = default;
@@ -160,6 +163,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
         "add small and odd-sized workloads (e.g. 1, 31, 33, 4097)");
   }
   report.floor = physical_floor(task_, timed_workload_, device_, policy_.checks.floor_slack);
+  prime_check_outputs(timed_workload_);
   report.seconds = seconds_since(start);
   return report;
 }
@@ -180,56 +184,63 @@ worker::TimeRequest Evaluator::time_request(int handle, const Workload& workload
   request.workload = workload;
   request.seed = seed;
   request.distribution = task_.distributions.front();
-  // Rotation defeats pointer-keyed caching at small sizes; at gigabytes the re-check (new values
-  // at a used address) does that job, and a second set would double the upload.
-  const auto set_bytes = static_cast<double>(min_bytes_moved(task_.signature, workload));
-  request.input_sets = set_bytes <= policy_.rotation_limit_bytes ? policy_.input_sets : 1;
+  request.input_sets = input_sets_for(workload);
   request.policy = measurement;
   request.flush_l2 = policy_.flush_l2;
   return request;
 }
 
+int Evaluator::input_sets_for(const Workload& workload) const {
+  // Rotation defeats pointer-keyed caching at small sizes; at gigabytes the checks that write
+  // new values at a used address do that job, and a second set would double the memory.
+  const auto set_bytes = static_cast<double>(min_bytes_moved(task_.signature, workload));
+  return set_bytes <= policy_.rotation_limit_bytes ? policy_.input_sets : 1;
+}
+
+void Evaluator::prime_check_outputs(const Workload& workload) {
+  if (!policy_.recheck_timed_outputs) return;
+  // The worker may hold fewer sets than asked (memory): those it holds are a prefix of these.
+  for (int s = 0; s < input_sets_for(workload); ++s) {
+    GateCase gate_case;
+    gate_case.workload = workload;
+    gate_case.seed = timing_seed_ + static_cast<uint64_t>(s);
+    gate_case.distribution = task_.distributions.front();
+    oracle_->expected(gate_case);
+  }
+}
+
+std::pair<worker::TimeResult, std::string> Evaluator::time_with_checks(
+    worker::Worker& on, int handle, const Workload& workload,
+    const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
+    const std::string& rung) {
+  worker::TimeRequest request = time_request(handle, workload, measurement, seed);
+  if (!policy_.recheck_timed_outputs || checks <= 0) {
+    return {on.time(request, policy_.time_timeout_s), ""};
+  }
+  request.checks = checks_->plan(timed_case(workload.name), measurement, checks);
+  request.verified = checks_->verified(workload);
+  request.check_path = scratch_->next_file("check");
+  create_private_file(request.check_path);
+  struct Unlink {
+    std::string path;
+    ~Unlink() { ::unlink(path.c_str()); }
+  } unlink{request.check_path};
+  worker::TimeResult result = on.time(request, policy_.time_timeout_s);
+  if (result.verdict != Verdict::ok) return {std::move(result), ""};
+  std::string failure = checks_->verify(request, result, rung);
+  return {std::move(result), std::move(failure)};
+}
+
 TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Workload& workload,
                                       const worker::MeasurementPolicy& measurement,
-                                      uint64_t seed) {
-  worker::TimeRequest request = time_request(handle, workload, measurement, seed);
-  const GateCase& recheck = timed_case(workload.name);
-  const bool rechecking = policy_.recheck_timed_outputs;
-  if (rechecking) {
-    // A call after the first (caches are warm by then), chosen from the seed.
-    request.recheck_call =
-        measurement.min_repetitions > 1 ? 1 + static_cast<int>(seed % (measurement.min_repetitions - 1)) : 0;
-    request.recheck_seed = recheck.seed;
-    request.recheck_distribution = recheck.distribution;
-    request.recheck_path = scratch_->next_file("recheck");
-    create_private_file(request.recheck_path);
-  }
-  worker::TimeResult result = on.time(request, policy_.time_timeout_s);
+                                      uint64_t seed, int checks, const std::string& rung) {
+  auto [result, failure] = time_with_checks(on, handle, workload, measurement, seed, checks, rung);
   TimingVerdict verdict =
       judge_timing(result, physical_floor(task_, workload, device_, policy_.checks.floor_slack),
                    policy_.checks);
-  if (rechecking) {
-    if (verdict.verdict == Verdict::ok && result.rechecked) {
-      const MappedFile got(request.recheck_path, MappedFile::Mode::read);
-      const ExpectedOutputs& expected = oracle_->expected(recheck);
-      for (const OutputLayout& output : output_layout(task_.signature, workload)) {
-        const TensorSpec& spec = task_.signature.tensors[output.tensor];
-        const OutputComparison comparison =
-            compare_output(spec.dtype, got.bytes(output.offset, output.bytes),
-                           expected.file.bytes(output.offset, output.bytes), output.shape,
-                           tolerance_for(task_.tolerance, spec.dtype));
-        if (!comparison.passed) {
-          verdict.verdict = Verdict::wrong_answer;
-          verdict.message = "timed call " + std::to_string(request.recheck_call) + " on '" +
-                            workload.name + "' (new input values at a buffer used before): " +
-                            "output '" + spec.name + "': " + comparison.failure +
-                            " - results replayed from an earlier call, or work not finished "
-                            "when kforge_run returned";
-          break;
-        }
-      }
-    }
-    ::unlink(request.recheck_path.c_str());
+  if (!failure.empty()) {
+    verdict.verdict = Verdict::wrong_answer;
+    verdict.message = failure;
   }
   return verdict;
 }
@@ -273,7 +284,8 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
   if (result.gate.verdict != Verdict::ok) return fail(result.gate.verdict, result.gate.message);
 
   start = Clock::now();
-  result.quick = time_checked(on, loaded.handle, timed_workload_, policy_.quick, timing_seed_);
+  result.quick = time_checked(on, loaded.handle, timed_workload_, policy_.quick, timing_seed_,
+                              policy_.checks_per_request, "quick");
   result.rungs.push_back({"quick", result.quick.verdict, result.quick.message,
                           seconds_since(start), timing_json(result.quick)});
   if (result.quick.verdict != Verdict::ok) return fail(result.quick.verdict, result.quick.message);
@@ -315,6 +327,7 @@ TimingVerdict Evaluator::time_reference() {
 void Evaluator::prime_full_rung_reference() {
   for (const Workload& workload : task_.workloads) {
     if (!workload.timed || reference_full_ms_.contains(workload.name)) continue;
+    prime_check_outputs(workload);
     worker::TimeResult reference = reference_worker_.time(
         time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
         policy_.time_timeout_s);
@@ -336,7 +349,8 @@ FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
     if (!workload.timed) continue;
     FullRung::Entry entry;
     entry.workload = workload.name;
-    entry.candidate = time_checked(on, handle, workload, policy_.full, timing_seed_);
+    entry.candidate = time_checked(on, handle, workload, policy_.full, timing_seed_,
+                                   policy_.checks_per_request, "full");
     entry.reference_median_ms = reference_full_ms_.at(workload.name);
     if (entry.candidate.verdict != Verdict::ok) {
       rung.verdict = entry.candidate.verdict;
@@ -366,11 +380,12 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Wo
       throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
                   reference.message);
     }
-    worker::TimeResult candidate = on.time(
-        time_request(candidate_handle, timed_workload_, policy_.round, timing_seed_),
-        policy_.time_timeout_s);
-    if (candidate.verdict != Verdict::ok) {
-      paired.failure = to_string(candidate.verdict) + ": " + candidate.message;
+    auto [candidate, failure] = time_with_checks(on, candidate_handle, timed_workload_,
+                                                 policy_.round, timing_seed_,
+                                                 policy_.checks_per_round, "final");
+    if (candidate.verdict != Verdict::ok || !failure.empty()) {
+      paired.failure = failure.empty() ? to_string(candidate.verdict) + ": " + candidate.message
+                                       : to_string(Verdict::wrong_answer) + ": " + failure;
       paired.candidate_rounds.clear();
       return paired;
     }
@@ -380,28 +395,34 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Wo
   return paired;
 }
 
-std::optional<PairedComparison> Evaluator::compare(int incumbent, int challenger) {
+CompareOutcome Evaluator::compare(int incumbent, int challenger) {
   return compare(incumbent, challenger, candidates_);
 }
 
-std::optional<PairedComparison> Evaluator::compare(int incumbent, int challenger,
-                                                   worker::Worker& on) {
+CompareOutcome Evaluator::compare(int incumbent, int challenger, worker::Worker& on) {
+  CompareOutcome outcome;
   std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
   for (int round = 0; round < policy_.compare_rounds; ++round) {
     // Alternate who goes first, so that an order effect (warm clocks) favours neither.
     const bool incumbent_first = round % 2 == 0;
     for (int turn = 0; turn < 2; ++turn) {
       const bool incumbent_turn = (turn == 0) == incumbent_first;
-      worker::TimeResult timing = on.time(
-          time_request(incumbent_turn ? incumbent : challenger, timed_workload_, policy_.round,
-                       timing_seed_),
-          policy_.time_timeout_s);
-      if (timing.verdict != Verdict::ok) return std::nullopt;
+      const int handle = incumbent_turn ? incumbent : challenger;
+      auto [timing, failure] = time_with_checks(on, handle, timed_workload_, policy_.round,
+                                                timing_seed_, policy_.checks_per_round,
+                                                "acceptance");
+      if (timing.verdict != Verdict::ok || !failure.empty()) {
+        outcome.failed_handle = handle;
+        outcome.verdict = failure.empty() ? timing.verdict : Verdict::wrong_answer;
+        outcome.message = failure.empty() ? timing.message : failure;
+        return outcome;
+      }
       (incumbent_turn ? incumbent_rounds : challenger_rounds).push_back(timing.samples_ms);
     }
   }
-  return judge_paired(incumbent_rounds, challenger_rounds, policy_.acceptance_level,
-                      policy_.min_gain, policy_.gate.base_seed);
+  outcome.paired = judge_paired(incumbent_rounds, challenger_rounds, policy_.acceptance_level,
+                                policy_.min_gain, policy_.gate.base_seed);
+  return outcome;
 }
 
 }  // namespace kforge::evaluation

@@ -14,9 +14,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,7 @@
 #include "evaluation/self_check.h"
 #include "evaluation/reference_oracle.h"
 #include "evaluation/statistics.h"
+#include "evaluation/timed_checks.h"
 #include "task/task.h"
 #include "worker/crash_retry.h"
 #include "worker/worker.h"
@@ -50,7 +53,11 @@ struct EvaluationPolicy {
   int input_sets = 2;              // rotated input sets while timing
   double rotation_limit_bytes = double(int64_t{1} << 30);  // above: one set (see time_request)
   bool flush_l2 = true;
+  /// Check timed outputs: every timing request of a candidate (quick, full, acceptance rounds,
+  /// final rounds) re-checks calls chosen from a secret of the run (Evaluator::plan_checks).
   bool recheck_timed_outputs = true;
+  int checks_per_request = 2;      // checked calls of a quick or full timing request
+  int checks_per_round = 1;        // checked calls of one round of compare() / time_paired()
   TimingChecks checks;
   double acceptance_level = 0.95;  // confidence of the acceptance interval
   double min_gain = 0.01;          // a new best must be faster by more than this, with confidence
@@ -85,6 +92,16 @@ struct TaskReport {
   PhysicalFloor floor;                // of the primary timed workload
   worker::DeviceInfo device;
   double seconds = 0.0;
+};
+
+/// A comparison of two candidates; `paired` is empty when either failed to time, and then
+/// `failed_handle`, `verdict` and `message` say which and why (a check that found a wrong output
+/// is wrong_answer: the candidate must be rejected, whichever rung saw it).
+struct CompareOutcome {
+  std::optional<PairedComparison> paired;
+  int failed_handle = -1;
+  Verdict verdict = Verdict::ok;
+  std::string message;
 };
 
 /// Rung 2's result: per timed workload, candidate and reference medians.
@@ -157,10 +174,10 @@ class Evaluator {
   PairedSamples time_paired(int candidate_handle, worker::Worker& on);
 
   /// Acceptance: candidates `incumbent` and `challenger` (both loaded in the candidate worker)
-  /// timed interleaved for `compare_rounds` rounds; judged by judge_paired at acceptance_level
-  /// and min_gain. Returns nullopt if either fails to time.
-  std::optional<PairedComparison> compare(int incumbent, int challenger);
-  std::optional<PairedComparison> compare(int incumbent, int challenger, worker::Worker& on);
+  /// timed interleaved for `compare_rounds` rounds, each round with checked calls; judged by
+  /// judge_paired at acceptance_level and min_gain. Without `paired` when either fails.
+  CompareOutcome compare(int incumbent, int challenger);
+  CompareOutcome compare(int incumbent, int challenger, worker::Worker& on);
 
   const Workload& timed_workload() const { return timed_workload_; }
   const EvaluationPolicy& policy() const { return policy_; }
@@ -170,10 +187,22 @@ class Evaluator {
   worker::TimeRequest time_request(int handle, const Workload& workload,
                                    const worker::MeasurementPolicy& measurement,
                                    uint64_t seed) const;
-  /// Times `handle` in the candidate worker with a re-check of one call's outputs; a wrong
-  /// re-check becomes wrong_answer.
+  /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing;
+  /// a wrong checked output becomes wrong_answer.
   TimingVerdict time_checked(worker::Worker& on, int handle, const Workload& workload,
-                             const worker::MeasurementPolicy& measurement, uint64_t seed);
+                             const worker::MeasurementPolicy& measurement, uint64_t seed,
+                             int checks, const std::string& rung);
+  /// A candidate's timing request with `checks` checked calls, sent to `on`; the checked outputs
+  /// are compared with the reference's. Returns the raw result and "" or why a check failed.
+  std::pair<worker::TimeResult, std::string> time_with_checks(
+      worker::Worker& on, int handle, const Workload& workload,
+      const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
+      const std::string& rung);
+  /// Input sets a timing request of `workload` asks for (rotation below rotation_limit_bytes).
+  int input_sets_for(const Workload& workload) const;
+  /// Computes (in the reference worker) the expected outputs of every input a check of
+  /// `workload` may run on, so that concurrent checks only read the oracle's cache.
+  void prime_check_outputs(const Workload& workload);
   const GateCase& timed_case(const std::string& workload_name) const;
 
   worker::Worker& candidates_;
@@ -189,6 +218,7 @@ class Evaluator {
   worker::DeviceInfo device_;
   std::map<std::string, double> reference_full_ms_;  // rung-2 reference medians per workload
   uint64_t timing_seed_ = 0;
+  std::unique_ptr<TimedChecks> checks_;
 };
 
 }  // namespace kforge::evaluation

@@ -87,6 +87,28 @@ TimingVerdict judge_timing(const worker::TimeResult& result, const PhysicalFloor
   }
   verdict.summary = summarize(verdict.samples_ms);
   const double device_median = verdict.summary.median_ms;
+  const auto add_warning = [&verdict](const std::string& text) {
+    verdict.warning += (verdict.warning.empty() ? "" : "; ") + text;
+  };
+  if (result.stop_reason == "max_seconds") {
+    add_warning("the measurement stopped at its time limit after " +
+                std::to_string(result.samples_ms.size()) + " timed calls" +
+                (result.warmup_ms.empty() ? "" : " (warm-up included in the limit)") +
+                ": fewer samples than the noise target needed");
+  }
+  if (!result.warmup_ms.empty() && !result.host_ms.empty()) {
+    // The fastest warm-up call against the median timed call (both host clocks with a
+    // device-wide synchronize): one slow first call (module loading) does not count.
+    const double fastest_warmup = *std::min_element(result.warmup_ms.begin(),
+                                                    result.warmup_ms.end());
+    const double timed = median(result.host_ms);
+    if (fastest_warmup > checks.slow_warmup_factor * timed + checks.slow_warmup_ms) {
+      verdict.slow_warmup = true;
+      add_warning("every warm-up call was much slower than the timed calls (fastest warm-up " +
+                  format_ms(fastest_warmup) + " vs timed median " + format_ms(timed) +
+                  "): the kernel may recognise repeated calls");
+    }
+  }
 
   if (!result.host_ms.empty() && result.host_ms.size() == result.samples_ms.size()) {
     std::vector<double> gaps;
@@ -116,7 +138,7 @@ TimingVerdict judge_timing(const worker::TimeResult& result, const PhysicalFloor
       verdict.verdict = Verdict::implausible_timing;
       verdict.message = "impossible result: " + finding;
     } else {
-      verdict.warning += (verdict.warning.empty() ? "" : "; ") + finding;
+      add_warning(finding);
     }
   }
   return verdict;

@@ -41,6 +41,11 @@ struct TimingChecks {
   /// hidden_ms + hidden_fraction x median(device).
   double hidden_ms = 0.05;
   double hidden_fraction = 0.5;
+  /// A candidate is flagged (TimingVerdict::slow_warmup, a warning) when its fastest warm-up
+  /// call takes longer than slow_warmup_factor x the median timed call + slow_warmup_ms: a kernel
+  /// that stalls while it is warmed up cuts the samples the time limit leaves (issue 25 part 6).
+  double slow_warmup_factor = 5.0;
+  double slow_warmup_ms = 1.0;
 };
 
 /// One timing request judged.
@@ -54,7 +59,8 @@ struct TimingVerdict {
   PhysicalFloor floor;
   std::string stop_reason;
   double setup_ms = 0.0;           // making and uploading the input sets (0 when reused)
-  std::string warning;             // e.g. throttling seen
+  std::string warning;             // e.g. throttling seen, samples cut by the time limit
+  bool slow_warmup = false;        // warm-up calls much slower than timed ones (a warning)
 };
 
 /// Judges `result` against `floor` and `checks`. A median below floor.floor_ms, or hidden work

@@ -163,6 +163,11 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
   if (decided->at("verdict") != "ok") {
     progress_(fmt::format("  {}: {}", decided->at("verdict").get<std::string>(),
                           decided->value("message", "")));
+    if (decided->at("verdict") == to_string(Verdict::wrong_answer)) {
+      // A checked call of rung 2 found a wrong output: the candidate is wrong_answer.
+      reject_after_check(record.id, "rung 2: " + decided->value("message", ""));
+      record.verdict = Verdict::wrong_answer;
+    }
     return;
   }
   record.full_geomean_speedup = decided->at("geomean_speedup").get<double>();
@@ -227,7 +232,9 @@ void Optimizer::run_final() {
   evaluation::Evaluator::PairedSamples paired =
       evaluator_->time_paired(handle_on(best.id, on), workers_.at(on));
   if (!paired.failure.empty()) {
-    throw Error("the best candidate failed during final timing: " + paired.failure);
+    reject_after_check(best.id, "final rung: " + paired.failure);
+    throw Error("the best candidate " + best.id + " failed during final timing: " +
+                paired.failure);
   }
   result_.reference_final = evaluation::summarize(paired.reference_ms());
   result_.best_final = evaluation::summarize(paired.candidate_ms());

@@ -134,6 +134,11 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
   for (const evaluation::RungRecord& rung : outcome.rungs) {
     if (rung.rung == "quick") record.rung = 1;
   }
+  if (!outcome.quick.warning.empty()) {
+    // e.g. samples cut by the time limit, or warm-up calls much slower than timed ones
+    progress_(fmt::format("        {} quick timing: warning: {}", proposal.id,
+                          outcome.quick.warning));
+  }
   if (outcome.verdict == Verdict::ok) {
     record.median_ms = outcome.timing.median_ms;
     record.quick_samples_ms = outcome.samples_ms;
@@ -218,6 +223,21 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   return record;
 }
 
+void Optimizer::reject_after_check(const std::string& id, const std::string& message) {
+  if (const report::CandidateRow* recorded = journal_->recorded_candidate(id)) {
+    report::CandidateRow row = *recorded;
+    row.verdict = to_string(Verdict::wrong_answer);
+    row.message = message;
+    journal_->record_candidate(row);  // INSERT OR REPLACE: the row now says why
+  }
+  for (CandidateRecord& earlier : records_) {
+    if (earlier.id != id) continue;
+    earlier.verdict = Verdict::wrong_answer;
+    earlier.message = message;
+  }
+  run_dir_.append_event({{"event", "rejected_after_check"}, {"id", id}, {"message", message}});
+}
+
 void Optimizer::consider(CandidateRecord& record) {
   progress_(fmt::format("  [{:03d}] {}{}", record.index, describe(record, reference_ms_),
                         record.replayed ? "  (replayed)" : ""));
@@ -245,8 +265,9 @@ void Optimizer::consider(CandidateRecord& record) {
       // On the challenger's worker, where it is loaded; the incumbent is loaded there too.
       const size_t on = home_of(record.id);
       const int incumbent = handle_on(best_->id, on);
-      std::optional<evaluation::PairedComparison> paired =
+      const evaluation::CompareOutcome compared =
           evaluator_->compare(incumbent, handle_on(record.id, on), workers_.at(on));
+      const std::optional<evaluation::PairedComparison>& paired = compared.paired;
       const double seconds = now_s_() - started;
       budget_->add_device_s(seconds);
       decided = nlohmann::json{{"incumbent", best_->id},
@@ -255,6 +276,11 @@ void Optimizer::consider(CandidateRecord& record) {
                                {"speedup", paired ? paired->speedup.speedup : 0.0},
                                {"ci_low", paired ? paired->speedup.ci_low : 0.0},
                                {"ci_high", paired ? paired->speedup.ci_high : 0.0}};
+      if (!paired) {
+        (*decided)["failed"] = compared.failed_handle == incumbent ? best_->id : record.id;
+        (*decided)["verdict"] = to_string(compared.verdict);
+        (*decided)["message"] = compared.message;
+      }
       journal_->record_rung({record.id, "compare", decided->at("outcome"), seconds, *decided});
       journal_->decide(record.step, "acceptance", record.id, *decided);
       nlohmann::json event = *decided;
@@ -262,14 +288,33 @@ void Optimizer::consider(CandidateRecord& record) {
       run_dir_.append_event(event);
     }
     record.acceptance = decided->at("outcome").get<std::string>();
-    progress_(fmt::format("        vs best {}: {} ({:.3f}x, {:.0f}% CI [{:.3f}, {:.3f}])",
-                          best_->id, record.acceptance, decided->value("speedup", 0.0),
-                          100 * options_.evaluation.acceptance_level,
-                          decided->value("ci_low", 0.0), decided->value("ci_high", 0.0)));
-    outcome = record.acceptance == "faster" ? "accepted" : "not_better";
-    reason = fmt::format("paired comparison with {}: {} ({:.3f}x, CI [{:.3f}, {:.3f}])", best_->id,
-                         record.acceptance, decided->value("speedup", 0.0),
-                         decided->value("ci_low", 0.0), decided->value("ci_high", 0.0));
+    if (decided->value("verdict", "ok") == to_string(Verdict::wrong_answer)) {
+      // A checked call of the comparison found a wrong output: that candidate is wrong_answer,
+      // whichever rung saw it (issue 25). A failed best gives its place to the challenger.
+      const std::string failed = decided->value("failed", "");
+      const std::string message = "acceptance comparison: " + decided->value("message", "");
+      progress_(fmt::format("        vs best {}: {} failed a checked call: wrong_answer",
+                            best_->id, failed));
+      reject_after_check(failed, message);
+      if (failed == record.id) {
+        record.verdict = Verdict::wrong_answer;
+        record.message = message;
+        outcome = "rejected";
+        reason = "wrong_answer: " + message.substr(0, 200);
+      } else {
+        outcome = "accepted";
+        reason = "the best (" + failed + ") failed a checked call: " + message.substr(0, 200);
+      }
+    } else {
+      progress_(fmt::format("        vs best {}: {} ({:.3f}x, {:.0f}% CI [{:.3f}, {:.3f}])",
+                            best_->id, record.acceptance, decided->value("speedup", 0.0),
+                            100 * options_.evaluation.acceptance_level,
+                            decided->value("ci_low", 0.0), decided->value("ci_high", 0.0)));
+      outcome = record.acceptance == "faster" ? "accepted" : "not_better";
+      reason = fmt::format("paired comparison with {}: {} ({:.3f}x, CI [{:.3f}, {:.3f}])",
+                           best_->id, record.acceptance, decided->value("speedup", 0.0),
+                           decided->value("ci_low", 0.0), decided->value("ci_high", 0.0));
+    }
   }
   if (options_.explain) progress_(fmt::format("        {}: {}", outcome, reason));
   journal_->decide(record.step, "outcome", record.id,

@@ -178,6 +178,119 @@ double median_relative_half_width(const std::vector<double>& sorted) {
   return 0.5 * (sorted[high] - sorted[low]) / median;
 }
 
+namespace {
+
+/// The (seed, distribution) each input set of a timing request holds now.
+struct SetInputs {
+  uint64_t seed = 0;
+  std::string distribution;
+};
+
+/// The timing loop's state that the checked calls need: where the inputs of every set came from,
+/// the check file, and what this request already wrote.
+class CallChecker {
+ public:
+  CallChecker(DeviceBackend& backend, const TimeRequest& request, TimeResult& result)
+      : backend_(backend), request_(request), result_(result) {
+    for (const TimedCheck& check : request.checks) {
+      if (check.call < 0 || check.call >= request.policy.min_repetitions) {
+        throw Error("time request: check call " + std::to_string(check.call) +
+                    " must be in [0, min_repetitions), so that it runs");
+      }
+      parse_input_distribution(check.distribution);  // throws for an unknown name
+    }
+    if (!request.checks.empty() && request.check_path.empty()) {
+      throw Error("time request with checks needs a check_path");
+    }
+  }
+
+  /// The check of timed call `call`, or nullptr.
+  const TimedCheck* at(int call) const {
+    for (const TimedCheck& check : request_.checks) {
+      if (check.call == call) return &check;
+    }
+    return nullptr;
+  }
+
+  /// Before a checked call: overwrites the set's inputs when the check asks for it.
+  void prepare(const TimedCheck& check, TensorSet& set, SetInputs& inputs) {
+    if (!check.overwrite) return;
+    set.fill_inputs(check.seed, parse_input_distribution(check.distribution));
+    inputs = {check.seed, check.distribution};
+  }
+
+  /// After an overwriting checked call was recorded: the set's own inputs again, so that a later
+  /// check on the set's own values (in this request or the next, through the cache) runs on
+  /// values no check wrote there.
+  void restore(const TimedCheck& check, TensorSet& set, SetInputs& inputs,
+               const SetInputs& own) {
+    if (!check.overwrite) return;
+    set.fill_inputs(own.seed, parse_input_distribution(own.distribution));
+    inputs = own;
+  }
+
+  /// After a checked call returned and the device is idle: hashes the outputs and writes them
+  /// unless their digest is verified or already written in this request for the same inputs.
+  void record(int call, TensorSet& set, const SetInputs& inputs) {
+    const auto start = Clock::now();
+    CheckedCall checked{call, inputs.seed, inputs.distribution, output_digest(backend_, set)};
+    for (const CheckedCall& earlier : result_.checked) {
+      if (earlier.seed == inputs.seed && earlier.distribution == inputs.distribution &&
+          earlier.digest == checked.digest) {
+        checked.same_as = earlier.same_as >= 0 ? earlier.same_as : earlier.call;
+      }
+    }
+    const bool verified = std::any_of(
+        request_.verified.begin(), request_.verified.end(), [&](const VerifiedDigest& known) {
+          return known.seed == inputs.seed && known.distribution == inputs.distribution &&
+                 known.digest == checked.digest;
+        });
+    if (!verified && checked.same_as < 0) {
+      if (!file_) {
+        // Mapped once, sized for every check (MappedFile truncates on opening for write).
+        file_.emplace(request_.check_path, MappedFile::Mode::write,
+                      static_cast<int64_t>(request_.checks.size()) * set.output_bytes());
+      }
+      checked.offset = written_bytes_;
+      set.download_outputs(file_->data() + written_bytes_);
+      written_bytes_ += set.output_bytes();
+    }
+    result_.checked.push_back(std::move(checked));
+    result_.check_ms += ms_since(start);
+  }
+
+ private:
+  DeviceBackend& backend_;
+  const TimeRequest& request_;
+  TimeResult& result_;
+  std::optional<MappedFile> file_;
+  int64_t written_bytes_ = 0;
+};
+
+}  // namespace
+
+uint64_t output_digest(DeviceBackend& backend, const TensorSet& set) {
+  // FNV-1a over the per-output hashes (or over the bytes where the backend cannot hash).
+  uint64_t digest = 0xcbf29ce484222325ULL;
+  const auto mix = [&digest](const std::byte* data, size_t count) {
+    for (size_t k = 0; k < count; ++k) {
+      digest = (digest ^ static_cast<uint64_t>(data[k])) * 0x100000001b3ULL;
+    }
+  };
+  for (size_t i = 0; i < set.size(); ++i) {
+    if (set.is_input(i)) continue;
+    if (const auto hash = backend.content_hash(set.data(i), set.bytes(i))) {
+      mix(reinterpret_cast<const std::byte*>(&*hash), sizeof *hash);
+      continue;
+    }
+    backend.read_back(set.data(i), set.bytes(i),
+                      [&mix](const std::byte* data, int64_t, int64_t count) {
+                        mix(data, static_cast<size_t>(count));
+                      });
+  }
+  return digest;
+}
+
 TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request,
                     TimingCache* cache) {
   const MeasurementPolicy& policy = request.policy;
@@ -187,13 +300,11 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
         "time request needs 1 <= min_repetitions <= max_repetitions, warmup >= 0, "
         "max_seconds > 0 and input_sets >= 1");
   }
-  if (request.recheck_call >= policy.min_repetitions) {
-    throw Error("time request: recheck_call must be below min_repetitions, so that it runs");
-  }
   validate(request.signature, request.workload);
   const InputDistribution distribution = parse_input_distribution(request.distribution);
   const auto start = Clock::now();
   TimeResult result;
+  CallChecker checker(backend, request, result);
   const auto fail = [&result](const std::string& message) {
     result.verdict = Verdict::runtime_error;
     result.message = message;
@@ -203,7 +314,7 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
   };
 
   // Input sets at distinct addresses with distinct values, as many as memory holds (>= 1);
-  // those of the previous request when it had the same key.
+  // those of the previous request when it had the same key, with the inputs checks wrote there.
   nlohmann::json key_json = {{"kernel", reinterpret_cast<uintptr_t>(kernel)},
                              {"signature", request.signature},
                              {"workload", request.workload},
@@ -212,13 +323,16 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
                              {"input_sets", request.input_sets}};
   const std::string key = key_json.dump();
   std::vector<TensorSet> sets;
+  std::vector<SetInputs> set_inputs;
   if (cache != nullptr && cache->key == key && !cache->sets.empty()) {
     sets = std::move(cache->sets);
+    for (const auto& [seed, name] : cache->inputs) set_inputs.push_back({seed, name});
     result.inputs_reused = true;
   }
   if (cache != nullptr) {
     cache->key.clear();
     cache->sets.clear();  // frees the device memory of another key before allocating
+    cache->inputs.clear();
   }
   if (sets.empty()) {
     sets.emplace_back(backend, request.signature, request.workload);
@@ -230,7 +344,7 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
     }
     for (size_t s = 0; s < sets.size(); ++s) {
       sets[s].fill_inputs(request.seed + s, distribution);
-      sets[s].poison_outputs();
+      set_inputs.push_back({request.seed + s, request.distribution});
     }
   }
   result.input_sets_used = static_cast<int>(sets.size());
@@ -252,20 +366,24 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
 
     for (int i = 0; i < policy.warmup && ms_since(start) < policy.max_seconds * 1000.0; ++i) {
       TensorSet& set = sets[static_cast<size_t>(i) % sets.size()];
+      set.poison_outputs();  // as before a timed call: warm-up and timed calls look alike
+      backend.synchronize();
+      const auto call_start = Clock::now();
       if (std::string failure = call_and_wait(backend, kernel, set.args()); !failure.empty()) {
         return fail("warm-up call " + std::to_string(i) + ": " + failure);
       }
+      result.warmup_ms.push_back(ms_since(call_start));
     }
     const auto timed_start = Clock::now();
     std::vector<double> sorted;
     for (int i = 0; i < policy.max_repetitions; ++i) {
-      TensorSet& set = sets[static_cast<size_t>(i) % sets.size()];
-      const bool recheck = i == request.recheck_call;
-      if (recheck) {
-        set.fill_inputs(request.recheck_seed,
-                        parse_input_distribution(request.recheck_distribution));
-        set.poison_outputs();
-      }
+      const size_t set_index = static_cast<size_t>(i) % sets.size();
+      TensorSet& set = sets[set_index];
+      const TimedCheck* check = checker.at(i);
+      if (check != nullptr) checker.prepare(*check, set, set_inputs[set_index]);
+      // Poisoned before every call, outside the timed region: a call that skips its work leaves
+      // NaN, not the right answer of the last call on this set.
+      set.poison_outputs();
       const kforge_args& args = set.args();
       if (request.flush_l2) backend.reset_persisting_l2();
       backend.synchronize();  // the device is idle: nothing earlier is in the host time
@@ -281,10 +399,10 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
       const double host_ms =
           ms_since(host_start) - (request.flush_l2 ? backend.last_flush_ms() : 0.0);
       if (!failure.empty()) return fail("timed call " + std::to_string(i) + ": " + failure);
-      if (recheck) {
-        MappedFile file(request.recheck_path, MappedFile::Mode::write, set.output_bytes());
-        set.download_outputs(file.data());
-        result.rechecked = true;
+      if (check != nullptr) {
+        checker.record(i, set, set_inputs[set_index]);
+        checker.restore(*check, set, set_inputs[set_index],
+                        {request.seed + set_index, request.distribution});
       }
       if (auto clock = backend.read_clock()) {
         result.sm_clock_mhz.push_back(clock->sm_clock_mhz);
@@ -305,10 +423,12 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
     }
     if (result.stop_reason.empty()) result.stop_reason = "max_repetitions";
     result.host_wall_ms = ms_since(timed_start);
-    // Set 0 holds the re-check's inputs after a re-check: not the key's any more.
-    if (cache != nullptr && !result.rechecked) {
+    if (cache != nullptr) {
       cache->key = key;
       cache->sets = std::move(sets);
+      for (const SetInputs& inputs : set_inputs) {
+        cache->inputs.emplace_back(inputs.seed, inputs.distribution);
+      }
     }
   } catch (const DeviceError& e) {
     return fail(e.what());

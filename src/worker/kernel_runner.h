@@ -22,10 +22,16 @@ using KernelEntry = int (*)(const kforge_args*);
 RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunRequest& request);
 
 /// TimeRequest semantics (protocol.h). Verdicts: ok or runtime_error. Throws Error for an
-/// invalid request or an unwritable recheck file. With a `cache`, the input sets of the last
-/// request are reused when kernel, signature, workload, seeds and set count are the same.
+/// invalid request (a check call at or past min_repetitions, a check without check_path) or an
+/// unwritable check file. With a `cache`, the input sets of the last request are reused when
+/// kernel, signature, workload, seeds and set count are the same.
 TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request,
                     TimingCache* cache = nullptr);
+
+/// A 64-bit digest of every output of `set` (signature order): FNV-1a over the backend's
+/// device-side content hash of each output, or over its bytes where the backend has none (cpu).
+/// Equal outputs give equal digests; used to skip re-reading outputs already verified.
+uint64_t output_digest(DeviceBackend& backend, const TensorSet& set);
 
 /// Half-width of the 95% confidence interval of the median of `sorted` (ascending), relative to
 /// the median, from order statistics: ranks n/2 -+ 1.96 sqrt(n)/2 (Conover, Practical

@@ -218,7 +218,8 @@ TEST_F(KernelRunner, TimingReturnsDeviceAndHostTimes) {
   EXPECT_GE(result.host_wall_ms, total_ms);
   EXPECT_EQ(result.input_sets_used, 2);
   EXPECT_EQ(result.stop_reason, "max_repetitions");
-  EXPECT_FALSE(result.rechecked);
+  EXPECT_TRUE(result.checked.empty());
+  EXPECT_EQ(result.warmup_ms.size(), 2u);
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
 
@@ -245,24 +246,72 @@ TEST_F(KernelRunner, TimingStopsAtMaxSeconds) {
   EXPECT_EQ(result.stop_reason, "max_seconds");
 }
 
-TEST_F(KernelRunner, RecheckedCallRunsOnTheRecheckInputs) {
+TEST_F(KernelRunner, CheckedCallRunsOnTheInputsItNames) {
   TimeRequest request = unary_time(256);
-  request.recheck_call = 3;
-  request.recheck_seed = 555;
-  request.recheck_distribution = "heavy_tailed";
-  request.recheck_path = output_file("recheck_honest");
+  request.checks = {{1, false, 0, "uniform"}, {3, true, 555, "heavy_tailed"}};
+  request.check_path = output_file("check_honest");
   TimeResult result = run_time(*backend_, reference(), request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
-  EXPECT_TRUE(result.rechecked);
-  const std::vector<float> x = input_floats(256, 555, InputDistribution::heavy_tailed);
-  const std::vector<float> y = floats(request.recheck_path);
-  ASSERT_EQ(y.size(), 256u);
-  for (size_t i = 0; i < 256; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;
+  ASSERT_EQ(result.checked.size(), 2u);
+  // Call 1 uses set 1 (seed 101) as it is; call 3 uses set 1 too, overwritten with seed 555.
+  EXPECT_EQ(result.checked[0].seed, 101u);
+  EXPECT_EQ(result.checked[1].seed, 555u);
+  EXPECT_EQ(result.checked[1].distribution, "heavy_tailed");
+  ASSERT_EQ(result.checked[0].offset, 0);
+  ASSERT_EQ(result.checked[1].offset, 256 * 4);
+  const std::vector<float> y = floats(request.check_path);
+  ASSERT_EQ(y.size(), 512u);
+  const std::vector<float> x1 = input_floats(256, 101, InputDistribution::uniform);
+  const std::vector<float> x2 = input_floats(256, 555, InputDistribution::heavy_tailed);
+  for (size_t i = 0; i < 256; ++i) {
+    EXPECT_EQ(y[i], 2 * x1[i]) << i;
+    EXPECT_EQ(y[256 + i], 2 * x2[i]) << i;
+  }
 }
 
-TEST_F(KernelRunner, ReplayedResultsShowInTheRecheck) {
-  // Computes once per input pointer, then replays: the rechecked call (new values at a pointer
-  // seen before) returns stale outputs.
+TEST_F(KernelRunner, VerifiedAndRepeatedOutputsAreNotWrittenAgain) {
+  TimeRequest request = unary_time(256);
+  request.checks = {{1, false, 0, "uniform"}, {3, false, 0, "uniform"}, {4, false, 0, "uniform"}};
+  request.check_path = output_file("check_digests");
+  const TimeResult first = run_time(*backend_, reference(), request);
+  ASSERT_EQ(first.verdict, Verdict::ok) << first.message;
+  ASSERT_EQ(first.checked.size(), 3u);
+  // Calls 1 and 3 run on set 1 (seed 101): the same outputs, written once.
+  EXPECT_GE(first.checked[0].offset, 0);
+  EXPECT_EQ(first.checked[1].offset, -1);
+  EXPECT_EQ(first.checked[1].same_as, 1);
+  EXPECT_EQ(first.checked[1].digest, first.checked[0].digest);
+  EXPECT_GE(first.checked[2].offset, 0);  // set 0, other inputs
+  EXPECT_NE(first.checked[2].digest, first.checked[0].digest);
+  request.verified = {{101, "uniform", first.checked[0].digest}};
+  const TimeResult second = run_time(*backend_, reference(), request);
+  ASSERT_EQ(second.checked.size(), 3u);
+  EXPECT_EQ(second.checked[0].offset, -1);  // a verified digest: only reported
+  EXPECT_EQ(second.checked[0].same_as, -1);
+  EXPECT_GE(second.checked[2].offset, 0);
+}
+
+TEST_F(KernelRunner, SkippedWorkLeavesPoisonAtEveryCall) {
+  // Computes on the first call of each input set only, then returns without writing: with the
+  // outputs poisoned before every call, a later checked call on the same set reads NaN.
+  KernelEntry lazy = kernel("lazy",
+                            "static std::set<const void*> seen;\n"
+                            "  if (!seen.insert(x).second) return 0;\n"
+                            "  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];",
+                            "#include <set>");
+  TimeRequest request = unary_time(256);
+  request.checks = {{5, false, 0, "uniform"}};
+  request.check_path = output_file("check_lazy");
+  TimeResult result = run_time(*backend_, lazy, request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  const std::vector<float> y = floats(request.check_path);
+  ASSERT_EQ(y.size(), 256u);
+  for (size_t i = 0; i < 256; ++i) EXPECT_TRUE(std::isnan(y[i])) << i;
+}
+
+TEST_F(KernelRunner, ReplayedResultsShowInTheCheck) {
+  // Computes once per input pointer, then replays: a checked call with new values at a pointer
+  // seen before returns stale outputs.
   KernelEntry replay = kernel("replay",
                               "static std::map<const void*, std::vector<float>> cache;\n"
                               "  auto& hit = cache[x];\n"
@@ -271,13 +320,12 @@ TEST_F(KernelRunner, ReplayedResultsShowInTheRecheck) {
                               "  for (int64_t i = 0; i < n; ++i) y[i] = hit[i];",
                               "#include <map>\n#include <vector>");
   TimeRequest request = unary_time(256);
-  request.recheck_call = 4;
-  request.recheck_seed = 556;
-  request.recheck_path = output_file("recheck_replay");
+  request.checks = {{4, true, 556, "uniform"}};
+  request.check_path = output_file("check_replay");
   TimeResult result = run_time(*backend_, replay, request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
   const std::vector<float> x = input_floats(256, 556, InputDistribution::uniform);
-  const std::vector<float> y = floats(request.recheck_path);
+  const std::vector<float> y = floats(request.check_path);
   int stale = 0;
   for (size_t i = 0; i < 256; ++i) stale += y[i] != 2 * x[i];
   EXPECT_GT(stale, 200);
@@ -295,12 +343,21 @@ TEST_F(KernelRunner, RepeatedTimingRequestsReuseTheirInputSets) {
   request.seed += 1;  // another key: fresh sets, the old ones freed first
   EXPECT_FALSE(run_time(*backend_, reference(), request, &cache).inputs_reused);
   EXPECT_EQ(backend_->live_bytes(), held);
-  request.recheck_call = 2;  // a re-check overwrites set 0: nothing is kept
-  request.recheck_path = output_file("recheck_cache");
-  EXPECT_TRUE(run_time(*backend_, reference(), request, &cache).inputs_reused);
-  EXPECT_EQ(backend_->live_bytes(), 0);
-  request.recheck_call = -1;
-  EXPECT_FALSE(run_time(*backend_, reference(), request, &cache).inputs_reused);
+  // A check overwrites set 0's inputs for one call and restores them: the cache keeps the sets,
+  // and a later check on set 0's own values runs on them, not on what the check wrote.
+  request.checks = {{2, true, 777, "normal"}};
+  request.check_path = output_file("check_cache");
+  const TimeResult overwritten = run_time(*backend_, reference(), request, &cache);
+  EXPECT_TRUE(overwritten.inputs_reused);
+  ASSERT_EQ(overwritten.checked.size(), 1u);
+  EXPECT_EQ(overwritten.checked[0].seed, 777u);
+  request.checks = {{0, false, 0, "uniform"}, {2, false, 0, "uniform"}};
+  const TimeResult after = run_time(*backend_, reference(), request, &cache);
+  EXPECT_TRUE(after.inputs_reused);
+  ASSERT_EQ(after.checked.size(), 2u);
+  EXPECT_EQ(after.checked[0].seed, request.seed);
+  EXPECT_EQ(after.checked[1].seed, request.seed);
+  EXPECT_EQ(after.checked[1].digest, after.checked[0].digest);
   cache.sets.clear();
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
@@ -318,9 +375,13 @@ TEST_F(KernelRunner, InvalidRequestsAreHarnessErrors) {
   RunRequest bad_distribution = unary_run(8);
   bad_distribution.distribution = "cauchy";
   EXPECT_THROW(run_outputs(*backend_, reference(), bad_distribution), Error);
-  TimeRequest late_recheck = unary_time(8);
-  late_recheck.recheck_call = 7;  // never runs when min_repetitions = 7
-  EXPECT_THROW(run_time(*backend_, reference(), late_recheck), Error);
+  TimeRequest late_check = unary_time(8);
+  late_check.checks = {{7, false, 0, "uniform"}};  // never runs when min_repetitions = 7
+  late_check.check_path = output_file("check_late");
+  EXPECT_THROW(run_time(*backend_, reference(), late_check), Error);
+  TimeRequest no_path = unary_time(8);
+  no_path.checks = {{1, false, 0, "uniform"}};
+  EXPECT_THROW(run_time(*backend_, reference(), no_path), Error);
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -207,6 +208,63 @@ void from_json(const json& j, MeasurementPolicy& v) {
   v.max_seconds = number_or(j, "max_seconds", defaults.max_seconds);
 }
 
+namespace {
+
+// Digests travel as 16 hex digits: JSON numbers above 2^53 do not survive every parser (the
+// Python worker's json module does, nlohmann's does, a future tool's may not).
+std::string digest_to_json(uint64_t digest) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(digest));
+  return text;
+}
+
+uint64_t digest_from_json(const json& j, const char* key) {
+  const std::string text = j.at(key).get<std::string>();
+  if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw Error(std::string("'") + key + "' must be 16 lowercase hex digits, got '" + text + "'");
+  }
+  return std::stoull(text, nullptr, 16);
+}
+
+}  // namespace
+
+void to_json(json& j, const TimedCheck& v) {
+  j = {{"call", v.call}, {"overwrite", v.overwrite}, {"seed", v.seed},
+       {"distribution", v.distribution}};
+}
+
+void from_json(const json& j, TimedCheck& v) {
+  const TimedCheck defaults;
+  v.call = j.at("call").get<int>();
+  v.overwrite = j.value("overwrite", defaults.overwrite);
+  v.seed = j.value("seed", defaults.seed);
+  v.distribution = j.value("distribution", defaults.distribution);
+}
+
+void to_json(json& j, const VerifiedDigest& v) {
+  j = {{"seed", v.seed}, {"distribution", v.distribution}, {"digest", digest_to_json(v.digest)}};
+}
+
+void from_json(const json& j, VerifiedDigest& v) {
+  v.seed = j.at("seed").get<uint64_t>();
+  v.distribution = j.at("distribution").get<std::string>();
+  v.digest = digest_from_json(j, "digest");
+}
+
+void to_json(json& j, const CheckedCall& v) {
+  j = {{"call", v.call},     {"seed", v.seed},     {"distribution", v.distribution},
+       {"digest", digest_to_json(v.digest)}, {"offset", v.offset}, {"same_as", v.same_as}};
+}
+
+void from_json(const json& j, CheckedCall& v) {
+  v.call = j.at("call").get<int>();
+  v.seed = j.at("seed").get<uint64_t>();
+  v.distribution = j.at("distribution").get<std::string>();
+  v.digest = digest_from_json(j, "digest");
+  v.offset = j.value("offset", int64_t{-1});
+  v.same_as = j.value("same_as", -1);
+}
+
 void to_json(json& j, const TimeRequest& v) {
   j = {{"handle", v.handle},
        {"signature", v.signature},
@@ -216,10 +274,9 @@ void to_json(json& j, const TimeRequest& v) {
        {"input_sets", v.input_sets},
        {"policy", v.policy},
        {"flush_l2", v.flush_l2},
-       {"recheck_call", v.recheck_call},
-       {"recheck_seed", v.recheck_seed},
-       {"recheck_distribution", v.recheck_distribution},
-       {"recheck_path", v.recheck_path}};
+       {"checks", v.checks},
+       {"verified", v.verified},
+       {"check_path", v.check_path}};
 }
 
 void from_json(const json& j, TimeRequest& v) {
@@ -232,10 +289,9 @@ void from_json(const json& j, TimeRequest& v) {
   v.input_sets = j.value("input_sets", defaults.input_sets);
   v.policy = j.value("policy", defaults.policy);
   v.flush_l2 = j.value("flush_l2", defaults.flush_l2);
-  v.recheck_call = j.value("recheck_call", defaults.recheck_call);
-  v.recheck_seed = j.value("recheck_seed", defaults.recheck_seed);
-  v.recheck_distribution = j.value("recheck_distribution", defaults.recheck_distribution);
-  v.recheck_path = j.value("recheck_path", defaults.recheck_path);
+  v.checks = j.value("checks", std::vector<TimedCheck>{});
+  v.verified = j.value("verified", std::vector<VerifiedDigest>{});
+  v.check_path = j.value("check_path", defaults.check_path);
 }
 
 void to_json(json& j, const TimeResult& v) {
@@ -249,9 +305,11 @@ void to_json(json& j, const TimeResult& v) {
        {"input_sets_used", v.input_sets_used},
        {"inputs_reused", v.inputs_reused},
        {"setup_ms", number_to_json(v.setup_ms)},
-       {"rechecked", v.rechecked},
+       {"checked", v.checked},
        {"stop_reason", v.stop_reason},
-       {"host_wall_ms", number_to_json(v.host_wall_ms)}};
+       {"host_wall_ms", number_to_json(v.host_wall_ms)},
+       {"warmup_ms", numbers_to_json(v.warmup_ms)},
+       {"check_ms", number_to_json(v.check_ms)}};
 }
 
 void from_json(const json& j, TimeResult& v) {
@@ -265,9 +323,11 @@ void from_json(const json& j, TimeResult& v) {
   v.input_sets_used = j.value("input_sets_used", 0);
   v.inputs_reused = j.value("inputs_reused", false);
   v.setup_ms = number_or(j, "setup_ms", 0.0);
-  v.rechecked = j.value("rechecked", false);
+  v.checked = j.value("checked", std::vector<CheckedCall>{});
   v.stop_reason = j.value("stop_reason", "");
   v.host_wall_ms = number_or(j, "host_wall_ms", 0.0);
+  v.warmup_ms = j.contains("warmup_ms") ? numbers_from_json(j, "warmup_ms") : std::vector<double>{};
+  v.check_ms = number_or(j, "check_ms", 0.0);
 }
 
 }  // namespace kforge::worker

@@ -138,17 +138,48 @@ struct MeasurementPolicy {
   double max_seconds = 10.0;
 };
 
+/// One timed call whose outputs are checked (TimeRequest::checks). Outputs are poisoned before
+/// every warm-up and timed call, so a call that writes nothing leaves NaN for the check to find.
+struct TimedCheck {
+  int call = 0;            // timed call index; must be below min_repetitions, so that it runs
+  /// Before the call, overwrite the inputs of the set that call uses with those of (seed,
+  /// distribution), and restore the set's own inputs after it (outside the timed region).
+  /// Otherwise the call runs on the set's own inputs. The worker reports which it were.
+  bool overwrite = false;
+  uint64_t seed = 0;
+  std::string distribution = "uniform";
+};
+/// Outputs already verified correct for inputs (seed, distribution): a checked call whose
+/// outputs hash to `digest` is reported without writing its bytes (TimeResult::checked).
+struct VerifiedDigest {
+  uint64_t seed = 0;
+  std::string distribution = "uniform";
+  uint64_t digest = 0;
+};
+/// What the worker saw at one checked call.
+struct CheckedCall {
+  int call = 0;
+  uint64_t seed = 0;                      // the inputs the call ran on
+  std::string distribution = "uniform";
+  uint64_t digest = 0;                    // hash of all outputs of the call (output_digest)
+  /// Byte offset of the call's outputs (all outputs, signature order) in check_path, or -1 when
+  /// their digest was a verified one, or equal to an earlier checked call's of this request on
+  /// the same inputs (then `same_as` names that call).
+  int64_t offset = -1;
+  int same_as = -1;
+};
+
 /// Timing on one workload. Inputs come in `input_sets` rotated sets (seeds seed, seed+1, ...,
 /// distinct addresses and values); timed call i uses set i % input_sets. Each timed call is
-/// preceded, outside the timed region, by an L2 flush (a write of 2x the L2 size) when
-/// `flush_l2` and by a reset of persisting-L2 lines (cuda). Each sample is device events on the
-/// worker's stream around one call; the host wall clock around the call plus a device-wide
-/// synchronize is taken too, so work hidden on another stream shows as a gap between the two.
-/// Recheck: before timed call number `recheck_call` (if >= 0), set 0's inputs are overwritten
-/// with the inputs of (recheck_seed, recheck_distribution) and its outputs poisoned; that call's
-/// outputs are written to `recheck_path` (raw bytes, signature order) right after it returns,
-/// for the orchestrator to compare: a kernel replaying cached results, or one whose work is not
-/// finished when it returns, fails there.
+/// preceded, outside the timed region, by a poison of the outputs (NaN), an L2 flush (a write of
+/// 2x the L2 size) when `flush_l2` and a reset of persisting-L2 lines (cuda). Each sample is
+/// device events on the worker's stream around one call; the host wall clock around the call
+/// plus a device-wide synchronize is taken too, so work hidden on another stream shows as a gap.
+/// Checks: at each call of `checks` the outputs are hashed and, unless the digest is verified
+/// or repeated, appended to `check_path` (raw bytes, signature order) for the orchestrator to
+/// compare with the reference's. The orchestrator picks the calls from a secret of its own, so a
+/// kernel that computes only when it expects to be checked, replays cached results or leaves
+/// work unfinished when it returns fails at a call it cannot predict.
 struct TimeRequest {
   int handle = -1;
   Signature signature;
@@ -158,10 +189,9 @@ struct TimeRequest {
   int input_sets = 2;
   MeasurementPolicy policy;
   bool flush_l2 = true;
-  int recheck_call = -1;
-  uint64_t recheck_seed = 0;
-  std::string recheck_distribution = "uniform";
-  std::string recheck_path;
+  std::vector<TimedCheck> checks;
+  std::vector<VerifiedDigest> verified;
+  std::string check_path;  // must exist when checks is not empty
 };
 struct TimeResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error
@@ -174,9 +204,15 @@ struct TimeResult {
   int input_sets_used = 0;         // fewer than asked when memory would not hold them
   bool inputs_reused = false;      // the sets of the previous request (same key) were reused
   double setup_ms = 0.0;           // allocating, generating and uploading the input sets
-  bool rechecked = false;          // the recheck call ran and its outputs are in recheck_path
-  std::string stop_reason;         // "noise", "max_repetitions" or "max_seconds"
+  std::vector<CheckedCall> checked;  // one per check that ran, in call order
+  /// Why the timed loop stopped: "noise" (the median's CI reached the target), "max_repetitions",
+  /// or "max_seconds" (the time limit, warm-up included, cut the samples short).
+  std::string stop_reason;
   double host_wall_ms = 0.0;       // host wall clock over the timed loop incl. flushes, ms
+  /// Host wall time of each warm-up call incl. a device-wide synchronize, ms (fewer than asked
+  /// when the time limit ran out during the warm-up).
+  std::vector<double> warmup_ms;
+  double check_ms = 0.0;           // hashing and writing checked outputs (not in any sample)
 };
 
 void to_json(nlohmann::json& j, const HelloRequest& v);
@@ -193,6 +229,12 @@ void to_json(nlohmann::json& j, const RunResult& v);
 void from_json(const nlohmann::json& j, RunResult& v);
 void to_json(nlohmann::json& j, const MeasurementPolicy& v);
 void from_json(const nlohmann::json& j, MeasurementPolicy& v);
+void to_json(nlohmann::json& j, const TimedCheck& v);
+void from_json(const nlohmann::json& j, TimedCheck& v);
+void to_json(nlohmann::json& j, const VerifiedDigest& v);
+void from_json(const nlohmann::json& j, VerifiedDigest& v);
+void to_json(nlohmann::json& j, const CheckedCall& v);
+void from_json(const nlohmann::json& j, CheckedCall& v);
 void to_json(nlohmann::json& j, const TimeRequest& v);
 void from_json(const nlohmann::json& j, TimeRequest& v);
 void to_json(nlohmann::json& j, const TimeResult& v);

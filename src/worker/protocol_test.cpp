@@ -114,9 +114,9 @@ TEST(Protocol, TimeMessagesRoundTripAndDefault) {
   request.seed = 42;
   request.policy = MeasurementPolicy{1, 9, 50, 0.002, 2.5};
   request.flush_l2 = false;
-  request.recheck_call = 3;
-  request.recheck_seed = 77;
-  request.recheck_path = "/dev/shm/r.bin";
+  request.checks = {{3, true, 77, "normal"}, {5, false, 0, "uniform"}};
+  request.verified = {{77, "normal", 0xfedcba9876543210ULL}};
+  request.check_path = "/dev/shm/r.bin";
   const TimeRequest back = round_trip(request);
   EXPECT_EQ(back.handle, 4);
   EXPECT_TRUE(back.workload.timed);
@@ -127,18 +127,25 @@ TEST(Protocol, TimeMessagesRoundTripAndDefault) {
   EXPECT_EQ(back.policy.target_relative_noise, 0.002);
   EXPECT_EQ(back.policy.max_seconds, 2.5);
   EXPECT_FALSE(back.flush_l2);
-  EXPECT_EQ(back.recheck_call, 3);
-  EXPECT_EQ(back.recheck_seed, 77u);
-  EXPECT_EQ(back.recheck_path, "/dev/shm/r.bin");
+  ASSERT_EQ(back.checks.size(), 2u);
+  EXPECT_EQ(back.checks[0].call, 3);
+  EXPECT_TRUE(back.checks[0].overwrite);
+  EXPECT_EQ(back.checks[0].seed, 77u);
+  EXPECT_EQ(back.checks[0].distribution, "normal");
+  EXPECT_FALSE(back.checks[1].overwrite);
+  ASSERT_EQ(back.verified.size(), 1u);
+  EXPECT_EQ(back.verified[0].digest, 0xfedcba9876543210ULL);  // above 2^53: sent as hex
+  EXPECT_EQ(back.check_path, "/dev/shm/r.bin");
 
   json minimal = json(request);
-  for (const char* key : {"seed", "policy", "flush_l2", "recheck_call", "input_sets"}) {
+  for (const char* key : {"seed", "policy", "flush_l2", "checks", "verified", "input_sets"}) {
     minimal.erase(key);
   }
   const TimeRequest defaults = minimal.get<TimeRequest>();
   EXPECT_EQ(defaults.policy.warmup, MeasurementPolicy{}.warmup);
   EXPECT_EQ(defaults.input_sets, TimeRequest{}.input_sets);
-  EXPECT_EQ(defaults.recheck_call, -1);
+  EXPECT_TRUE(defaults.checks.empty());
+  EXPECT_TRUE(defaults.verified.empty());
   EXPECT_TRUE(defaults.flush_l2);
 
   TimeResult result;
@@ -148,7 +155,18 @@ TEST(Protocol, TimeMessagesRoundTripAndDefault) {
   result.sm_clock_mhz = {1980, 1500, 1980};
   result.stop_reason = "noise";
   result.host_wall_ms = 1.5;
+  result.warmup_ms = {4.0, 3.5};
+  result.checked = {{3, 77, "normal", 0xffffffffffffffffULL, 4096, -1},
+                    {5, 77, "normal", 0xffffffffffffffffULL, -1, 3}};
   const TimeResult result_back = round_trip(result);
+  EXPECT_EQ(result_back.warmup_ms, result.warmup_ms);
+  ASSERT_EQ(result_back.checked.size(), 2u);
+  EXPECT_EQ(result_back.checked[0].digest, 0xffffffffffffffffULL);
+  EXPECT_EQ(result_back.checked[0].offset, 4096);
+  EXPECT_EQ(result_back.checked[1].same_as, 3);
+  json bad_digest = json(result);
+  bad_digest["checked"][0]["digest"] = "12";
+  EXPECT_THROW(bad_digest.get<TimeResult>(), Error);
   EXPECT_EQ(result_back.samples_ms, result.samples_ms);
   EXPECT_EQ(result_back.host_ms, result.host_ms);
   EXPECT_EQ(result_back.throttled, result.throttled);
