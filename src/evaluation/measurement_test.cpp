@@ -40,6 +40,32 @@ worker::TimeResult samples(std::vector<double> device_ms, std::vector<double> ho
   return result;
 }
 
+TEST(JudgeTiming, SaysWhenTheTimeLimitCutTheSamples) {
+  worker::TimeResult result = samples({1.0, 1.0, 1.0}, {1.1, 1.1, 1.1});
+  result.stop_reason = "max_seconds";
+  result.warmup_ms = {1.2, 1.1};
+  const TimingVerdict verdict = judge_timing(result, PhysicalFloor{}, TimingChecks{});
+  EXPECT_EQ(verdict.verdict, Verdict::ok);
+  EXPECT_EQ(verdict.stop_reason, "max_seconds");
+  EXPECT_NE(verdict.warning.find("time limit after 3 timed calls"), std::string::npos)
+      << verdict.warning;
+  EXPECT_FALSE(verdict.slow_warmup);
+  result.stop_reason = "noise";
+  EXPECT_TRUE(judge_timing(result, PhysicalFloor{}, TimingChecks{}).warning.empty());
+}
+
+TEST(JudgeTiming, FlagsWarmUpCallsMuchSlowerThanTimedOnes) {
+  worker::TimeResult result = samples({1.0, 1.0, 1.0}, {1.1, 1.1, 1.1});
+  result.stop_reason = "noise";
+  result.warmup_ms = {40.0, 25.0};  // a kernel that stalls while it is warmed up
+  const TimingVerdict verdict = judge_timing(result, PhysicalFloor{}, TimingChecks{});
+  EXPECT_EQ(verdict.verdict, Verdict::ok);  // the time is honest; the user is told
+  EXPECT_TRUE(verdict.slow_warmup);
+  EXPECT_NE(verdict.warning.find("warm-up"), std::string::npos) << verdict.warning;
+  result.warmup_ms = {40.0, 1.2};  // one slow first call (module loading) is not a finding
+  EXPECT_FALSE(judge_timing(result, PhysicalFloor{}, TimingChecks{}).slow_warmup);
+}
+
 TEST(PhysicalFloor, BytesOverBandwidthWithSlack) {
   // 2^28 floats in and out: 2 GiB at 4 TB/s x 1.5 slack.
   const PhysicalFloor floor = physical_floor(copy_task(), n_elements(1 << 28), h200_like(), 1.5);

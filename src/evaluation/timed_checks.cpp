@@ -38,7 +38,14 @@ std::string TimedChecks::key(const std::string& workload, uint64_t seed,
 std::vector<worker::TimedCheck> TimedChecks::plan(const GateCase& overwrite,
                                                   const worker::MeasurementPolicy& measurement,
                                                   int count) {
-  uint64_t state = secret_ ^ (requests_.fetch_add(1) * 0xD1B54A32D192ED03ULL);
+  return plan_timed_checks(secret_, requests_.fetch_add(1), overwrite, measurement, count);
+}
+
+std::vector<worker::TimedCheck> plan_timed_checks(uint64_t secret, uint64_t request,
+                                                  const GateCase& overwrite,
+                                                  const worker::MeasurementPolicy& measurement,
+                                                  int count) {
+  uint64_t state = secret ^ (request * 0xD1B54A32D192ED03ULL);
   const int calls = std::max(measurement.min_repetitions, 0);
   std::vector<int> order(static_cast<size_t>(calls));
   for (int i = 0; i < calls; ++i) order[static_cast<size_t>(i)] = i;

@@ -29,6 +29,15 @@
 
 namespace kforge::evaluation {
 
+/// The checks of request number `request` under `secret` (TimedChecks::plan's rule): `count`
+/// distinct calls below measurement.min_repetitions, uniformly drawn (SplitMix64 from secret and
+/// request), the earlier half on the sets' own values, the later half on `overwrite`'s inputs;
+/// a single check of a drawn kind. Deterministic; sorted by call.
+std::vector<worker::TimedCheck> plan_timed_checks(uint64_t secret, uint64_t request,
+                                                  const GateCase& overwrite,
+                                                  const worker::MeasurementPolicy& measurement,
+                                                  int count);
+
 class TimedChecks {
  public:
   /// `secret`: the seed of every draw; pass a random value (random_secret()) except in tests.

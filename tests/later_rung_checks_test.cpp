@@ -1,0 +1,118 @@
+// Checked calls beyond the quick rung (issue 25 part 1): a kernel that is honest while it is
+// gated and quickly timed, then stops computing, must be found wrong_answer by the acceptance
+// comparison, rung 2 and the final rung - each of which re-checks calls of its own - and an
+// honest kernel must pass them all. Real workers (cpu), the softmax corpus task.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "common/paths.h"
+#include "compile/toolchain_compiler.h"
+#include "evaluation/evaluator.h"
+#include "task/task_loader.h"
+#include "worker/test_kernels.h"
+#include "worker/worker_client.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+std::string corpus_file(const std::string& relative) {
+  std::ifstream in(worker::testing::source_root() + "/tests/adversarial/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The honest softmax with a counter: correct for its first `honest_calls` calls at the timed
+// shape (the gate's and the quick rung's), then it returns without writing y.
+std::string lazy_after(int honest_calls) {
+  std::string source = corpus_file("softmax/cpu/honest_simple.cpp");
+  const std::string loop = "\n  for (int64_t r = 0; r < rows; ++r) {";
+  const size_t at = source.find(loop);
+  if (at == std::string::npos) return "";
+  source.insert(at, "\n  static int64_t large_calls = 0;\n  if (rows * cols >= 65536 && ++large_calls > " +
+                        std::to_string(honest_calls) + ") return 0;");
+  return source;
+}
+
+class LaterRungChecks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    task_ = load_task(worker::testing::source_root() + "/tests/adversarial/softmax/task.toml");
+    compile::ToolchainOptions options;
+    options.cache_dir = worker::testing::scratch_dir() + "/later-rung-cache";
+    options.include_dirs = kernel_include_dirs();
+    compiler_ = std::make_unique<compile::ToolchainCompiler>(options);
+    candidates_ = std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), "cpu", 0);
+    reference_ = std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), "cpu", 0);
+    evaluation::EvaluationPolicy policy;
+    policy.quick = {1, 5, 5, 1.0, 5.0};   // exactly 1 warm-up and 5 timed calls
+    policy.full = {1, 5, 5, 1.0, 5.0};
+    policy.round = {1, 4, 4, 1.0, 5.0};
+    policy.final_rounds = 3;
+    policy.compare_rounds = 3;
+    evaluator_ = std::make_unique<evaluation::Evaluator>(*candidates_, *reference_, task_, policy);
+    evaluator_->prepare(compile("reference.cpp", corpus_file("softmax/reference.cpp")));
+  }
+
+  compile::Artifact compile(const std::string& name, const std::string& source) {
+    compile::Artifact artifact = compiler_->compile({"cpu", source, name, {}});
+    EXPECT_EQ(artifact.verdict, Verdict::ok) << artifact.log;
+    return artifact;
+  }
+
+  /// Gate and quick timing; the handle of the loaded candidate.
+  int passes_quick(const std::string& name, const std::string& source) {
+    const evaluation::CandidateEvaluation evaluation = evaluator_->evaluate(compile(name, source));
+    EXPECT_EQ(evaluation.verdict, Verdict::ok) << evaluation.message;
+    return evaluation.handle;
+  }
+
+  Task task_;
+  std::unique_ptr<compile::ToolchainCompiler> compiler_;
+  std::unique_ptr<worker::ProcessWorker> candidates_, reference_;
+  std::unique_ptr<evaluation::Evaluator> evaluator_;
+};
+
+// Gate: 2 calls at the timed shape; quick: 1 warm-up + 5 timed calls; so 8 honest calls.
+constexpr int kHonestThroughQuick = 8;
+
+TEST_F(LaterRungChecks, AcceptanceComparisonFindsAChallengerThatStoppedComputing) {
+  const int honest = passes_quick("honest.cpp", corpus_file("softmax/cpu/honest_simple.cpp"));
+  const int lazy = passes_quick("lazy.cpp", lazy_after(kHonestThroughQuick));
+  const evaluation::CompareOutcome outcome = evaluator_->compare(honest, lazy);
+  EXPECT_FALSE(outcome.paired.has_value());
+  EXPECT_EQ(outcome.failed_handle, lazy);
+  EXPECT_EQ(outcome.verdict, Verdict::wrong_answer);
+  EXPECT_NE(outcome.message.find("acceptance timing"), std::string::npos) << outcome.message;
+  // Honest against honest: every round checked, and a judged comparison.
+  const int again = passes_quick("honest_again.cpp",
+                                 corpus_file("softmax/cpu/honest_simple.cpp") + "\n// again\n");
+  const evaluation::CompareOutcome fair = evaluator_->compare(honest, again);
+  ASSERT_TRUE(fair.paired.has_value()) << fair.message;
+  EXPECT_EQ(fair.failed_handle, -1);
+}
+
+TEST_F(LaterRungChecks, FullAndFinalRungsFindAKernelThatStoppedComputing) {
+  const int lazy = passes_quick("lazy.cpp", lazy_after(kHonestThroughQuick));
+  const evaluation::FullRung full = evaluator_->full_rung(lazy);
+  EXPECT_EQ(full.verdict, Verdict::wrong_answer) << full.message;
+  EXPECT_NE(full.message.find("full timing"), std::string::npos) << full.message;
+  const evaluation::Evaluator::PairedSamples paired = evaluator_->time_paired(lazy);
+  EXPECT_NE(paired.failure.find("wrong_answer"), std::string::npos) << paired.failure;
+  EXPECT_NE(paired.failure.find("final timing"), std::string::npos) << paired.failure;
+}
+
+TEST_F(LaterRungChecks, HonestKernelPassesEveryCheckedRung) {
+  const int honest = passes_quick("honest.cpp", corpus_file("softmax/cpu/honest_simple.cpp"));
+  EXPECT_EQ(evaluator_->full_rung(honest).verdict, Verdict::ok);
+  EXPECT_TRUE(evaluator_->time_paired(honest).failure.empty());
+}
+
+}  // namespace
+}  // namespace kforge
