@@ -112,6 +112,12 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     outcome.worker_check_seconds += run.check_ms / 1e3;
     const std::string where = gate_case.label();
     if (run.verdict != Verdict::ok) return fail(run.verdict, where + ": " + run.message);
+    if (!run.guard_violation.empty()) {
+      return fail(Verdict::wrong_answer,
+                  where + ": the kernel " + run.guard_violation +
+                      " (into the guard band beside its storage): kernels must write only "
+                      "inside their outputs");
+    }
     if (!run.input_modified.empty()) {
       return fail(Verdict::wrong_answer, where + ": input " + run.input_modified +
                                              " was modified (kernels must not write their inputs)");

@@ -159,6 +159,9 @@ const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
   if (!run.input_modified.empty()) {
     throw Error(where + " modified its input " + run.input_modified);
   }
+  if (!run.guard_violation.empty()) {
+    throw Error(where + " " + run.guard_violation + ": it must write only inside its outputs");
+  }
   const std::vector<OutputLayout> layout = output_layout(task_.signature, gate_case.workload);
   for (const OutputLayout& output : layout) {
     const TensorSpec& spec = task_.signature.tensors[output.tensor];

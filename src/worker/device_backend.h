@@ -127,29 +127,54 @@ std::unique_ptr<DeviceBackend> make_backend(const std::string& name, int device_
 std::unique_ptr<DeviceBackend> make_cpu_backend(int device_index);
 std::unique_ptr<DeviceBackend> make_cuda_backend(int device_index);
 
-/// Owns one allocation of a backend; released on destruction.
+/// Owns one allocation of a backend; released on destruction. With `guard_bytes` > 0 the
+/// allocation is `guard_bytes` + `bytes` + `guard_bytes`: data() points past the first band,
+/// band_before() and band_after() at the bands either side of the `bytes` usable bytes (what
+/// guard_bands.h fills and checks). `guard_bytes` must be a multiple of 256, so that data()
+/// keeps the 256-byte alignment allocate() promises; otherwise Error.
 class DeviceBuffer {
  public:
-  DeviceBuffer(DeviceBackend& backend, int64_t bytes)
-      : backend_(&backend), data_(backend.allocate(bytes)), bytes_(bytes) {}
+  DeviceBuffer(DeviceBackend& backend, int64_t bytes, int64_t guard_bytes = 0)
+      : backend_(&backend),
+        base_(allocate(backend, bytes, guard_bytes)),
+        bytes_(bytes),
+        guard_bytes_(guard_bytes) {}
   ~DeviceBuffer() {
-    if (data_) backend_->release(data_);
+    if (base_) backend_->release(base_);
   }
   DeviceBuffer(DeviceBuffer&& other) noexcept
-      : backend_(other.backend_), data_(other.data_), bytes_(other.bytes_) {
-    other.data_ = nullptr;
+      : backend_(other.backend_),
+        base_(other.base_),
+        bytes_(other.bytes_),
+        guard_bytes_(other.guard_bytes_) {
+    other.base_ = nullptr;
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(DeviceBuffer&&) = delete;
 
-  void* data() const { return data_; }
+  void* data() const { return base_ ? offset(guard_bytes_) : nullptr; }
   int64_t bytes() const { return bytes_; }
+  /// Bytes of each guard band (0: none).
+  int64_t guard_bytes() const { return guard_bytes_; }
+  /// The band just before data() and the one just after its last byte.
+  void* band_before() const { return base_; }
+  void* band_after() const { return offset(guard_bytes_ + bytes_); }
 
  private:
+  static void* allocate(DeviceBackend& backend, int64_t bytes, int64_t guard_bytes) {
+    if (guard_bytes < 0 || guard_bytes % 256 != 0) {
+      throw Error("device buffer: guard band of " + std::to_string(guard_bytes) +
+                  " bytes, expected a multiple of 256");
+    }
+    return backend.allocate(bytes + 2 * guard_bytes);
+  }
+  void* offset(int64_t bytes) const { return static_cast<std::byte*>(base_) + bytes; }
+
   DeviceBackend* backend_;
-  void* data_;
+  void* base_;  // the allocation: the first band, then the usable bytes, then the second band
   int64_t bytes_;
+  int64_t guard_bytes_;
 };
 
 }  // namespace kforge::worker

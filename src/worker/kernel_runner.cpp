@@ -159,6 +159,9 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
         result.input_modified = describe_element(set, request.signature, i, changed);
       }
     }
+    // The bands are filled once per set, so this one look covers every call and the late-write
+    // wait.
+    result.guard_violation = set.guard_violation();
     result.check_ms += ms_since(check_start);
   } catch (const DeviceError& e) {  // an asynchronous fault surfacing on a read-back
     return fail(e.what());

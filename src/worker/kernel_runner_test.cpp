@@ -80,6 +80,7 @@ TEST_F(KernelRunner, RunWritesTheOutputsOfEveryCall) {
   EXPECT_EQ(result.call_ms.size(), 2u);
   EXPECT_TRUE(result.input_modified.empty());
   EXPECT_TRUE(result.late_write.empty());
+  EXPECT_EQ(result.guard_violation, "");
   const std::vector<float> x = input_floats(37, 7, InputDistribution::normal);
   const std::vector<float> y = floats(request.output_path);
   ASSERT_EQ(y.size(), 74u);
@@ -124,6 +125,27 @@ TEST_F(KernelRunner, WorkFinishedAfterReturnIsALateWrite) {
   EXPECT_EQ(result.late_write, "'y' at [0]");
 }
 
+TEST_F(KernelRunner, WritesOutsideATensorAreReportedWithSideAndBytes) {
+  // Values no canary holds by chance at these offsets: 12345 and 1 as f32.
+  const auto run = [&](const std::string& name, const std::string& extra, int calls = 1) {
+    const std::string body = "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];\n  " + extra;
+    return run_outputs(*backend_, kernel(name, body), unary_run(37, calls));
+  };
+  RunResult result = run("past_by_2", "y[n] = 12345; y[n + 1] = 12345;");
+  EXPECT_EQ(result.verdict, Verdict::ok) << result.message;  // a verdict for the orchestrator
+  EXPECT_EQ(result.guard_violation, "wrote 8 bytes past output 'y'");
+  EXPECT_EQ(run("before_by_float4", "for (int k = 1; k <= 4; ++k) y[-k] = 1;").guard_violation,
+            "wrote 16 bytes before output 'y'");
+  result = run("past_input", "((float*)x)[n] = 1;");
+  EXPECT_EQ(result.guard_violation, "wrote 4 bytes past input 'x'");
+  EXPECT_EQ(result.input_modified, "");  // the storage itself is intact
+  // Only the second call overruns: the bands are checked over every call.
+  EXPECT_EQ(run("second_call", "static int calls = 0; if (++calls % 2 == 0) y[n] = 12345;", 2)
+                .guard_violation,
+            "wrote 4 bytes past output 'y'");
+  EXPECT_EQ(backend_->live_bytes(), 0);
+}
+
 TEST_F(KernelRunner, NonZeroReturnAndExceptionsAreRuntimeErrors) {
   RunResult result = run_outputs(*backend_, kernel("returns7", "return 7;"), unary_run(8));
   EXPECT_EQ(result.verdict, Verdict::runtime_error);
@@ -147,6 +169,7 @@ TEST_F(KernelRunner, StridedInputsArePassedNonContiguousWhenPadded) {
   RunResult result = run_outputs(*backend_, kernel("honours_strides", strided_body), request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
   EXPECT_TRUE(result.input_modified.empty()) << result.input_modified;
+  EXPECT_EQ(result.guard_violation, "");
   const std::vector<float> x = input_floats(33, 7, InputDistribution::normal);
   std::vector<float> y = floats(request.output_path);
   for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;

@@ -92,9 +92,9 @@ struct LoadResult {
 /// distribution) by make_input (host_data.h), outputs are poisoned with NaN (0xFF bytes) before
 /// each of `calls` calls, and after each call (and a device-wide synchronize) the outputs are
 /// appended to `output_path` as raw bytes: call 0's outputs in signature order, then call 1's.
-/// After the last call the worker checks that the inputs are bitwise unchanged and that the
+/// After the last call the worker checks that the inputs are bitwise unchanged, that the
 /// outputs did not change once the call had returned and the device was idle (work left running
-/// in a thread). The file must exist (the orchestrator creates it, private to the user).
+/// in a thread), and that no call wrote into the guard bands around any tensor (guard_bands.h). The file must exist (the orchestrator creates it, private to the user).
 struct RunRequest {
   int handle = -1;
   Signature signature;
@@ -120,10 +120,12 @@ struct RunResult {
   int64_t output_bytes = 0;        // bytes per call in output_path (all outputs of one call)
   std::string input_modified;      // "" or where an input was written ("'x' at [3, 7]")
   std::string late_write;          // "" or where an output changed after the call returned
+  std::string guard_violation;     // "" or what was written outside a tensor's storage, over
+                                   // every call ("wrote 4 bytes past output 'y'")
   std::vector<double> call_ms;     // host wall time of each call incl. device synchronize
   double input_ms = 0.0;           // making and uploading inputs
   double output_ms = 0.0;          // downloading and writing outputs
-  double check_ms = 0.0;           // the late-write and unchanged-input checks
+  double check_ms = 0.0;           // the late-write, unchanged-input and guard-band checks
 };
 
 /// Measurement policy of one timing request (nvbench-style): `warmup` untimed calls, then at

@@ -93,15 +93,21 @@ TEST(Protocol, RunMessagesRoundTrip) {
   result.calls_completed = 1;
   result.output_bytes = 148;
   result.input_modified = "'x' at [3]";
+  result.guard_violation = "wrote 4 bytes past output 'y'";
   result.call_ms = {0.5, std::numeric_limits<double>::infinity()};
   const RunResult result_back = round_trip(result);
   EXPECT_EQ(result_back.verdict, Verdict::runtime_error);
   EXPECT_EQ(result_back.message, result.message);
   EXPECT_EQ(result_back.output_bytes, 148);
   EXPECT_EQ(result_back.input_modified, "'x' at [3]");
+  EXPECT_EQ(result_back.guard_violation, "wrote 4 bytes past output 'y'");
   ASSERT_EQ(result_back.call_ms.size(), 2u);
   EXPECT_TRUE(std::isinf(result_back.call_ms[1]));  // non-finite values travel as strings
   EXPECT_EQ(json(result).at("call_ms")[1], "inf");
+  // A worker that does not check guard bands (the torch reference worker) omits the field.
+  json without_guard = json(result);
+  without_guard.erase("guard_violation");
+  EXPECT_EQ(without_guard.get<RunResult>().guard_violation, "");
 }
 
 TEST(Protocol, TimeMessagesRoundTripAndDefault) {

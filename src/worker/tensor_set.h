@@ -17,6 +17,7 @@
 
 #include "worker/device_backend.h"
 #include "common/parallel_copy.h"
+#include "worker/guard_bands.h"
 #include "worker/host_data.h"
 #include "worker/input_generator.h"
 
@@ -43,10 +44,13 @@ struct FilledInputs {
 
 /// Device buffers for every tensor of a signature under one workload, and the argument block a
 /// kernel receives. The DLTensor views are rebuilt before every call, so a kernel that scribbles
-/// on its argument block (shapes, pointers) cannot change what the harness reads back.
+/// on its argument block (shapes, pointers) cannot change what the harness reads back. Every
+/// buffer has a guard band before and after its storage (guard_bands.h), filled with its canary
+/// on construction and never rewritten: guard_violation() reports any write into them since.
 class TensorSet {
  public:
   /// `padded`: strided inputs get a non-compact layout (padded_strides); others are compact.
+  /// Throws DeviceError when the device cannot allocate or fill the buffers.
   TensorSet(DeviceBackend& backend, const Signature& signature, const Workload& workload,
             bool padded = false)
       : backend_(backend), signature_(signature) {
@@ -54,8 +58,11 @@ class TensorSet {
       shapes_.push_back(bind_shape(spec, workload));
       strides_.push_back(padded && spec.strided ? padded_strides(shapes_.back())
                                                 : std::vector<int64_t>{});
-      buffers_.emplace_back(backend, storage_elements(shapes_.back(), strides_.back()) *
-                                         dtype_size(spec.dtype));
+      buffers_.emplace_back(backend,
+                            storage_elements(shapes_.back(), strides_.back()) *
+                                dtype_size(spec.dtype),
+                            kGuardBandBytes);
+      fill_guard_bands(backend, buffers_.back(), static_cast<int>(buffers_.size() - 1));
     }
     for (const ScalarSpec& scalar : signature.scalars) scalars_.push_back(scalar.value);
   }
@@ -260,6 +267,29 @@ class TensorSet {
                                                     static_cast<size_t>(count)) == 0;
                        });
     return same;
+  }
+
+  /// "" when every guard band still holds its canary, else what was written outside the
+  /// tensors' storage since this set was made, tensor by tensor in signature order: "wrote 4
+  /// bytes past output 'y'", "wrote 16 bytes before input 'x'" ("at least 4096 bytes" when the
+  /// whole band changed: the write may go further), joined by "; ". Cumulative over every call
+  /// on this set (the bands are filled once), so one check after the last call covers them all;
+  /// costs two band read-backs per tensor whatever its size. Throws DeviceError.
+  std::string guard_violation() const {
+    std::string message;
+    for (size_t i = 0; i < size(); ++i) {
+      const GuardOverrun overrun = check_guard_bands(backend_, buffers_[i], static_cast<int>(i));
+      const std::string tensor = std::string(is_input(i) ? "input '" : "output '") +
+                                 signature_.tensors[i].name + "'";
+      for (const auto& [bytes, side] : {std::pair{overrun.before_bytes, " before "},
+                                        std::pair{overrun.after_bytes, " past "}}) {
+        if (bytes == 0) continue;
+        message += (message.empty() ? "wrote " : "; wrote ") +
+                   std::string(bytes == kGuardBandBytes ? "at least " : "") +
+                   std::to_string(bytes) + " bytes" + side + tensor;
+      }
+    }
+    return message;
   }
 
   HostBuffer download(size_t i) const {
