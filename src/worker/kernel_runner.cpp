@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -44,6 +45,37 @@ std::string call_and_wait(DeviceBackend& backend, KernelEntry kernel, const kfor
   }
   return failure;
 }
+
+/// One window of the backend's work audit around a call (DeviceBackend::begin_work_audit).
+/// finish() closes it and returns the finding; a window left open by an early return (a failed
+/// call, whose verdict is already decided) is closed by the destructor, its finding dropped.
+class AuditWindow {
+ public:
+  explicit AuditWindow(DeviceBackend& backend)
+      : backend_(backend), audited_(backend.begin_work_audit()), open_(audited_) {}
+  ~AuditWindow() {
+    if (!open_) return;
+    try {
+      backend_.end_work_audit();
+    } catch (const std::exception&) {  // a lost device: the failed call's verdict stands
+    }
+  }
+  AuditWindow(const AuditWindow&) = delete;
+  AuditWindow& operator=(const AuditWindow&) = delete;
+
+  bool audited() const { return audited_; }
+  /// "" or the work the call put outside the backend's stream. Throws Error as end_work_audit.
+  std::string finish() {
+    if (!open_) return "";
+    open_ = false;
+    return backend_.end_work_audit();
+  }
+
+ private:
+  DeviceBackend& backend_;
+  bool audited_;
+  bool open_;
+};
 
 /// Storage element `element` of tensor `tensor`, for a message: "'name' at [i, j]".
 std::string describe_element(const TensorSet& set, const Signature& signature, size_t tensor,
@@ -113,12 +145,21 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
     for (int call = 0; call < request.calls; ++call) {
       set.poison_outputs();
       backend.synchronize();
+      // Opened with the device idle and closed after call_and_wait's device-wide synchronize,
+      // so that it holds the call's work and nothing of kforge's but on the worker's stream.
+      AuditWindow audit(backend);
       const auto call_start = Clock::now();
       if (std::string failure = call_and_wait(backend, kernel, set.args()); !failure.empty()) {
         return fail(request.calls > 1 ? "call " + std::to_string(call + 1) + ": " + failure
                                       : failure);
       }
       result.call_ms.push_back(ms_since(call_start));
+      const std::string foreign = audit.finish();
+      if (!foreign.empty() && result.foreign_work.empty()) {
+        result.foreign_work =
+            request.calls > 1 ? "call " + std::to_string(call + 1) + ": " + foreign : foreign;
+      }
+      result.work_audited = audit.audited() && (call == 0 || result.work_audited);
       if (check_late_writes && call + 1 == request.calls) {
         // Taken before the read-back, so that a write during the read-back shows as well.
         const auto check_start = Clock::now();

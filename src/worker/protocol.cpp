@@ -170,6 +170,8 @@ void to_json(json& j, const RunResult& v) {
        {"output_bytes", v.output_bytes},
        {"input_modified", v.input_modified},
        {"late_write", v.late_write},
+       {"foreign_work", v.foreign_work},
+       {"work_audited", v.work_audited},
        {"call_ms", numbers_to_json(v.call_ms)},
        {"input_ms", number_to_json(v.input_ms)},
        {"output_ms", number_to_json(v.output_ms)},
@@ -183,6 +185,8 @@ void from_json(const json& j, RunResult& v) {
   v.output_bytes = j.value("output_bytes", int64_t{0});
   v.input_modified = j.value("input_modified", "");
   v.late_write = j.value("late_write", "");
+  v.foreign_work = j.value("foreign_work", "");
+  v.work_audited = j.value("work_audited", false);
   v.call_ms = numbers_from_json(j, "call_ms");
   v.input_ms = number_or(j, "input_ms", 0.0);
   v.output_ms = number_or(j, "output_ms", 0.0);

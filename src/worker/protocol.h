@@ -120,6 +120,11 @@ struct RunResult {
   int64_t output_bytes = 0;        // bytes per call in output_path (all outputs of one call)
   std::string input_modified;      // "" or where an input was written ("'x' at [3, 7]")
   std::string late_write;          // "" or where an output changed after the call returned
+  /// "" or the work a call put outside args->stream (DeviceBackend::end_work_audit), prefixed
+  /// "call 2: " when the second of two calls did; the first finding only.
+  std::string foreign_work;
+  bool work_audited = false;       // every call ran inside a work audit (false on cpu, or
+                                   // where CUPTI is unavailable: foreign_work is then unknown)
   std::vector<double> call_ms;     // host wall time of each call incl. device synchronize
   double input_ms = 0.0;           // making and uploading inputs
   double output_ms = 0.0;          // downloading and writing outputs
