@@ -112,6 +112,12 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     outcome.worker_check_seconds += run.check_ms / 1e3;
     const std::string where = gate_case.label();
     if (run.verdict != Verdict::ok) return fail(run.verdict, where + ": " + run.message);
+    if (!run.foreign_work.empty()) {
+      return fail(Verdict::rejected_by_policy,
+                  where + ": work outside args->stream: " + run.foreign_work +
+                      " (launch every kernel, copy and memset on args->stream: the timing "
+                      "events there do not see work elsewhere)");
+    }
     if (!run.input_modified.empty()) {
       return fail(Verdict::wrong_answer, where + ": input " + run.input_modified +
                                              " was modified (kernels must not write their inputs)");
