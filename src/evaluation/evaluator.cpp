@@ -209,13 +209,13 @@ void Evaluator::prime_check_outputs(const Workload& workload) {
   }
 }
 
-std::pair<worker::TimeResult, std::string> Evaluator::time_with_checks(
+Evaluator::CheckedTiming Evaluator::time_with_checks(
     worker::Worker& on, int handle, const Workload& workload,
     const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
     const std::string& rung) {
   worker::TimeRequest request = time_request(handle, workload, measurement, seed);
   if (!policy_.recheck_timed_outputs || checks <= 0) {
-    return {on.time(request, policy_.time_timeout_s), ""};
+    return {on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
   }
   request.checks = checks_->plan(timed_case(workload.name), measurement, checks);
   request.verified = checks_->verified(workload);
@@ -225,22 +225,38 @@ std::pair<worker::TimeResult, std::string> Evaluator::time_with_checks(
     std::string path;
     ~Unlink() { ::unlink(path.c_str()); }
   } unlink{request.check_path};
-  worker::TimeResult result = on.time(request, policy_.time_timeout_s);
-  if (result.verdict != Verdict::ok) return {std::move(result), ""};
-  std::string failure = checks_->verify(request, result, rung);
-  return {std::move(result), std::move(failure)};
+  CheckedTiming timing{on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
+  const worker::TimeResult& result = timing.result;
+  if (result.verdict != Verdict::ok) return timing;
+  const std::string where = "the " + rung + " timing on '" + workload.name + "': ";
+  if (!result.foreign_work.empty()) {
+    timing.verdict = Verdict::rejected_by_policy;
+    timing.failure = where + "work outside args->stream: " + result.foreign_work +
+                     " (launch every kernel, copy and memset on args->stream: the timing "
+                     "events there do not see work elsewhere)";
+  } else if (!result.guard_violation.empty()) {
+    timing.verdict = Verdict::wrong_answer;
+    timing.failure = where + "the kernel " + result.guard_violation +
+                     " (into the guard band beside its storage): kernels must write only "
+                     "inside their outputs";
+  } else if (std::string failure = checks_->verify(request, result, rung); !failure.empty()) {
+    timing.verdict = Verdict::wrong_answer;
+    timing.failure = std::move(failure);
+  }
+  return timing;
 }
 
 TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Workload& workload,
                                       const worker::MeasurementPolicy& measurement,
                                       uint64_t seed, int checks, const std::string& rung) {
-  auto [result, failure] = time_with_checks(on, handle, workload, measurement, seed, checks, rung);
-  TimingVerdict verdict =
-      judge_timing(result, physical_floor(task_, workload, device_, policy_.checks.floor_slack),
-                   policy_.checks);
-  if (!failure.empty()) {
-    verdict.verdict = Verdict::wrong_answer;
-    verdict.message = failure;
+  const CheckedTiming timing =
+      time_with_checks(on, handle, workload, measurement, seed, checks, rung);
+  TimingVerdict verdict = judge_timing(
+      timing.result, physical_floor(task_, workload, device_, policy_.checks.floor_slack),
+      policy_.checks);
+  if (timing.verdict != Verdict::ok) {
+    verdict.verdict = timing.verdict;
+    verdict.message = timing.failure;
   }
   return verdict;
 }
@@ -380,12 +396,14 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Wo
       throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
                   reference.message);
     }
-    auto [candidate, failure] = time_with_checks(on, candidate_handle, timed_workload_,
-                                                 policy_.round, timing_seed_,
-                                                 policy_.checks_per_round, "final");
-    if (candidate.verdict != Verdict::ok || !failure.empty()) {
-      paired.failure = failure.empty() ? to_string(candidate.verdict) + ": " + candidate.message
-                                       : to_string(Verdict::wrong_answer) + ": " + failure;
+    const CheckedTiming timing = time_with_checks(on, candidate_handle, timed_workload_,
+                                                  policy_.round, timing_seed_,
+                                                  policy_.checks_per_round, "final");
+    const worker::TimeResult& candidate = timing.result;
+    if (candidate.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
+      paired.failure = timing.verdict == Verdict::ok
+                           ? to_string(candidate.verdict) + ": " + candidate.message
+                           : to_string(timing.verdict) + ": " + timing.failure;
       paired.candidate_rounds.clear();
       return paired;
     }
@@ -408,16 +426,17 @@ CompareOutcome Evaluator::compare(int incumbent, int challenger, worker::Worker&
     for (int turn = 0; turn < 2; ++turn) {
       const bool incumbent_turn = (turn == 0) == incumbent_first;
       const int handle = incumbent_turn ? incumbent : challenger;
-      auto [timing, failure] = time_with_checks(on, handle, timed_workload_, policy_.round,
-                                                timing_seed_, policy_.checks_per_round,
-                                                "acceptance");
-      if (timing.verdict != Verdict::ok || !failure.empty()) {
+      const CheckedTiming timing = time_with_checks(on, handle, timed_workload_, policy_.round,
+                                                    timing_seed_, policy_.checks_per_round,
+                                                    "acceptance");
+      if (timing.result.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
         outcome.failed_handle = handle;
-        outcome.verdict = failure.empty() ? timing.verdict : Verdict::wrong_answer;
-        outcome.message = failure.empty() ? timing.message : failure;
+        const bool checked = timing.verdict != Verdict::ok;
+        outcome.verdict = checked ? timing.verdict : timing.result.verdict;
+        outcome.message = checked ? timing.failure : timing.result.message;
         return outcome;
       }
-      (incumbent_turn ? incumbent_rounds : challenger_rounds).push_back(timing.samples_ms);
+      (incumbent_turn ? incumbent_rounds : challenger_rounds).push_back(timing.result.samples_ms);
     }
   }
   outcome.paired = judge_paired(incumbent_rounds, challenger_rounds, policy_.acceptance_level,

@@ -193,8 +193,15 @@ class Evaluator {
                              const worker::MeasurementPolicy& measurement, uint64_t seed,
                              int checks, const std::string& rung);
   /// A candidate's timing request with `checks` checked calls, sent to `on`; the checked outputs
-  /// are compared with the reference's. Returns the raw result and "" or why a check failed.
-  std::pair<worker::TimeResult, std::string> time_with_checks(
+  /// are compared with the reference's, the guard bands and the work audit read. `verdict` is
+  /// ok, or wrong_answer (a wrong output, a write outside a tensor) or rejected_by_policy (work
+  /// outside args->stream) with `failure` saying why; the raw result either way.
+  struct CheckedTiming {
+    worker::TimeResult result;
+    Verdict verdict = Verdict::ok;
+    std::string failure;
+  };
+  CheckedTiming time_with_checks(
       worker::Worker& on, int handle, const Workload& workload,
       const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
       const std::string& rung);

@@ -118,6 +118,12 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
                       " (into the guard band beside its storage): kernels must write only "
                       "inside their outputs");
     }
+    if (!run.foreign_work.empty()) {
+      return fail(Verdict::rejected_by_policy,
+                  where + ": work outside args->stream: " + run.foreign_work +
+                      " (launch every kernel, copy and memset on args->stream: the timing "
+                      "events there do not see work elsewhere)");
+    }
     if (!run.input_modified.empty()) {
       return fail(Verdict::wrong_answer, where + ": input " + run.input_modified +
                                              " was modified (kernels must not write their inputs)");

@@ -4,7 +4,8 @@
 // distribution, with outputs poisoned (NaN) before each call, and leaves the outputs in a file;
 // the orchestrator compares them with the reference oracle's (comparison.h: per-element
 // tolerance, norm-wise bound, NaN/Inf positions). A case fails on the first of: a runtime
-// failure, a modified input, an output that changed after the call returned, a wrong output in
+// failure, work outside args->stream (rejected_by_policy; the worker's work audit), a modified
+// input, an output that changed after the call returned, a wrong output in
 // either call (two calls on gate workloads: a race that passes once is caught the other time).
 #pragma once
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "common/mapped_file.h"
+#include "common/scratch_dir.h"
 
 namespace kforge::evaluation {
 namespace {
@@ -69,6 +71,71 @@ TEST(PlanGate, ATaskWithoutDistributionsIsAnError) {
   Task task = matrix_task(false, 64);
   task.distributions.clear();
   EXPECT_THROW(plan_gate(task, GatePlan{}), Error);
+}
+
+// A worker whose every kernel writes y[i] = i (so a candidate agrees with the reference), and
+// whose candidate (handle 1) reports the work audit's `foreign_work` on the second call.
+class AuditedWorker : public worker::Worker {
+ public:
+  std::string foreign_work;
+
+  worker::DeviceInfo device_info() override { return {}; }
+  worker::LoadResult load(const worker::LoadRequest&, double) override {
+    worker::LoadResult loaded;
+    loaded.handle = loads_++;
+    return loaded;
+  }
+  worker::RunResult run(const worker::RunRequest& request, double) override {
+    const int64_t n = request.workload.dims.at("rows") * request.workload.dims.at("cols");
+    worker::RunResult result;
+    result.output_bytes = n * 4;
+    result.calls_completed = request.calls;
+    result.work_audited = true;
+    MappedFile file(request.output_path, MappedFile::Mode::write, n * 4 * request.calls);
+    auto* y = reinterpret_cast<float*>(file.data());
+    for (int64_t i = 0; i < n * request.calls; ++i) y[i] = static_cast<float>(i % n);
+    if (request.handle == 1 && !foreign_work.empty()) {
+      result.foreign_work = "call 2: " + foreign_work;
+    }
+    return result;
+  }
+  worker::TimeResult time(const worker::TimeRequest&, double) override { return {}; }
+  void shutdown() override {}
+
+ private:
+  int loads_ = 0;
+};
+
+GateOutcome gate_with(AuditedWorker& worker) {
+  const Task task = matrix_task(false, 64);
+  ScratchDir scratch("kforge_gate_test");
+  ReferenceOracle oracle(worker, task, scratch, 10.0);
+  compile::Artifact reference;
+  reference.path = "reference.so";
+  oracle.load(reference);
+  const int candidate = worker.load({"candidate.so"}, 10.0).handle;
+  EXPECT_EQ(candidate, 1);
+  return run_gate(worker, candidate, oracle, task, plan_gate(task, GatePlan{}), scratch, 10.0);
+}
+
+TEST(GateWorkAudit, WorkOutsideTheStreamIsRejectedByPolicy) {
+  AuditedWorker worker;
+  worker.foreign_work = "1 kernel ('softmax(float const*)') on stream 14";
+  const GateOutcome outcome = gate_with(worker);
+  EXPECT_EQ(outcome.verdict, Verdict::rejected_by_policy);
+  EXPECT_NE(outcome.message.find("work outside args->stream: call 2: 1 kernel "
+                                 "('softmax(float const*)') on stream 14"),
+            std::string::npos)
+      << outcome.message;
+  EXPECT_NE(outcome.message.find("workload 'one'"), std::string::npos) << outcome.message;
+  EXPECT_EQ(outcome.cases_checked, 0);
+}
+
+TEST(GateWorkAudit, AnAuditWithoutFindingsPasses) {
+  AuditedWorker worker;
+  const GateOutcome outcome = gate_with(worker);
+  EXPECT_EQ(outcome.verdict, Verdict::ok) << outcome.message;
+  EXPECT_EQ(outcome.cases_checked, 7);
 }
 
 }  // namespace

@@ -163,10 +163,11 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
   if (decided->at("verdict") != "ok") {
     progress_(fmt::format("  {}: {}", decided->at("verdict").get<std::string>(),
                           decided->value("message", "")));
-    if (decided->at("verdict") == to_string(Verdict::wrong_answer)) {
-      // A checked call of rung 2 found a wrong output: the candidate is wrong_answer.
-      reject_after_check(record.id, "rung 2: " + decided->value("message", ""));
-      record.verdict = Verdict::wrong_answer;
+    const Verdict verdict = parse_verdict(decided->at("verdict").get<std::string>());
+    if (verdict == Verdict::wrong_answer || verdict == Verdict::rejected_by_policy) {
+      // A checked call of rung 2 failed: the candidate gets that verdict.
+      reject_after_check(record.id, verdict, "rung 2: " + decided->value("message", ""));
+      record.verdict = verdict;
     }
     return;
   }
@@ -232,7 +233,13 @@ void Optimizer::run_final() {
   evaluation::Evaluator::PairedSamples paired =
       evaluator_->time_paired(handle_on(best.id, on), workers_.at(on));
   if (!paired.failure.empty()) {
-    reject_after_check(best.id, "final rung: " + paired.failure);
+    // A failed check (a wrong output, a write outside a tensor, work on another stream) is the
+    // candidate's verdict; a crash or timeout there stays the run's error alone.
+    for (const Verdict verdict : {Verdict::wrong_answer, Verdict::rejected_by_policy}) {
+      if (paired.failure.starts_with(to_string(verdict) + ":")) {
+        reject_after_check(best.id, verdict, "final rung: " + paired.failure);
+      }
+    }
     throw Error("the best candidate " + best.id + " failed during final timing: " +
                 paired.failure);
   }

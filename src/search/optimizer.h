@@ -303,9 +303,9 @@ class Optimizer {
                                     const Evaluated& evaluated, int step, const Move* move);
   CandidateRecord restore(const generation::Proposal& proposal, const report::CandidateRow& row);
   void consider(CandidateRecord& record);
-  /// Marks candidate `id` wrong_answer after a checked call of a later rung failed: its row in
-  /// the run database, its record and an event say so.
-  void reject_after_check(const std::string& id, const std::string& message);
+  /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
+  /// later rung failed: its row in the run database, its record and an event say so.
+  void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
   void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
   CandidateRecord* find_record(const std::string& id);
   /// The handle of a correct candidate on worker `worker`, loading it there (on resume, after

@@ -223,19 +223,21 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   return record;
 }
 
-void Optimizer::reject_after_check(const std::string& id, const std::string& message) {
+void Optimizer::reject_after_check(const std::string& id, Verdict verdict,
+                                   const std::string& message) {
   if (const report::CandidateRow* recorded = journal_->recorded_candidate(id)) {
     report::CandidateRow row = *recorded;
-    row.verdict = to_string(Verdict::wrong_answer);
+    row.verdict = to_string(verdict);
     row.message = message;
     journal_->record_candidate(row);  // INSERT OR REPLACE: the row now says why
   }
   for (CandidateRecord& earlier : records_) {
     if (earlier.id != id) continue;
-    earlier.verdict = Verdict::wrong_answer;
+    earlier.verdict = verdict;
     earlier.message = message;
   }
-  run_dir_.append_event({{"event", "rejected_after_check"}, {"id", id}, {"message", message}});
+  run_dir_.append_event({{"event", "rejected_after_check"}, {"id", id},
+                         {"verdict", to_string(verdict)}, {"message", message}});
 }
 
 void Optimizer::consider(CandidateRecord& record) {
@@ -288,19 +290,21 @@ void Optimizer::consider(CandidateRecord& record) {
       run_dir_.append_event(event);
     }
     record.acceptance = decided->at("outcome").get<std::string>();
-    if (decided->value("verdict", "ok") == to_string(Verdict::wrong_answer)) {
-      // A checked call of the comparison found a wrong output: that candidate is wrong_answer,
-      // whichever rung saw it (issue 25). A failed best gives its place to the challenger.
+    const Verdict checked = parse_verdict(decided->value("verdict", "ok"));
+    if (checked == Verdict::wrong_answer || checked == Verdict::rejected_by_policy) {
+      // A checked call of the comparison found a wrong output, a write outside a tensor or work
+      // outside args->stream: that candidate gets the verdict, whichever rung saw it (issue 25).
+      // A failed best gives its place to the challenger.
       const std::string failed = decided->value("failed", "");
       const std::string message = "acceptance comparison: " + decided->value("message", "");
-      progress_(fmt::format("        vs best {}: {} failed a checked call: wrong_answer",
-                            best_->id, failed));
-      reject_after_check(failed, message);
+      progress_(fmt::format("        vs best {}: {} failed a checked call: {}", best_->id, failed,
+                            to_string(checked)));
+      reject_after_check(failed, checked, message);
       if (failed == record.id) {
-        record.verdict = Verdict::wrong_answer;
+        record.verdict = checked;
         record.message = message;
         outcome = "rejected";
-        reason = "wrong_answer: " + message.substr(0, 200);
+        reason = to_string(checked) + ": " + message.substr(0, 200);
       } else {
         outcome = "accepted";
         reason = "the best (" + failed + ") failed a checked call: " + message.substr(0, 200);

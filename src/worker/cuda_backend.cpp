@@ -18,6 +18,7 @@
 #include "common/parallel_copy.h"
 #include "worker/cuda_inputs.h"
 #include "worker/cuda_probe.h"
+#include "worker/cupti_audit.h"
 #include "worker/device_backend.h"
 #include "worker/nvml_clock.h"
 
@@ -280,6 +281,12 @@ class CudaBackend final : public DeviceBackend {
 
   double last_flush_ms() const override { return last_flush_ms_; }
 
+  bool begin_work_audit() override {
+    ensure_usable();
+    return audit_.begin(stream_);
+  }
+  std::string end_work_audit() override { return audit_.end(); }
+
   void reset_persisting_l2() override {
     ensure_usable();
     // Not every device supports persisting L2 (then the call fails harmlessly): ignore errors.
@@ -430,6 +437,7 @@ class CudaBackend final : public DeviceBackend {
   unsigned char flush_value_ = 0;
   bool lost_ = false;
   std::optional<NvmlClock> clock_;
+  WorkAudit audit_;  // which work ran outside stream_ (cupti_audit.h)
   int64_t live_bytes_ = 0;
   std::unordered_map<void*, int64_t> sizes_;
 };

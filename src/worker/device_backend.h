@@ -78,6 +78,21 @@ class DeviceBackend {
   virtual void start_timer() = 0;
   virtual double stop_timer_ms() = 0;
 
+  /// The work audit: whether a call put work anywhere but stream(). begin_work_audit opens a
+  /// window in which every kernel, memcpy and memset the process launches is recorded with its
+  /// stream, whatever stream and however it was created; end_work_audit closes it and returns
+  /// "" or what ran elsewhere ("2 kernels ('k(float*)') on stream 14"). kforge's own work on
+  /// stream() inside the window (poison memsets, the L2 flush, input generation) is not a
+  /// finding. Call both with the device idle (after synchronize): begin before the call, end
+  /// after the call and its synchronize. begin returns false when there is no audit (cpu; cuda
+  /// without CUPTI or under a profiler that holds it: reported once on stderr), and end then
+  /// returns "". cuda: CUPTI's activity kinds are enabled for the window only, then a forced
+  /// flush (not measured here; GpuWorkAudit.* prints the cost per window): it may be called per
+  /// timed call, with begin and end outside the timed bracket. end throws Error when the records cannot be read or some
+  /// were dropped; begin throws Error when a window is already open.
+  virtual bool begin_work_audit() { return false; }
+  virtual std::string end_work_audit() { return ""; }
+
   /// Drops the lines a kernel marked persisting in L2 (cuda: cudaCtxResetPersistingL2Cache) and
   /// the persisting-L2 limit, so that one candidate's access-policy settings cannot speed up the
   /// next call or another candidate; a no-op on cpu.

@@ -1,12 +1,19 @@
 // The cuda backend end to end: kernels compiled with nvcc at test time, run by a cuda worker.
 // Suites are named Gpu* (labelled `gpu` by CMake); each skips itself without a CUDA device.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "common/scratch_dir.h"
 #include "evaluation/gate.h"
 #include "evaluation/reference_oracle.h"
+#include "worker/cuda_inputs.h"
+#include "worker/device_backend.h"
 #include "worker/test_kernels.h"
 #include "worker/worker_client.h"
 
@@ -128,6 +135,96 @@ TEST_F(GpuWorker, IllegalAddressIsARuntimeErrorAndTheWorkerIsRespawned) {
   EXPECT_EQ(after.verdict, Verdict::ok) << after.message;
   EXPECT_EQ(worker_->spawn_count(), 2);
   EXPECT_NE(worker_->pid(), first_pid);
+}
+
+// The work audit of the cuda backend in this process: the backend's own work on its stream is
+// no finding; the same work on a created stream, the legacy default stream or the per-thread
+// default stream is. The audit must be available wherever a CUDA device is.
+class GpuWorkAudit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      backend_ = make_cuda_backend(0);
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no usable CUDA device: " << e.what();
+    }
+    buffer_ = backend_->allocate(kBytes);
+    scratch_ = backend_->allocate(8);
+  }
+  void TearDown() override {
+    if (!backend_) return;
+    backend_->release(buffer_);
+    backend_->release(scratch_);
+  }
+
+  /// A kernel (the hash), a memset and a memcpy on `stream`, in one audit window.
+  std::string audit_work_on(cudaStream_t stream) {
+    EXPECT_TRUE(backend_->begin_work_audit())
+        << "the work audit is unavailable on a CUDA device (libcupti? see stderr)";
+    uint64_t hash = 0;
+    EXPECT_EQ(cuda_inputs::content_hash(buffer_, kBytes, stream, scratch_, &hash), 0);
+    EXPECT_EQ(cudaMemsetAsync(buffer_, 1, kBytes, stream), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(&hash, buffer_, sizeof hash, cudaMemcpyDeviceToHost, stream),
+              cudaSuccess);
+    backend_->synchronize();
+    return backend_->end_work_audit();
+  }
+
+  static constexpr int64_t kBytes = int64_t{1} << 20;
+  std::unique_ptr<DeviceBackend> backend_;
+  void* buffer_ = nullptr;
+  void* scratch_ = nullptr;
+};
+
+TEST_F(GpuWorkAudit, WorkOnTheWorkersStreamIsNoFinding) {
+  EXPECT_EQ(audit_work_on(static_cast<cudaStream_t>(backend_->stream())), "");
+  // The backend's own operations on its stream, the kind kforge does around a candidate.
+  ASSERT_TRUE(backend_->begin_work_audit());
+  backend_->fill_bytes(buffer_, 0xFF, kBytes);
+  backend_->flush_l2();
+  backend_->start_timer();
+  backend_->stop_timer_ms();
+  backend_->synchronize();
+  EXPECT_EQ(backend_->end_work_audit(), "");
+}
+
+TEST_F(GpuWorkAudit, WorkOnAnyOtherStreamIsAFinding) {
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  const std::string on_side = audit_work_on(side);
+  cudaStreamDestroy(side);
+  EXPECT_NE(on_side.find("kernel"), std::string::npos) << on_side;
+  EXPECT_NE(on_side.find("memcpy"), std::string::npos) << on_side;
+  EXPECT_NE(on_side.find("memset"), std::string::npos) << on_side;
+  EXPECT_NE(on_side.find("on stream "), std::string::npos) << on_side;
+  EXPECT_EQ(on_side.find("another CUDA context"), std::string::npos) << on_side;
+  const std::string on_legacy = audit_work_on(cudaStreamLegacy);
+  EXPECT_NE(on_legacy.find("on stream "), std::string::npos) << on_legacy;
+  const std::string on_per_thread = audit_work_on(cudaStreamPerThread);
+  EXPECT_NE(on_per_thread.find("on stream "), std::string::npos) << on_per_thread;
+  // Findings belong to their window only.
+  EXPECT_EQ(audit_work_on(static_cast<cudaStream_t>(backend_->stream())), "");
+}
+
+TEST_F(GpuWorkAudit, AWindowCostsLittleAndANestedOneIsAnError) {
+  std::vector<double> window_ms;
+  for (int i = 0; i < 21; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(backend_->begin_work_audit());
+    EXPECT_EQ(backend_->end_work_audit(), "");
+    window_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  std::sort(window_ms.begin(), window_ms.end());
+  std::printf("work audit: an empty window (begin + end) costs %.3f ms (median of 21), "
+              "%.3f ms at most (the first window included)\n",
+              window_ms[10], window_ms.back());
+  RecordProperty("window_ms_median", std::to_string(window_ms[10]));
+  EXPECT_LT(window_ms[10], 5.0);  // per timed call it must stay far below a kernel's setup
+  ASSERT_TRUE(backend_->begin_work_audit());
+  EXPECT_THROW(backend_->begin_work_audit(), Error);
+  EXPECT_EQ(backend_->end_work_audit(), "");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -44,6 +45,37 @@ std::string call_and_wait(DeviceBackend& backend, KernelEntry kernel, const kfor
   }
   return failure;
 }
+
+/// One window of the backend's work audit around a call (DeviceBackend::begin_work_audit).
+/// finish() closes it and returns the finding; a window left open by an early return (a failed
+/// call, whose verdict is already decided) is closed by the destructor, its finding dropped.
+class AuditWindow {
+ public:
+  explicit AuditWindow(DeviceBackend& backend)
+      : backend_(backend), audited_(backend.begin_work_audit()), open_(audited_) {}
+  ~AuditWindow() {
+    if (!open_) return;
+    try {
+      backend_.end_work_audit();
+    } catch (const std::exception&) {  // a lost device: the failed call's verdict stands
+    }
+  }
+  AuditWindow(const AuditWindow&) = delete;
+  AuditWindow& operator=(const AuditWindow&) = delete;
+
+  bool audited() const { return audited_; }
+  /// "" or the work the call put outside the backend's stream. Throws Error as end_work_audit.
+  std::string finish() {
+    if (!open_) return "";
+    open_ = false;
+    return backend_.end_work_audit();
+  }
+
+ private:
+  DeviceBackend& backend_;
+  bool audited_;
+  bool open_;
+};
 
 /// Storage element `element` of tensor `tensor`, for a message: "'name' at [i, j]".
 std::string describe_element(const TensorSet& set, const Signature& signature, size_t tensor,
@@ -113,12 +145,21 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
     for (int call = 0; call < request.calls; ++call) {
       set.poison_outputs();
       backend.synchronize();
+      // Opened with the device idle and closed after call_and_wait's device-wide synchronize,
+      // so that it holds the call's work and nothing of kforge's but on the worker's stream.
+      AuditWindow audit(backend);
       const auto call_start = Clock::now();
       if (std::string failure = call_and_wait(backend, kernel, set.args()); !failure.empty()) {
         return fail(request.calls > 1 ? "call " + std::to_string(call + 1) + ": " + failure
                                       : failure);
       }
       result.call_ms.push_back(ms_since(call_start));
+      const std::string foreign = audit.finish();
+      if (!foreign.empty() && result.foreign_work.empty()) {
+        result.foreign_work =
+            request.calls > 1 ? "call " + std::to_string(call + 1) + ": " + foreign : foreign;
+      }
+      result.work_audited = audit.audited() && (call == 0 || result.work_audited);
       if (check_late_writes && call + 1 == request.calls) {
         // Taken before the read-back, so that a write during the read-back shows as well.
         const auto check_start = Clock::now();
@@ -390,6 +431,11 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
       const kforge_args& args = set.args();
       if (request.flush_l2) backend.reset_persisting_l2();
       backend.synchronize();  // the device is idle: nothing earlier is in the host time
+      // Checked calls also run inside the work audit: they are indistinguishable from the other
+      // timed calls, so work a kernel puts on another stream shows at one of them, while the
+      // samples of the unchecked calls stay free of the audit's activity recording.
+      std::optional<AuditWindow> audit;
+      if (check != nullptr) audit.emplace(backend);
       const auto host_start = Clock::now();
       // The flush is queued, not waited for: the kernel is launched while it runs, so its
       // launch latency overlaps the flush instead of being timed (nvbench hides it with a
@@ -403,6 +449,14 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
           ms_since(host_start) - (request.flush_l2 ? backend.last_flush_ms() : 0.0);
       if (!failure.empty()) return fail("timed call " + std::to_string(i) + ": " + failure);
       if (check != nullptr) {
+        if (audit && audit->audited()) {
+          const std::string foreign = audit->finish();
+          if (!foreign.empty() && result.foreign_work.empty()) {
+            result.foreign_work = "timed call " + std::to_string(i) + ": " + foreign;
+          }
+          result.work_audited = true;
+        }
+        if (result.guard_violation.empty()) result.guard_violation = set.guard_violation();
         checker.record(i, set, set_inputs[set_index]);
         checker.restore(*check, set, set_inputs[set_index],
                         {request.seed + set_index, request.distribution});
@@ -426,7 +480,8 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
     }
     if (result.stop_reason.empty()) result.stop_reason = "max_repetitions";
     result.host_wall_ms = ms_since(timed_start);
-    if (cache != nullptr) {
+    // Sets whose guard bands were written are not kept: their bands would report it again.
+    if (cache != nullptr && result.guard_violation.empty()) {
       cache->key = key;
       cache->sets = std::move(sets);
       for (const SetInputs& inputs : set_inputs) {

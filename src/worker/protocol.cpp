@@ -172,6 +172,8 @@ void to_json(json& j, const RunResult& v) {
        {"input_modified", v.input_modified},
        {"late_write", v.late_write},
        {"guard_violation", v.guard_violation},
+       {"foreign_work", v.foreign_work},
+       {"work_audited", v.work_audited},
        {"call_ms", numbers_to_json(v.call_ms)},
        {"input_ms", number_to_json(v.input_ms)},
        {"output_ms", number_to_json(v.output_ms)},
@@ -186,10 +188,15 @@ void from_json(const json& j, RunResult& v) {
   v.input_modified = j.value("input_modified", "");
   v.late_write = j.value("late_write", "");
   v.guard_violation = j.value("guard_violation", "");
+  v.foreign_work = j.value("foreign_work", "");
+  v.work_audited = j.value("work_audited", false);
   v.call_ms = numbers_from_json(j, "call_ms");
   v.input_ms = number_or(j, "input_ms", 0.0);
   v.output_ms = number_or(j, "output_ms", 0.0);
   v.check_ms = number_or(j, "check_ms", 0.0);
+  v.guard_violation = j.value("guard_violation", "");
+  v.foreign_work = j.value("foreign_work", "");
+  v.work_audited = j.value("work_audited", false);
 }
 
 void to_json(json& j, const MeasurementPolicy& v) {
@@ -311,7 +318,10 @@ void to_json(json& j, const TimeResult& v) {
        {"stop_reason", v.stop_reason},
        {"host_wall_ms", number_to_json(v.host_wall_ms)},
        {"warmup_ms", numbers_to_json(v.warmup_ms)},
-       {"check_ms", number_to_json(v.check_ms)}};
+       {"check_ms", number_to_json(v.check_ms)},
+       {"guard_violation", v.guard_violation},
+       {"foreign_work", v.foreign_work},
+       {"work_audited", v.work_audited}};
 }
 
 void from_json(const json& j, TimeResult& v) {
@@ -330,6 +340,9 @@ void from_json(const json& j, TimeResult& v) {
   v.host_wall_ms = number_or(j, "host_wall_ms", 0.0);
   v.warmup_ms = j.contains("warmup_ms") ? numbers_from_json(j, "warmup_ms") : std::vector<double>{};
   v.check_ms = number_or(j, "check_ms", 0.0);
+  v.guard_violation = j.value("guard_violation", "");
+  v.foreign_work = j.value("foreign_work", "");
+  v.work_audited = j.value("work_audited", false);
 }
 
 }  // namespace kforge::worker

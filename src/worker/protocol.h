@@ -122,6 +122,11 @@ struct RunResult {
   std::string late_write;          // "" or where an output changed after the call returned
   std::string guard_violation;     // "" or what was written outside a tensor's storage, over
                                    // every call ("wrote 4 bytes past output 'y'")
+  /// "" or the work a call put outside args->stream (DeviceBackend::end_work_audit), prefixed
+  /// "call 2: " when the second of two calls did; the first finding only.
+  std::string foreign_work;
+  bool work_audited = false;       // every call ran inside a work audit (false on cpu, or
+                                   // where CUPTI is unavailable: foreign_work is then unknown)
   std::vector<double> call_ms;     // host wall time of each call incl. device synchronize
   double input_ms = 0.0;           // making and uploading inputs
   double output_ms = 0.0;          // downloading and writing outputs
@@ -215,6 +220,13 @@ struct TimeResult {
   /// when the time limit ran out during the warm-up).
   std::vector<double> warmup_ms;
   double check_ms = 0.0;           // hashing and writing checked outputs (not in any sample)
+  /// "" or what a checked call wrote outside a tensor's storage (guard bands, over every call
+  /// on that set so far: "wrote 4 bytes past output 'y'"); the first finding only.
+  std::string guard_violation;
+  /// "" or the work a checked call put outside args->stream ("timed call 3: 1 kernel ... on
+  /// stream 14"): checked calls run inside the backend's work audit.
+  std::string foreign_work;
+  bool work_audited = false;       // at least one checked call ran inside a work audit
 };
 
 void to_json(nlohmann::json& j, const HelloRequest& v);

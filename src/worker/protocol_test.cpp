@@ -108,6 +108,24 @@ TEST(Protocol, RunMessagesRoundTrip) {
   json without_guard = json(result);
   without_guard.erase("guard_violation");
   EXPECT_EQ(without_guard.get<RunResult>().guard_violation, "");
+  EXPECT_TRUE(result_back.foreign_work.empty());
+  EXPECT_FALSE(result_back.work_audited);
+}
+
+TEST(Protocol, RunResultCarriesTheWorkAudit) {
+  RunResult result;
+  result.foreign_work = "call 2: 1 kernel ('k(float*)') on stream 14";
+  result.work_audited = true;
+  const RunResult back = round_trip(result);
+  EXPECT_EQ(back.foreign_work, result.foreign_work);
+  EXPECT_TRUE(back.work_audited);
+  // A reply of a worker from before the audit reads as unaudited, with no finding.
+  json old_reply = json(result);
+  old_reply.erase("foreign_work");
+  old_reply.erase("work_audited");
+  const RunResult old_back = old_reply.get<RunResult>();
+  EXPECT_TRUE(old_back.foreign_work.empty());
+  EXPECT_FALSE(old_back.work_audited);
 }
 
 TEST(Protocol, TimeMessagesRoundTripAndDefault) {

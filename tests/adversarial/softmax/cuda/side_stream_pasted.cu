@@ -1,0 +1,63 @@
+// TRICK side_stream_pasted (must fail: rejected_by_policy, "outside args->stream"). The
+// side_stream trick with its stream created by a name the static screen never sees: the
+// preprocessor pastes cudaStreamCreateWithPriority together from two halves, so the source holds
+// neither that name nor any other spelling the policy knows. The (correct) kernel runs on that
+// non-blocking, high-priority stream and kforge_run returns without waiting: events on
+// args->stream enclose nothing, and under timing the kernel overlaps the L2 flush whose time is
+// taken out of the host clock, so even the host-clock cross-check sees a fast call. Caught by the
+// worker's work audit (CUPTI records every kernel with its stream) in the gate's first case.
+#include <kforge/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+
+namespace {
+
+constexpr int kRowsPerBlock = 4;  // one warp per row, 4 warps per block
+
+__global__ void softmax_warp_per_row(const float* x, float* y, int64_t rows, int64_t cols) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;  // warp-uniform: the shuffles below see full warps
+  const float* xr = x + row * cols;
+  float* yr = y + row * cols;
+  float m = -FLT_MAX;
+  for (int64_t c = lane; c < cols; c += 32) m = fmaxf(m, xr[c]);
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float s = 0.0f;
+  for (int64_t c = lane; c < cols; c += 32) s += expf(xr[c] - m);
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  for (int64_t c = lane; c < cols; c += 32) yr[c] = expf(xr[c] - m) / s;
+}
+
+#define KF_JOIN(a, b) a##b
+
+cudaStream_t g_side = nullptr;
+
+}  // namespace
+
+KFORGE_API int kforge_run(const kforge_args* args) {
+  if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
+  const DLTensor& x = args->inputs[0];
+  const DLTensor& y = args->outputs[0];
+  if (x.ndim != 2 || y.ndim != 2) return -2;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  if (rows == 0 || cols == 0) return 0;
+  const float* xp = reinterpret_cast<const float*>(static_cast<const char*>(x.data) + x.byte_offset);
+  float* yp = reinterpret_cast<float*>(static_cast<char*>(y.data) + y.byte_offset);
+  const unsigned grid = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  if (g_side == nullptr) {
+    int least = 0, greatest = 0;
+    if (cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest)) {
+      return static_cast<int>(e);
+    }
+    if (cudaError_t e =
+            KF_JOIN(cudaStream, CreateWithPriority)(&g_side, cudaStreamNonBlocking, greatest)) {
+      return static_cast<int>(e);
+    }
+  }
+  softmax_warp_per_row<<<grid, kRowsPerBlock * 32, 0, g_side>>>(xp, yp, rows, cols);
+  return static_cast<int>(cudaGetLastError());
+}
