@@ -4,6 +4,7 @@
 // labelled verdict. cpu entries run in CI (suite Adversarial/...); cuda entries are labelled gpu
 // (suite Gpu/...) and skip themselves when no CUDA device answers.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
@@ -24,6 +25,8 @@
 #include "compile/toolchain_compiler.h"
 #include "evaluation/evaluator.h"
 #include "task/task_loader.h"
+#include "support/rerun.h"
+#include "worker/sandbox.h"
 #include "worker/test_kernels.h"
 #include "worker/worker_client.h"
 
@@ -33,6 +36,7 @@ namespace fs = std::filesystem;
 
 struct Entry {
   std::string task, backend, file, expect, reason, kind;
+  bool secret_probe = false;  // looks for the secret AdversarialSecretProbes plants
 };
 // gtest prints a failing parameter with this instead of its bytes.
 void PrintTo(const Entry& entry, std::ostream* out) { *out << entry.file; }
@@ -57,7 +61,8 @@ const Manifest& manifest() {
         const toml::table& table = *node.as_table();
         auto text = [&table](const char* key) { return table[key].value_or(std::string()); };
         result.entries.push_back({text("task"), text("backend"), text("file"), text("expect"),
-                                  text("reason"), text("kind")});
+                                  text("reason"), text("kind"),
+                                  table["secret_probe"].value_or(false)});
       }
     } catch (const std::exception& e) {
       result.error = std::string("tests/adversarial/manifest.toml: ") + e.what();
@@ -125,7 +130,9 @@ std::map<std::string, std::unique_ptr<Harness>>& harnesses() {
   return all;
 }
 
-void prepare(Harness& harness, const std::string& task_name, const std::string& backend) {
+// `sandbox` wraps the candidates' worker (the reference's runs bare, as it runs no candidate).
+void prepare(Harness& harness, const std::string& task_name, const std::string& backend,
+             const worker::Sandbox& sandbox = {}) {
   harness.task = load_task(corpus_dir() + "/" + task_name + "/task.toml");
   harness.reference = std::make_unique<worker::ProcessWorker>(
       worker::testing::worker_path(), backend, 0);
@@ -141,6 +148,7 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
   config.backend = backend;
   // Small enough that unbounded_allocation is killed long before the host runs short.
   config.memory_limit_bytes = int64_t{1} << 30;  // the worker itself needs ~0.3 GiB (cache flush)
+  config.sandbox = sandbox;
   harness.candidates = std::make_unique<worker::ProcessWorker>(config);
   harness.evaluator = std::make_unique<evaluation::Evaluator>(
       *harness.candidates, *harness.reference, harness.task, test_policy());
@@ -290,6 +298,74 @@ void expect_self_test_clean(const std::string& backend) {
 
 TEST(AdversarialTaskSelfTest, SoftmaxHasNoWeaknesses) { expect_self_test_clean("cpu"); }
 TEST(GpuAdversarialTaskSelfTest, SoftmaxHasNoWeaknesses) { expect_self_test_clean("cuda"); }
+
+// The secret probes (manifest: secret_probe = true) look through /proc for KFORGE_PLANTED_SECRET.
+// The test reruns itself with that variable exported, so that it is in this process's initial
+// environment block (what /proc/<pid>/environ shows) and on its stack, as an API key exported in
+// kforge's environment would be. There each probe must get its labelled verdict (ok: it found
+// nothing) from a candidate worker in bubblewrap and in kforge's unshare fallback (bubblewrap
+// turned off); and, the control that shows the probes work, each run bare (no sandbox) must
+// find the secret and answer wrong (parent_memory_secret only as root, which may read any
+// process's memory).
+void check_secret_probes(const std::string& backend) {
+  constexpr const char* kSecret = "KFORGE_PLANTED_SECRET=sk-planted-7c41e0";
+  if (!testing::in_rerun()) {
+    const testing::RerunResult child = testing::rerun_this_test({kSecret}, 540.0);
+    std::printf("%s\n", child.output.c_str());
+    EXPECT_TRUE(child.passed) << "the rerun with the secret planted failed (output above)";
+    return;
+  }
+  std::vector<Entry> probes;
+  for (const Entry& entry : entries_for(backend)) {
+    if (entry.secret_probe) probes.push_back(entry);
+  }
+  ASSERT_FALSE(probes.empty()) << "no secret_probe entries for " << backend;
+  int sandboxes = 0;
+  for (const std::string mechanism : {"bubblewrap", "unshare"}) {
+    const worker::Sandbox sandbox =
+        worker::detect_sandbox({mechanism == "bubblewrap", mechanism == "unshare"});
+    if (!sandbox.available) {
+      std::printf("%s: not available here, not checked: %s\n", mechanism.c_str(),
+                  sandbox.note.c_str());
+      continue;
+    }
+    Harness harness;
+    try {
+      prepare(harness, probes.front().task, backend, sandbox);
+    } catch (const std::exception& e) {
+      FAIL() << "preparing " << probes.front().task << " in " << mechanism << ": " << e.what();
+    }
+    if (!harness.skip.empty()) GTEST_SKIP() << harness.skip;
+    ++sandboxes;
+    for (const Entry& entry : probes) {
+      const Outcome outcome = judge(harness, entry);
+      std::printf("%s\n", table_row(entry, to_string(outcome.verdict) + " (" + mechanism + ")",
+                                     outcome.message).c_str());
+      EXPECT_EQ(to_string(outcome.verdict), entry.expect)
+          << entry.file << " in " << mechanism << ": " << outcome.message;
+    }
+  }
+  Harness bare;
+  prepare(bare, probes.front().task, backend);
+  for (const Entry& entry : probes) {
+    const Outcome outcome = judge(bare, entry);
+    std::printf("%s\n", table_row(entry, to_string(outcome.verdict) + " (no sandbox)",
+                                   outcome.message).c_str());
+    // Another process's mem needs ptrace rights over it (root, or Yama's ptrace_scope 0).
+    if (entry.kind == "parent_memory_secret" && ::geteuid() != 0) continue;
+    EXPECT_EQ(outcome.verdict, Verdict::wrong_answer)
+        << entry.file << " without a sandbox should have found the planted secret: "
+        << outcome.message;
+  }
+  if (sandboxes == 0) GTEST_SKIP() << "no sandbox with a PID namespace works here (notes above)";
+}
+
+TEST(AdversarialSecretProbes, FindNothingInBubblewrapNorInTheUnshareFallback) {
+  check_secret_probes("cpu");
+}
+TEST(GpuAdversarialSecretProbes, FindNothingInBubblewrapNorInTheUnshareFallback) {
+  check_secret_probes("cuda");
+}
 
 }  // namespace
 }  // namespace kforge

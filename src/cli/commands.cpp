@@ -16,6 +16,7 @@
 #include "cli/task_command.h"
 #include "cli/validators.h"
 #include "common/error.h"
+#include "common/secret_environment.h"
 #include "search/scheduler.h"
 
 namespace kforge::cli {
@@ -289,6 +290,9 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // API keys leave the environment before any child is spawned or any candidate runs: no child
+  // inherits them and /proc/<kforge>/environ no longer shows them (common/secret_environment.h).
+  withdraw_secret_environment();
   // Output piped into `head` that has exited must not kill a run before it writes its files: a
   // write to the closed pipe then fails with EPIPE (std::cout goes bad) and the run goes on.
   // Children get SIGPIPE back at its default (process/subprocess.cpp).

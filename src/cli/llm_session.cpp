@@ -13,7 +13,7 @@ namespace kforge::cli {
 namespace fs = std::filesystem;
 
 llm::LlmConfig resolve_llm_config(const LlmCommandOptions& options) {
-  llm::LlmConfig config = llm::load_llm_config(options.config_path);
+  llm::LlmConfig config = llm::load_llm_config_from_environment(options.config_path);
   if (options.replay_run.empty()) {
     if (std::string missing = llm::missing_endpoint_message(config); !missing.empty()) {
       throw Error(missing);

@@ -283,7 +283,10 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   worker_config.backend = backend;
   worker_config.device_index = options.device;
   worker_config.sandbox = worker::detect_sandbox();
-  if (!worker_config.sandbox.available) std::cerr << "kforge: note: " << worker_config.sandbox.note << "\n";
+  // Anything short of bubblewrap leaves something unsandboxed: the note says what.
+  if (worker_config.sandbox.mechanism != "bubblewrap") {
+    std::cerr << "kforge: note: " << worker_config.sandbox.note << "\n";
+  }
   std::vector<std::unique_ptr<worker::ProcessWorker>> workers;
   for (int device : devices) {
     worker_config.device_index = device;

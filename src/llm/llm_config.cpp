@@ -6,13 +6,14 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/secret_environment.h"
 
 namespace kforge::llm {
 namespace fs = std::filesystem;
 
 std::optional<std::string> process_env(const std::string& name) {
   const char* value = std::getenv(name.c_str());
-  if (value == nullptr) return std::nullopt;
+  if (value == nullptr) return withdrawn_value(name);
   return std::string(value);
 }
 
@@ -69,6 +70,7 @@ void read_file_config(const std::string& path, LlmConfig& config, const EnvLooku
   std::string key_env;
   read_key(table, path, "api_key_env", key_env);
   if (!key_env.empty()) {
+    config.key_variables.push_back(key_env);
     if (auto key = env(key_env)) config.api_key = *key;
   }
   read_key(table, path, "connect_timeout_s", config.connect_timeout_s);
@@ -113,8 +115,15 @@ LlmConfig load_llm_config(const std::string& file_path, const EnvLookup& env) {
   if (!path.empty()) read_file_config(path, config, env);
   if (auto v = env("KFORGE_LLM_BASE_URL"); v && !v->empty()) config.base_url = *v;
   if (auto v = env("KFORGE_LLM_MODEL"); v && !v->empty()) config.model = *v;
+  config.key_variables.push_back("KFORGE_LLM_API_KEY");
   if (auto v = env("KFORGE_LLM_API_KEY"); v && !v->empty()) config.api_key = *v;
   check_ranges(config, path.empty() ? "LLM config" : path);
+  return config;
+}
+
+LlmConfig load_llm_config_from_environment(const std::string& file_path) {
+  LlmConfig config = load_llm_config(file_path, process_env);
+  for (const std::string& name : config.key_variables) withdraw_environment_variable(name);
   return config;
 }
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kforge::llm {
 
@@ -21,6 +22,8 @@ struct LlmConfig {
   std::string base_url;  // e.g. "http://127.0.0.1:8000/v1"; empty = not configured
   std::string model;     // e.g. "deepseek-reasoner"
   std::string api_key;   // may be empty (local servers); never written anywhere
+  /// The environment variables the key was looked up in: api_key_env's, KFORGE_LLM_API_KEY.
+  std::vector<std::string> key_variables;
   double connect_timeout_s = 10.0;
   // Reasoning models think for minutes before the first token; 10 minutes bounds one answer.
   double request_timeout_s = 600.0;
@@ -35,13 +38,18 @@ struct LlmConfig {
 /// Reads a variable; returns nullopt when unset. Tests pass their own.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
-/// The process environment.
+/// The process environment, then what common/secret_environment.h withdrew from it.
 std::optional<std::string> process_env(const std::string& name);
 
 /// Loads the configuration: defaults, then `file_path` (if non-empty; it must exist) or the
 /// default config file (if it exists), then the environment. Throws Error naming the file and
 /// key when the file is malformed or a value is out of range.
 LlmConfig load_llm_config(const std::string& file_path, const EnvLookup& env = process_env);
+
+/// load_llm_config from the process environment, after which every variable the key was looked
+/// up in (key_variables) is withdrawn from it (withdraw_environment_variable): not inherited by
+/// any child spawned later, erased from /proc/self/environ. Throws as load_llm_config does.
+LlmConfig load_llm_config_from_environment(const std::string& file_path);
 
 /// Empty when `config` names an endpoint and a model; else a message that says which variables
 /// (or config keys) to set and suggests the templates generator.

@@ -3,11 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "common/error.h"
 #include "common/files.h"
+#include "process/subprocess.h"
+#include "support/rerun.h"
 
 namespace kforge::llm {
 namespace {
@@ -62,6 +67,51 @@ TEST(LlmConfigTest, MissingEndpointNamesTheVariablesAndSuggestsTemplates) {
   config.base_url = "http://x/v1";
   config.model = "m";
   EXPECT_EQ(missing_endpoint_message(config), "");
+}
+
+std::string read_proc_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The key in kforge's own environment is what a candidate without a PID namespace reads from
+// /proc/<parent>/environ. The test reruns itself with two keys exported (one named by the config
+// file's api_key_env), so that they are in the child's initial environment block, and checks
+// there that loading the config leaves neither in /proc/self/environ nor in what a child gets.
+TEST(LlmConfigSecret, KeysLeaveTheInitialEnvironmentBlockAndNoChildInheritsThem) {
+  const std::string env_key = "sk-planted-env-4f1d9c";
+  const std::string file_key = "sk-planted-file-8a2e7b";
+  if (!testing::in_rerun()) {
+    const testing::RerunResult child = testing::rerun_this_test(
+        {"KFORGE_LLM_API_KEY=" + env_key, "KFORGE_TEST_FILE_KEY=" + file_key}, 120.0);
+    EXPECT_TRUE(child.passed) << child.output;
+    return;
+  }
+  // The premise: unsetenv alone would leave both here.
+  ASSERT_NE(read_proc_file("/proc/self/environ").find(env_key), std::string::npos);
+  ASSERT_NE(read_proc_file("/proc/self/environ").find(file_key), std::string::npos);
+  fs::path file = fs::temp_directory_path() / "kforge_llm_config_secret_test.toml";
+  write_file_atomically(file, "base_url = \"http://file/v1\"\nmodel = \"m\"\n"
+                              "api_key_env = \"KFORGE_TEST_FILE_KEY\"\n");
+  const LlmConfig config = load_llm_config_from_environment(file.string());
+  fs::remove(file);
+  EXPECT_EQ(config.api_key, env_key);  // KFORGE_LLM_API_KEY over api_key_env
+  const std::string environ_block = read_proc_file("/proc/self/environ");
+  EXPECT_EQ(environ_block.find("sk-planted"), std::string::npos);
+  EXPECT_EQ(environ_block.find("KFORGE_LLM_API_KEY"), std::string::npos);
+  EXPECT_NE(environ_block.find("KFORGE_TEST_RERUN="), std::string::npos) << "the rest stays";
+  EXPECT_EQ(std::getenv("KFORGE_LLM_API_KEY"), nullptr);
+  EXPECT_EQ(std::getenv("KFORGE_TEST_FILE_KEY"), nullptr);
+  EXPECT_EQ(process_env("KFORGE_TEST_FILE_KEY"), file_key) << "kforge itself still has it";
+  // A child spawned with the inherited environment (as compilers and the Python derivation
+  // are), printing its own environment and its parent's.
+  const process::CommandResult child = process::run_command(
+      {"/bin/sh", "-c", "cat /proc/self/environ; cat /proc/$PPID/environ; env"}, 30.0);
+  ASSERT_TRUE(child.succeeded()) << child.output;
+  EXPECT_NE(child.output.find("KFORGE_TEST_RERUN="), std::string::npos) << child.output;
+  EXPECT_EQ(child.output.find("sk-planted"), std::string::npos) << child.output;
+  // Loading again finds the withdrawn key.
+  EXPECT_EQ(load_llm_config_from_environment("").api_key, env_key);
 }
 
 }  // namespace

@@ -112,7 +112,8 @@ std::string ProcessWorker::stderr_tail() const {
 }
 
 std::string ProcessWorker::describe_exit(const process::ExitStatus& status) const {
-  // bwrap exits with 128 + N when the worker inside died by signal N.
+  // bwrap, and the shell inside the unshare sandbox, exit with 128 + N when the worker died by
+  // signal N.
   return (config_.sandbox.available ? process::unwrap_signal_exit(status) : status).describe();
 }
 

@@ -48,7 +48,7 @@ struct ProcessWorkerConfig {
   /// Ask the worker to measure its device's copy bandwidth in hello (DeviceInfo); a few hundred
   /// ms per spawn, so only the worker whose numbers are used asks.
   bool measure_device = false;
-  /// Wraps the worker in bubblewrap when available (see sandbox.h); unset = not wrapped.
+  /// Wraps the worker in its sandbox (bubblewrap or unshare, see sandbox.h); unset = not wrapped.
   Sandbox sandbox;
   /// A command the worker runs under, outermost (e.g. a profiler: {"ncu", ...}); the worker's
   /// own command line follows it. Empty = none.
