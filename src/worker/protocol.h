@@ -133,7 +133,8 @@ struct RunResult {
   double check_ms = 0.0;           // the late-write, unchanged-input and guard-band checks
 };
 
-/// Measurement policy of one timing request (nvbench-style): `warmup` untimed calls, then at
+/// Measurement policy of one timing request (nvbench-style): `warmup` untimed calls (at least
+/// one per input set), then at
 /// least `min_repetitions` and at most `max_repetitions` timed calls; after the minimum, stop
 /// once the 95% confidence interval of the median (order-statistic ranks) is within
 /// +-`target_relative_noise` of the median, or once `max_seconds` have passed.

@@ -130,7 +130,7 @@ TEST_P(WorkerSandbox, TimeoutKillsEveryProcessOfTheSandbox) {
   worker.device_info();
   const int leader = worker.pid();
   std::set<int> members;
-  std::thread watcher([&] {
+  std::jthread watcher([&] {  // joined on every exit: a throwing run() must not terminate
     // While the kernel hangs: the wrapper, its PID 1 and the worker below the leader.
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     members = descendants(leader);
