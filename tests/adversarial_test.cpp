@@ -125,7 +125,8 @@ std::map<std::string, std::unique_ptr<Harness>>& harnesses() {
   return all;
 }
 
-void prepare(Harness& harness, const std::string& task_name, const std::string& backend) {
+void prepare(Harness& harness, const std::string& task_name, const std::string& backend,
+             const evaluation::EvaluationPolicy& policy = test_policy()) {
   harness.task = load_task(corpus_dir() + "/" + task_name + "/task.toml");
   harness.reference = std::make_unique<worker::ProcessWorker>(
       worker::testing::worker_path(), backend, 0);
@@ -143,7 +144,7 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
   config.memory_limit_bytes = int64_t{1} << 30;  // the worker itself needs ~0.3 GiB (cache flush)
   harness.candidates = std::make_unique<worker::ProcessWorker>(config);
   harness.evaluator = std::make_unique<evaluation::Evaluator>(
-      *harness.candidates, *harness.reference, harness.task, test_policy());
+      *harness.candidates, *harness.reference, harness.task, policy);
   const std::string& reference_path = harness.task.reference_paths.at(backend);
   compile::Artifact reference = compiler().compile(
       {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
@@ -290,6 +291,54 @@ void expect_self_test_clean(const std::string& backend) {
 
 TEST(AdversarialTaskSelfTest, SoftmaxHasNoWeaknesses) { expect_self_test_clean("cpu"); }
 TEST(GpuAdversarialTaskSelfTest, SoftmaxHasNoWeaknesses) { expect_self_test_clean("cuda"); }
+
+// mean_loss lists only uniform and normal inputs, on which a subsample's or half the rows' mean is
+// within its 1% tolerance: the self-test's every_16th and half_rows probes pass there, and fail
+// on the gate's own pareto and spike cases, so the task is not weak.
+void expect_mean_loss_probes_caught(const std::string& backend) {
+  Harness& harness = harness_for("mean_loss", backend);
+  if (!harness.skip.empty()) GTEST_SKIP() << harness.skip;
+  ASSERT_TRUE(harness.error.empty()) << harness.error;
+  const evaluation::SelfTestReport& self_test = harness.report.self_test;
+  for (const std::string& weakness : self_test.weaknesses) ADD_FAILURE() << weakness;
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  for (const std::string remap : {"every_16th", "half_rows"}) {
+    bool passed_on_listed = false, failed_on_adversarial = false;
+    for (const evaluation::SelfTestCase& c : self_test.cases) {
+      if (c.name != "reference on " + remap + " inputs") continue;
+      const bool listed = has(c.label, "(uniform inputs") || has(c.label, "(normal inputs");
+      passed_on_listed = passed_on_listed || (listed && c.passed);
+      failed_on_adversarial = failed_on_adversarial || (!listed && !c.passed);
+    }
+    EXPECT_TRUE(passed_on_listed) << remap << ": the listed distributions alone should be weak";
+    EXPECT_TRUE(failed_on_adversarial) << remap << ": pareto/spike should tell it apart";
+  }
+}
+
+TEST(AdversarialTaskSelfTest, MeanLossProbesFailOnTheGatesAdversarialCases) {
+  expect_mean_loss_probes_caught("cpu");
+}
+TEST(GpuAdversarialTaskSelfTest, MeanLossProbesFailOnTheGatesAdversarialCases) {
+  expect_mean_loss_probes_caught("cuda");
+}
+
+// Without the gate's adversarial distributions the same task is weak, and says why.
+TEST(AdversarialTaskSelfTest, MeanLossWithoutAdversarialDistributionsIsReportedWeak) {
+  evaluation::EvaluationPolicy policy = test_policy();
+  policy.gate.adversarial_distributions.clear();
+  Harness harness;
+  prepare(harness, "mean_loss", "cpu", policy);
+  std::string warnings;
+  for (const std::string& warning : harness.report.warnings) warnings += warning + "\n";
+  EXPECT_NE(warnings.find("weak task: the reference on inputs remapped every_16th passes"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("weak task: the reference on inputs remapped half_rows passes"),
+            std::string::npos)
+      << warnings;
+}
 
 }  // namespace
 }  // namespace kforge
