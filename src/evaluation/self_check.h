@@ -70,12 +70,13 @@ struct SelfTestReport {
 ///     every output has at most one element (a scalar is always its own mean);
 ///   first input: the first input tensor's values converted to the output dtype (store_element),
 ///     cycled or truncated to the output's element count;
-///   reference: the expected output itself, which must pass.
+///   reference: the expected output itself, which must pass;
 ///   each probe: the reference's outputs on the remapped inputs, which must fail somewhere.
 /// A degenerate output or a probe is a weakness only if it passes on every output of every input
 /// where it was tried: a right answer that happens to be all zeros on one workload is fine as
 /// long as some other workload tells zeros apart, and a mean that a subsample approximates on
-/// uniform data is fine as long as the heavy-tailed or spiky cases tell them apart. Needs one scratch buffer the size of the largest output.
+/// uniform data is fine as long as the heavy-tailed or spiky cases tell them apart. Needs one
+/// scratch buffer the size of the largest output.
 /// Throws Error if `inputs` is empty, an input has no outputs or a tolerance or probe output count
 /// that differs from its outputs, or a buffer is shorter than its shape needs.
 SelfTestReport self_test_outputs(const std::vector<SelfTestInput>& inputs);

@@ -44,7 +44,9 @@ __global__ void l1_loss_reference(const float* p, const float* t, int64_t n, flo
     if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *loss = static_cast<float>(n > 0 ? partial[0] / static_cast<double>(n) : 0.0);
+  if (threadIdx.x == 0) {
+    *loss = static_cast<float>(n > 0 ? partial[0] / static_cast<double>(n) : 0.0);
+  }
 }
 
 }  // namespace
