@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -126,8 +127,10 @@ std::map<std::string, std::unique_ptr<Harness>>& harnesses() {
 }
 
 void prepare(Harness& harness, const std::string& task_name, const std::string& backend,
-             const evaluation::EvaluationPolicy& policy = test_policy()) {
+             const evaluation::EvaluationPolicy& policy = test_policy(),
+             const std::function<void(Task&)>& adjust = {}) {
   harness.task = load_task(corpus_dir() + "/" + task_name + "/task.toml");
+  if (adjust) adjust(harness.task);
   harness.reference = std::make_unique<worker::ProcessWorker>(
       worker::testing::worker_path(), backend, 0);
   try {
@@ -338,6 +341,27 @@ TEST(AdversarialTaskSelfTest, MeanLossWithoutAdversarialDistributionsIsReportedW
   EXPECT_NE(warnings.find("weak task: the reference on inputs remapped half_rows passes"),
             std::string::npos)
       << warnings;
+}
+
+// The gate's own distributions are dropped, with a warning, where the reference is not finite:
+// scale with alpha = 1e36 overflows f32 where |x| > 340, which pareto inputs (P(|x| > t) = 1/(2t))
+// reach a few times in the 4097-element workload; uniform and normal inputs stay finite.
+TEST(AdversarialTaskSelfTest, AnAdversarialDistributionWithNonFiniteReferenceIsDropped) {
+  Harness harness;
+  prepare(harness, "scale", "cpu", test_policy(),
+          [](Task& task) { task.signature.scalars.at(0).value = 1e36; });
+  std::string warnings;
+  for (const std::string& warning : harness.report.warnings) warnings += warning + "\n";
+  EXPECT_NE(warnings.find("input distribution 'pareto' left out of the gate: the reference's "
+                          "output 'y' is not finite"),
+            std::string::npos)
+      << warnings;
+  bool uniform_checked = false;
+  for (const evaluation::SelfTestCase& c : harness.report.self_test.cases) {
+    EXPECT_EQ(c.label.find("pareto"), std::string::npos) << c.label;
+    uniform_checked = uniform_checked || c.label.find("(uniform inputs") != std::string::npos;
+  }
+  EXPECT_TRUE(uniform_checked);
 }
 
 }  // namespace
