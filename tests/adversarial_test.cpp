@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -132,8 +133,10 @@ std::map<std::string, std::unique_ptr<Harness>>& harnesses() {
 
 // `sandbox` wraps the candidates' worker (the reference's runs bare, as it runs no candidate).
 void prepare(Harness& harness, const std::string& task_name, const std::string& backend,
-             const worker::Sandbox& sandbox = {}) {
+             const evaluation::EvaluationPolicy& policy = test_policy(),
+             const std::function<void(Task&)>& adjust = {}, const worker::Sandbox& sandbox = {}) {
   harness.task = load_task(corpus_dir() + "/" + task_name + "/task.toml");
+  if (adjust) adjust(harness.task);
   harness.reference = std::make_unique<worker::ProcessWorker>(
       worker::testing::worker_path(), backend, 0);
   try {
@@ -151,7 +154,7 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
   config.sandbox = sandbox;
   harness.candidates = std::make_unique<worker::ProcessWorker>(config);
   harness.evaluator = std::make_unique<evaluation::Evaluator>(
-      *harness.candidates, *harness.reference, harness.task, test_policy());
+      *harness.candidates, *harness.reference, harness.task, policy);
   const std::string& reference_path = harness.task.reference_paths.at(backend);
   compile::Artifact reference = compiler().compile(
       {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
@@ -331,7 +334,7 @@ void check_secret_probes(const std::string& backend) {
     }
     Harness harness;
     try {
-      prepare(harness, probes.front().task, backend, sandbox);
+      prepare(harness, probes.front().task, backend, test_policy(), {}, sandbox);
     } catch (const std::exception& e) {
       FAIL() << "preparing " << probes.front().task << " in " << mechanism << ": " << e.what();
     }
@@ -365,6 +368,74 @@ TEST(AdversarialSecretProbes, FindNothingInBubblewrapNorInTheUnshareFallback) {
 }
 TEST(GpuAdversarialSecretProbes, FindNothingInBubblewrapNorInTheUnshareFallback) {
   check_secret_probes("cuda");
+
+// mean_loss lists only uniform and normal inputs, on which a subsample's or half the rows' mean is
+// within its 1% tolerance: the self-test's every_16th and half_rows probes pass there, and fail
+// on the gate's own pareto and spike cases, so the task is not weak.
+void expect_mean_loss_probes_caught(const std::string& backend) {
+  Harness& harness = harness_for("mean_loss", backend);
+  if (!harness.skip.empty()) GTEST_SKIP() << harness.skip;
+  ASSERT_TRUE(harness.error.empty()) << harness.error;
+  const evaluation::SelfTestReport& self_test = harness.report.self_test;
+  for (const std::string& weakness : self_test.weaknesses) ADD_FAILURE() << weakness;
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  for (const std::string remap : {"every_16th", "half_rows"}) {
+    bool passed_on_listed = false, failed_on_adversarial = false;
+    for (const evaluation::SelfTestCase& c : self_test.cases) {
+      if (c.name != "reference on " + remap + " inputs") continue;
+      const bool listed = has(c.label, "(uniform inputs") || has(c.label, "(normal inputs");
+      passed_on_listed = passed_on_listed || (listed && c.passed);
+      failed_on_adversarial = failed_on_adversarial || (!listed && !c.passed);
+    }
+    EXPECT_TRUE(passed_on_listed) << remap << ": the listed distributions alone should be weak";
+    EXPECT_TRUE(failed_on_adversarial) << remap << ": pareto/spike should tell it apart";
+  }
+}
+
+TEST(AdversarialTaskSelfTest, MeanLossProbesFailOnTheGatesAdversarialCases) {
+  expect_mean_loss_probes_caught("cpu");
+}
+TEST(GpuAdversarialTaskSelfTest, MeanLossProbesFailOnTheGatesAdversarialCases) {
+  expect_mean_loss_probes_caught("cuda");
+}
+
+// Without the gate's adversarial distributions the same task is weak, and says why.
+TEST(AdversarialTaskSelfTest, MeanLossWithoutAdversarialDistributionsIsReportedWeak) {
+  evaluation::EvaluationPolicy policy = test_policy();
+  policy.gate.adversarial_distributions.clear();
+  Harness harness;
+  prepare(harness, "mean_loss", "cpu", policy);
+  std::string warnings;
+  for (const std::string& warning : harness.report.warnings) warnings += warning + "\n";
+  EXPECT_NE(warnings.find("weak task: the reference on inputs remapped every_16th passes"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("weak task: the reference on inputs remapped half_rows passes"),
+            std::string::npos)
+      << warnings;
+}
+
+// The gate's own distributions are dropped, with a warning, where the reference is not finite:
+// scale with alpha = 1e36 overflows f32 where |x| > 340, which pareto inputs (P(|x| > t) = 1/(2t))
+// reach a few times in the 4097-element workload; uniform and normal inputs stay finite.
+TEST(AdversarialTaskSelfTest, AnAdversarialDistributionWithNonFiniteReferenceIsDropped) {
+  Harness harness;
+  prepare(harness, "scale", "cpu", test_policy(),
+          [](Task& task) { task.signature.scalars.at(0).value = 1e36; });
+  std::string warnings;
+  for (const std::string& warning : harness.report.warnings) warnings += warning + "\n";
+  EXPECT_NE(warnings.find("input distribution 'pareto' left out of the gate: the reference's "
+                          "output 'y' is not finite"),
+            std::string::npos)
+      << warnings;
+  bool uniform_checked = false;
+  for (const evaluation::SelfTestCase& c : harness.report.self_test.cases) {
+    EXPECT_EQ(c.label.find("pareto"), std::string::npos) << c.label;
+    uniform_checked = uniform_checked || c.label.find("(uniform inputs") != std::string::npos;
+  }
+  EXPECT_TRUE(uniform_checked);
 }
 
 }  // namespace

@@ -13,11 +13,14 @@ import os
 
 import torch
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # Numbering of DType (src/task/task.h) and InputDistribution (src/worker/host_data.h).
 DTYPE_NUMBERS = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5}
-DISTRIBUTION_NUMBERS = {"uniform": 0, "normal": 1, "heavy_tailed": 2, "small": 3}
+DISTRIBUTION_NUMBERS = {"uniform": 0, "normal": 1, "heavy_tailed": 2, "small": 3, "pareto": 4,
+                        "spike": 5}
+# Numbering of InputRemap (src/worker/host_data.h): the self-test probes' index remaps.
+REMAP_NUMBERS = {"none": 0, "every_16th": 1, "half_rows": 2}
 TORCH_DTYPES = {
     "f32": torch.float32,
     "f64": torch.float64,
@@ -82,6 +85,10 @@ def load_library():
     lib.kforge_fill_input_host.restype = ctypes.c_int
     lib.kforge_fill_input_host.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
                                            ctypes.c_uint64, ctypes.c_int, ctypes.c_int]
+    lib.kforge_fill_input_host_remapped.restype = ctypes.c_int
+    lib.kforge_fill_input_host_remapped.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
+                                                    ctypes.c_uint64, ctypes.c_int, ctypes.c_int,
+                                                    ctypes.c_int, ctypes.c_int64]
     lib.kforge_fill_input_device.restype = ctypes.c_int
     lib.kforge_fill_input_device.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
                                              ctypes.c_uint64, ctypes.c_int, ctypes.c_int,
@@ -101,23 +108,29 @@ def _last_error(lib):
     return text.decode("utf-8", "replace") if text else "no reason given"
 
 
-def generate(dtype, shape, seed, tensor_index, distribution, device="cpu"):
+def generate(dtype, shape, seed, tensor_index, distribution, device="cpu", remap="none",
+             rows=1):
     """A new contiguous tensor of kforge's generated values.
 
     dtype: a signature dtype name ("f32", "f64", "f16", "bf16", "i32", "i64").
     shape: sequence of ints (the tensor is row-major; element e is the generator's element e).
     seed: uint64; tensor_index: the tensor's position in the signature (inputs and outputs
-    counted together); distribution: "uniform", "normal", "heavy_tailed" or "small".
+    counted together); distribution: a name of DISTRIBUTION_NUMBERS.
     device: "cpu", or a cuda device (filled on torch.cuda.current_stream() of that device).
+    remap: a self-test probe of REMAP_NUMBERS (host_data.h, InputRemap), applied with `rows` the
+    tensor's first signature dimension; remapped tensors are made on the host and uploaded.
 
-    Raises ValueError for an unknown dtype or distribution, InputsLibraryError when the library
-    is missing or a fill fails.
+    Raises ValueError for an unknown dtype, distribution or remap, InputsLibraryError when the
+    library is missing or a fill fails.
     """
     if dtype not in DTYPE_NUMBERS:
         raise ValueError("unknown dtype %r (expected one of %s)" % (dtype, ", ".join(DTYPE_NUMBERS)))
     if distribution not in DISTRIBUTION_NUMBERS:
         raise ValueError("unknown input distribution %r (expected one of %s)"
                          % (distribution, ", ".join(DISTRIBUTION_NUMBERS)))
+    if remap not in REMAP_NUMBERS:
+        raise ValueError("unknown input remap %r (expected one of %s)"
+                         % (remap, ", ".join(REMAP_NUMBERS)))
     lib = load_library()
     device = torch.device(device)
     shape = [int(d) for d in shape]
@@ -128,6 +141,12 @@ def generate(dtype, shape, seed, tensor_index, distribution, device="cpu"):
     args = (ctypes.c_void_p(tensor.data_ptr()), elements, DTYPE_NUMBERS[dtype],
             ctypes.c_uint64(seed & 0xFFFFFFFFFFFFFFFF), int(tensor_index),
             DISTRIBUTION_NUMBERS[distribution])
+    if remap != "none":
+        host = tensor if device.type == "cpu" else torch.empty_like(tensor, device="cpu")
+        args = (ctypes.c_void_p(host.data_ptr()),) + args[1:]
+        if lib.kforge_fill_input_host_remapped(*args, REMAP_NUMBERS[remap], int(rows)) != 0:
+            raise InputsLibraryError("kforge_fill_input_host_remapped: " + _last_error(lib))
+        return host.to(device)
     if device.type == "cpu":
         if lib.kforge_fill_input_host(*args) != 0:
             raise InputsLibraryError("kforge_fill_input_host: " + _last_error(lib))

@@ -17,7 +17,8 @@ EXIT_USAGE = 2          # bad command line
 EXIT_DEVICE_LOST = 3    # sticky device error: the client respawns the worker
 COMMANDS = ("hello", "load", "run", "time", "shutdown")
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
-DISTRIBUTIONS = ("uniform", "normal", "heavy_tailed", "small")
+DISTRIBUTIONS = ("uniform", "normal", "heavy_tailed", "small", "pareto", "spike")
+REMAPS = ("none", "every_16th", "half_rows")  # InputRemap (src/worker/host_data.h)
 
 
 class ProtocolError(Exception):
@@ -149,6 +150,14 @@ def _distribution(j, key):
     return name
 
 
+def _remap(j):
+    name = _field(j, "remap", str, "none")
+    if name not in REMAPS:
+        raise ProtocolError("unknown input remap '%s' (expected one of %s)"
+                            % (name, ", ".join(REMAPS)))
+    return name
+
+
 def _common(j):
     return dict(handle=_field(j, "handle", int, required=True),
                 signature=parse_signature(_field(j, "signature", dict, required=True)),
@@ -163,7 +172,7 @@ def parse_run_request(j):
         calls=_field(j, "calls", int, 1), padded=_field(j, "padded", bool, False),
         output_path=_field(j, "output_path", str, required=True),
         late_write_wait_ms=_field(j, "late_write_wait_ms", float, 2.0),
-        host_inputs=_field(j, "host_inputs", bool, False), **_common(j))
+        host_inputs=_field(j, "host_inputs", bool, False), remap=_remap(j), **_common(j))
 
 
 def parse_time_request(j):

@@ -150,17 +150,19 @@ class ReferenceTask:
 
     # ------------------------------------------------------------ inputs and calls
 
-    def generate_inputs(self, plan, seed, distribution, device, host=False):
+    def generate_inputs(self, plan, seed, distribution, device, host=False, remap="none"):
         """{signature index: tensor} for every input/parameter/buffer, in the signature's dtype,
         viewed as the module's shape, on `device` (generated on the host and uploaded when
-        `host`)."""
+        `host`), with the self-test probe `remap` applied (rows: the signature's first
+        dimension)."""
         made = {}
         for i, entry in enumerate(plan):
             if entry.source == "output":
                 continue
             where = "cpu" if host else device
+            rows = entry.shape[0] if entry.shape else 1
             tensor = kinputs.generate(entry.spec.dtype, [entry.numel], seed, i, distribution,
-                                      where)
+                                      where, remap=remap, rows=rows)
             made[i] = tensor.to(device).view(entry.module_shape)
         return made
 

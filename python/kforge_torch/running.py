@@ -68,7 +68,7 @@ def run_outputs(task, device, request):
     except Exception as e:  # the module's own code: a verdict, not a harness error
         return fail("building the model: " + describe_exception(e))
     values = task.generate_inputs(plan, request.seed, request.distribution, device.torch_device,
-                                  host=request.host_inputs)
+                                  host=request.host_inputs, remap=request.remap)
     if double:
         # Upcast after generation, so the values are those of the inputs' own dtype.
         values = {i: (v.double() if v.is_floating_point() else v) for i, v in values.items()}

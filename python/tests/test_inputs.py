@@ -67,6 +67,24 @@ class GenerateTest(unittest.TestCase):
     def test_empty_tensor(self):
         self.assertEqual(inputs.generate("f64", [0, 4], 1, 0, "uniform").numel(), 0)
 
+    def test_remaps_repeat_elements_of_the_plain_tensor(self):
+        # The self-test probes: every 16th element, and the last rows repeating the first ones.
+        plain = inputs.generate("f32", [5, 40], 9, 1, "pareto").flatten()
+        every = inputs.generate("f32", [5, 40], 9, 1, "pareto", remap="every_16th",
+                                rows=5).flatten()
+        half = inputs.generate("f32", [5, 40], 9, 1, "pareto", remap="half_rows",
+                               rows=5).view(5, 40)
+        index = torch.arange(200)
+        self.assertTrue(torch.equal(inputs.bit_view(every),
+                                    inputs.bit_view(plain[index - index % 16])))
+        rows = plain.view(5, 40)
+        self.assertTrue(torch.equal(inputs.bit_view(half[:3]), inputs.bit_view(rows[:3])))
+        self.assertTrue(torch.equal(inputs.bit_view(half[3:]), inputs.bit_view(rows[:2])))
+        with self.assertRaisesRegex(ValueError, "unknown input remap 'strided'"):
+            inputs.generate("f32", [4], 1, 0, "uniform", remap="strided")
+        with self.assertRaisesRegex(inputs.InputsLibraryError, "half_rows"):
+            inputs.generate("f32", [10], 1, 0, "uniform", remap="half_rows", rows=3)
+
     def test_unknown_dtype_or_distribution_is_a_value_error(self):
         with self.assertRaisesRegex(ValueError, "unknown dtype 'f8'"):
             inputs.generate("f8", [4], 1, 0, "uniform")

@@ -132,6 +132,24 @@ class RunTest(WorkerTestCase):
                 expected = expected_bytes(task, name, 11, distribution)
                 self.assertEqual(data, expected + expected)
 
+    def test_remapped_inputs_give_the_probes_outputs(self):
+        # The self-test probes (RunRequest.remap) reach the torch reference's generated inputs.
+        task = softmax_task(self.directory)
+        handle = self.load(task)
+        plain = expected_bytes(task, "tail", 11, "spike")
+        for remap in ("every_16th", "half_rows"):
+            with self.subTest(remap=remap):
+                reply, data = self.run_request(task, handle, "tail", seed=11,
+                                               distribution="spike", remap=remap)
+                self.assertEqual(reply["verdict"], "ok", reply)
+                self.assertEqual(data, expected_bytes(task, "tail", 11, "spike", remap=remap))
+                self.assertNotEqual(data, plain)
+        reply = self.worker.request("run", handle=handle, signature=task["signature"],
+                                    workload=workload(task, "tail"), seed=1,
+                                    output_path=self.output_file(), remap="strided")
+        self.assertFalse(reply["ok"])
+        self.assertIn("unknown input remap 'strided'", reply["error"])
+
     def test_in_the_inputs_dtype_without_double_reference(self):
         task = softmax_task(self.directory, double_reference=False)
         _, data = self.run_request(task, self.load(task), "tail", seed=3)

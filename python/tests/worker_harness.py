@@ -56,10 +56,13 @@ def write_task(directory, problem_path, tensors, sources, workloads, double_refe
     return task
 
 
-def expected_bytes(task, workload, seed, distribution="uniform", double=None, device="cpu"):
+def expected_bytes(task, workload, seed, distribution="uniform", double=None, device="cpu",
+                   remap="none"):
     """What forward computes for the task's generated inputs at `workload`, as the bytes of the
     outputs in signature order and dtype: the test's own computation, independent of the
-    worker's code paths (only the generator and the module loader are shared)."""
+    worker's code paths (only the generator and the module loader are shared). `remap`: a
+    self-test probe, with each tensor's first module dimension as its rows (the fixtures'
+    module shapes are their signature shapes)."""
     spec = task["torch"]["workloads"][workload]
     double = task["torch"]["double_reference"] if double is None else double
     module = load_problem(task["problem"], spec["constants"])
@@ -73,7 +76,9 @@ def expected_bytes(task, workload, seed, distribution="uniform", double=None, de
     for i, (t, where) in enumerate(zip(tensors, task["torch"]["tensors"])):
         if where["source"] == "output":
             continue
-        value = inputs.generate(t["dtype"], spec["shapes"][i], seed, i, distribution, device)
+        shape = spec["shapes"][i]
+        value = inputs.generate(t["dtype"], shape, seed, i, distribution, device, remap=remap,
+                                rows=shape[0] if shape else 1)
         if double and value.is_floating_point():
             value = value.double()
         if where["source"] == "input":

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
+#include <utility>
 
 #include "common/error.h"
 #include "common/mapped_file.h"
@@ -13,6 +15,16 @@
 
 namespace kforge::evaluation {
 namespace {
+
+/// Flat index of the first NaN or infinite element of a `dtype` buffer, or -1 (integers: -1).
+int64_t first_non_finite(DType dtype, std::span<const std::byte> bytes) {
+  if (dtype == DType::i32 || dtype == DType::i64) return -1;
+  const auto elements = static_cast<int64_t>(bytes.size()) / dtype_size(dtype);
+  for (int64_t e = 0; e < elements; ++e) {
+    if (!std::isfinite(worker::element_as_double(dtype, bytes.data(), e))) return e;
+  }
+  return -1;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -121,6 +133,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
     }
   }
   oracle_->load(reference);
+  drop_non_finite_adversarial(report.warnings);
   std::vector<std::vector<std::vector<std::byte>>> input_bytes;  // kept alive for the spans
   std::vector<SelfTestInput> self_test_inputs;
   for (const GateCase& gate_case : gate_cases_) {
@@ -145,6 +158,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
           {spec.name, spec.dtype, output.shape, expected.file.bytes(output.offset, output.bytes)});
       input.tolerances.push_back(tolerance_for(task_.tolerance, spec.dtype));
     }
+    input.probes = probes(gate_case);
     self_test_inputs.push_back(std::move(input));
   }
   if (!self_test_inputs.empty()) {
@@ -166,6 +180,55 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   prime_check_outputs(timed_workload_);
   report.seconds = seconds_since(start);
   return report;
+}
+
+void Evaluator::drop_non_finite_adversarial(std::vector<std::string>& warnings) {
+  std::set<std::string> dropped;
+  for (const GateCase& gate_case : gate_cases_) {
+    if (!gate_case.adversarial || dropped.contains(gate_case.distribution)) continue;
+    const ExpectedOutputs& expected = oracle_->expected(gate_case);
+    for (const OutputLayout& output : output_layout(task_.signature, gate_case.workload)) {
+      const TensorSpec& spec = task_.signature.tensors[output.tensor];
+      const int64_t at =
+          first_non_finite(spec.dtype, expected.file.bytes(output.offset, output.bytes));
+      if (at < 0) continue;
+      dropped.insert(gate_case.distribution);
+      warnings.push_back("input distribution '" + gate_case.distribution +
+                         "' left out of the gate: the reference's output '" + spec.name +
+                         "' is not finite at " + format_index(at, output.shape) + " on " +
+                         gate_case.label() + " (the gate adds it to tasks that do not list it)");
+      break;
+    }
+  }
+  std::erase_if(gate_cases_, [&dropped](const GateCase& gate_case) {
+    return gate_case.adversarial && dropped.contains(gate_case.distribution);
+  });
+}
+
+std::vector<SelfTestProbe> Evaluator::probes(const GateCase& gate_case) {
+  bool any_two_elements = false, any_two_rows = false;
+  for (const TensorSpec& spec : task_.signature.tensors) {
+    if (spec.role != TensorRole::input) continue;
+    const std::vector<int64_t> shape = bind_shape(spec, gate_case.workload);
+    any_two_elements = any_two_elements || worker::element_count(shape) >= 2;
+    any_two_rows = any_two_rows || (!shape.empty() && shape.front() >= 2);
+  }
+  std::vector<SelfTestProbe> found;
+  for (const auto& [remap, changes_inputs] :
+       {std::pair{"every_16th", any_two_elements}, std::pair{"half_rows", any_two_rows}}) {
+    if (!changes_inputs) continue;
+    GateCase probe_case = gate_case;
+    probe_case.remap = remap;
+    probe_case.calls = 1;
+    probe_case.late_write_check = false;
+    const ExpectedOutputs& expected = oracle_->expected(probe_case);
+    SelfTestProbe probe{remap, {}};
+    for (const OutputLayout& output : output_layout(task_.signature, gate_case.workload)) {
+      probe.outputs.push_back(expected.file.bytes(output.offset, output.bytes));
+    }
+    found.push_back(std::move(probe));
+  }
+  return found;
 }
 
 std::string Evaluator::screen(const std::string& source, const std::string& source_name,

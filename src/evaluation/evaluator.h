@@ -211,6 +211,12 @@ class Evaluator {
   /// `workload` may run on, so that concurrent checks only read the oracle's cache.
   void prime_check_outputs(const Workload& workload);
   const GateCase& timed_case(const std::string& workload_name) const;
+  /// Removes from gate_cases_ every case of an adversarial distribution (GatePlan) on which the
+  /// reference's outputs are not finite somewhere, with one warning per distribution.
+  void drop_non_finite_adversarial(std::vector<std::string>& warnings);
+  /// The self-test probes (SelfTestProbe) of compact gate case `gate_case`: the reference on its
+  /// inputs remapped every_16th and half_rows, each left out where it would change no input.
+  std::vector<SelfTestProbe> probes(const GateCase& gate_case);
 
   worker::Worker& candidates_;
   // The reference's worker, a crash of whose process is retried once (worker/crash_retry.h):

@@ -9,6 +9,7 @@
 #include "common/mapped_file.h"
 #include "evaluation/comparison.h"
 #include "evaluation/tolerance.h"
+#include "worker/input_generator.h"
 
 namespace kforge::evaluation {
 namespace {
@@ -27,6 +28,14 @@ struct Unlink {
 
 }  // namespace
 
+uint64_t workload_seed(uint64_t base_seed, const std::string& workload_name, uint64_t case_index) {
+  // FNV-1a over the name (Fowler, Noll, Vo), then SplitMix64 to mix it with the base seed.
+  uint64_t name_hash = 0xCBF29CE484222325ULL;
+  for (const unsigned char c : workload_name) name_hash = (name_hash ^ c) * 0x100000001B3ULL;
+  return worker::generator::splitmix64(worker::generator::splitmix64(base_seed ^ name_hash) +
+                                       case_index);
+}
+
 std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
   if (task.distributions.empty()) throw Error(task.source_path + ": no input distributions");
   std::vector<GateCase> cases;
@@ -40,10 +49,28 @@ std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
     for (int k = 0; k < plan.seeds; ++k) {
       GateCase gate_case;
       gate_case.workload = workload;
-      gate_case.seed = plan.base_seed + static_cast<uint64_t>(k);
+      gate_case.seed = workload_seed(plan.base_seed, workload.name, static_cast<uint64_t>(k));
       gate_case.distribution = task.distributions[drawn++ % task.distributions.size()];
       gate_case.calls = 2;
       gate_case.late_write_check = true;
+      cases.push_back(std::move(gate_case));
+    }
+  }
+  // Heavy tails and sparse spikes on every gate workload, whatever the task lists: the cases
+  // that tell a full reduction from one over a subsample.
+  for (const Workload& workload : task.workloads) {
+    if (workload.timed) continue;
+    uint64_t case_number = 100;  // after the listed seeds' case numbers
+    for (const std::string& distribution : plan.adversarial_distributions) {
+      const bool listed = std::find(task.distributions.begin(), task.distributions.end(),
+                                    distribution) != task.distributions.end();
+      if (listed) continue;
+      GateCase gate_case;
+      gate_case.workload = workload;
+      gate_case.seed = workload_seed(plan.base_seed, workload.name, case_number++);
+      gate_case.distribution = distribution;
+      gate_case.calls = 2;
+      gate_case.adversarial = true;
       cases.push_back(std::move(gate_case));
     }
   }
@@ -54,7 +81,7 @@ std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
     if (workload.timed || !strided) continue;
     GateCase gate_case;
     gate_case.workload = workload;
-    gate_case.seed = plan.base_seed + 500;
+    gate_case.seed = workload_seed(plan.base_seed, workload.name, 500);
     gate_case.distribution = task.distributions.back();
     gate_case.calls = 2;
     gate_case.padded = true;
@@ -64,7 +91,7 @@ std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan) {
     if (!workload.timed) continue;
     GateCase gate_case;
     gate_case.workload = workload;
-    gate_case.seed = plan.base_seed + 1000 + turn;
+    gate_case.seed = workload_seed(plan.base_seed, workload.name, 1000);
     gate_case.distribution = task.distributions[turn++ % task.distributions.size()];
     // Two calls where the outputs are small enough to read back twice cheaply: races often
     // show only at full size, where many threads contend.

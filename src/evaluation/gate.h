@@ -26,14 +26,27 @@ struct GatePlan {
   uint64_t base_seed = 20261129;
   /// Timed workloads whose outputs are at most this big are called twice in the gate too.
   int64_t two_call_limit_bytes = int64_t{256} << 20;
+  /// Distributions the gate adds to every task that does not list them, once per gate workload:
+  /// a few large elements at random positions (host_data.h), so that a reduction that reads a
+  /// subsample, half the rows or clips outliers fails even where the task lists only
+  /// uniform/normal data. Evaluator::prepare drops one, with a warning, where the reference's
+  /// outputs are not finite on it (e.g. exp of large inputs).
+  std::vector<std::string> adversarial_distributions = {"pareto", "spike"};
 };
+
+/// The seed of case `case_index` of workload `workload_name` under the run's `base_seed`: a hash
+/// of all three, so no two workloads (whose inputs are prefixes of each other under one seed)
+/// share inputs, and a run stays reproducible from its base seed.
+uint64_t workload_seed(uint64_t base_seed, const std::string& workload_name, uint64_t case_index);
 
 /// Rung 0's cases for `task`: every gate (untimed) workload x `plan.seeds` seeds, the n-th gate
 /// case overall drawing from task.distributions[n % size] (so every distribution is drawn once
-/// there are size / seeds gate workloads), two calls each and a late-write check; when an
-/// input is `strided`, every gate workload once more with non-contiguous inputs; then every
-/// timed workload once (the next distribution in turn; two calls up to two_call_limit_bytes of
-/// outputs), as a kernel wrong only at full size must not pass either.
+/// there are size / seeds gate workloads), two calls each and a late-write check; every gate
+/// workload once per adversarial distribution the task does not list (two calls, `adversarial`
+/// set); when an input is `strided`, every gate workload once more with non-contiguous inputs;
+/// then every timed workload once (the next listed distribution in turn; two calls up to
+/// two_call_limit_bytes of outputs), as a kernel wrong only at full size must not pass either.
+/// Every seed is workload_seed(plan.base_seed, workload, case number within the workload).
 std::vector<GateCase> plan_gate(const Task& task, const GatePlan& plan);
 
 /// What the gate found.

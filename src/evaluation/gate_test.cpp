@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "common/error.h"
 #include "common/mapped_file.h"
 #include "common/scratch_dir.h"
@@ -22,7 +25,8 @@ Task matrix_task(bool strided, int64_t timed_rows) {
 
 TEST(PlanGate, SeedsCycleDistributionsAndTheTimedWorkloadComesLast) {
   const std::vector<GateCase> cases = plan_gate(matrix_task(false, 64), GatePlan{});
-  ASSERT_EQ(cases.size(), 7u);  // 2 gate workloads x 3 seeds + the timed one
+  // 2 gate workloads x (3 seeds + pareto + spike) + the timed one
+  ASSERT_EQ(cases.size(), 11u);
   EXPECT_EQ(cases[0].distribution, "uniform");
   EXPECT_EQ(cases[1].distribution, "normal");
   EXPECT_EQ(cases[2].distribution, "heavy_tailed");
@@ -32,17 +36,17 @@ TEST(PlanGate, SeedsCycleDistributionsAndTheTimedWorkloadComesLast) {
     EXPECT_TRUE(cases[i].late_write_check);
     EXPECT_FALSE(cases[i].padded);
   }
-  EXPECT_EQ(cases[6].workload.name, "big");
-  EXPECT_EQ(cases[6].calls, 2);  // 256 KiB of outputs: read back twice
-  EXPECT_FALSE(cases[6].late_write_check);
-  EXPECT_NE(cases[6].label().find("workload 'big'"), std::string::npos);
+  EXPECT_EQ(cases[10].workload.name, "big");
+  EXPECT_EQ(cases[10].calls, 2);  // 256 KiB of outputs: read back twice
+  EXPECT_FALSE(cases[10].late_write_check);
+  EXPECT_NE(cases[10].label().find("workload 'big'"), std::string::npos);
 }
 
 TEST(PlanGate, DistributionsContinueAcrossWorkloadsSoEveryOneIsDrawn) {
   Task task = matrix_task(false, 64);
   task.distributions = {"uniform", "normal", "heavy_tailed", "small"};
   const std::vector<GateCase> cases = plan_gate(task, GatePlan{});
-  ASSERT_EQ(cases.size(), 7u);  // 2 gate workloads x 3 seeds + the timed one
+  ASSERT_EQ(cases.size(), 11u);  // 2 gate workloads x (3 seeds + 2 adversarial) + the timed one
   EXPECT_EQ(cases[2].distribution, "heavy_tailed");
   EXPECT_EQ(cases[3].workload.name, "tail");
   EXPECT_EQ(cases[3].distribution, "small");  // would never be drawn if each workload restarted
@@ -56,7 +60,7 @@ TEST(PlanGate, LargeTimedOutputsAreCalledOnce) {
 
 TEST(PlanGate, StridedInputsAddANonContiguousCasePerGateWorkload) {
   const std::vector<GateCase> cases = plan_gate(matrix_task(true, 64), GatePlan{});
-  ASSERT_EQ(cases.size(), 9u);
+  ASSERT_EQ(cases.size(), 13u);
   int padded = 0;
   for (const GateCase& gate_case : cases) {
     if (!gate_case.padded) continue;
@@ -65,6 +69,50 @@ TEST(PlanGate, StridedInputsAddANonContiguousCasePerGateWorkload) {
     EXPECT_NE(gate_case.label().find("non-contiguous"), std::string::npos);
   }
   EXPECT_EQ(padded, 2);
+}
+
+TEST(PlanGate, AdversarialDistributionsAreAddedPerGateWorkloadUnlessListed) {
+  Task task = matrix_task(false, 64);
+  std::vector<GateCase> cases = plan_gate(task, GatePlan{});
+  std::vector<std::string> added;
+  for (const GateCase& gate_case : cases) {
+    if (!gate_case.adversarial) continue;
+    EXPECT_FALSE(gate_case.workload.timed);
+    EXPECT_EQ(gate_case.calls, 2);
+    added.push_back(gate_case.workload.name + "/" + gate_case.distribution);
+  }
+  EXPECT_EQ(added, (std::vector<std::string>{"one/pareto", "one/spike", "tail/pareto",
+                                             "tail/spike"}));
+  // Listed by the task: cycled like any other distribution, not added again.
+  task.distributions = {"uniform", "spike"};
+  cases = plan_gate(task, GatePlan{});
+  int spike_cases = 0, adversarial = 0;
+  for (const GateCase& gate_case : cases) {
+    spike_cases += gate_case.distribution == "spike";
+    adversarial += gate_case.adversarial;
+  }
+  EXPECT_EQ(adversarial, 2);  // pareto on each gate workload
+  EXPECT_EQ(spike_cases, 3);  // every other one of the 6 listed cases; the timed one is uniform
+  GatePlan none;
+  none.adversarial_distributions.clear();
+  EXPECT_EQ(plan_gate(matrix_task(false, 64), none).size(), 7u);
+}
+
+TEST(PlanGate, SeedsAreDistinctAcrossWorkloadsAndFollowTheBaseSeed) {
+  // Inputs are counter-based: under one seed a smaller workload's inputs are a prefix of a
+  // larger one's. Every case must therefore have its own seed, and a run stays reproducible.
+  const std::vector<GateCase> cases = plan_gate(matrix_task(true, 64), GatePlan{});
+  std::set<uint64_t> seeds;
+  for (const GateCase& gate_case : cases) seeds.insert(gate_case.seed);
+  EXPECT_EQ(seeds.size(), cases.size());
+  const std::vector<GateCase> again = plan_gate(matrix_task(true, 64), GatePlan{});
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(cases[i].seed, again[i].seed);
+  GatePlan other;
+  other.base_seed = 7;
+  EXPECT_NE(plan_gate(matrix_task(true, 64), other)[0].seed, cases[0].seed);
+  EXPECT_EQ(workload_seed(7, "one", 0), workload_seed(7, "one", 0));
+  EXPECT_NE(workload_seed(7, "one", 0), workload_seed(7, "two", 0));
+  EXPECT_NE(workload_seed(7, "one", 0), workload_seed(7, "one", 1));
 }
 
 TEST(PlanGate, ATaskWithoutDistributionsIsAnError) {

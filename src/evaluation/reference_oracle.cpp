@@ -37,7 +37,8 @@ std::string with_reference_paths(std::string log, const std::string& key, const 
 
 std::string cache_key(const GateCase& gate_case) {
   return gate_case.workload.name + "/" + std::to_string(gate_case.seed) + "/" +
-         gate_case.distribution + (gate_case.padded ? "/padded" : "");
+         gate_case.distribution + (gate_case.padded ? "/padded" : "") +
+         (gate_case.remap != "none" ? "/" + gate_case.remap : "");
 }
 
 /// Flat index of the first element whose bytes are all 0xFF (the poison pattern: no computation
@@ -95,7 +96,8 @@ int64_t first_poisoned(std::span<const std::byte> bytes, int element_bytes) {
 
 std::string GateCase::label() const {
   return "workload '" + workload.name + "', seed " + std::to_string(seed) + " (" + distribution +
-         (padded ? " inputs, non-contiguous)" : " inputs)");
+         (padded ? " inputs, non-contiguous" : " inputs") +
+         (remap != "none" ? ", remapped " + remap + ")" : ")");
 }
 
 std::vector<OutputLayout> output_layout(const Signature& signature, const Workload& workload) {
@@ -146,6 +148,7 @@ const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
   request.calls = gate_case.calls;
   request.padded = gate_case.padded;
   request.late_write_wait_ms = 0.0;
+  request.remap = gate_case.remap;
   request.output_path = scratch_.next_file("expected");
   create_private_file(request.output_path);
   worker::RunResult run = worker_.run(request, timeout_s_);

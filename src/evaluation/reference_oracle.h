@@ -32,6 +32,11 @@ struct GateCase {
   bool late_write_check = false;
   /// Strided inputs passed non-contiguous (RunRequest::padded).
   bool padded = false;
+  /// Added by the gate on its own (GatePlan::adversarial_distributions), not listed by the task:
+  /// dropped, with a warning, where the reference's outputs are not finite.
+  bool adversarial = false;
+  /// Self-test probe (RunRequest::remap, InputRemap name); "none" for every gate case.
+  std::string remap = "none";
 
   /// "workload 'tail', seed 7 (normal inputs)", for messages.
   std::string label() const;

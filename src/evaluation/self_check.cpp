@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "common/error.h"
 #include "worker/host_data.h"
@@ -114,6 +115,13 @@ std::span<const std::byte> build(Candidate candidate, const SelfTestInput& input
 }
 
 bool applies(Candidate candidate, const SelfTestInput& input) {
+  if (candidate == Candidate::constant) {
+    // A one-element output (a scalar loss) is always its own mean: no test at all.
+    return std::any_of(input.expected_outputs.begin(), input.expected_outputs.end(),
+                       [](const TensorBytes& output) {
+                         return worker::element_count(output.shape) > 1;
+                       });
+  }
   if (candidate != Candidate::first_input) return true;
   return !input.inputs.empty() && worker::element_count(input.inputs.front().shape) > 0;
 }
@@ -137,6 +145,38 @@ SelfTestCase try_candidate(Candidate candidate, const SelfTestInput& input,
   return result;
 }
 
+/// The reference's outputs on `probe`'s remapped inputs, judged against the true expected ones.
+SelfTestCase try_probe(const SelfTestProbe& probe, const SelfTestInput& input) {
+  SelfTestCase result{"reference on " + probe.remap + " inputs", input.label, true, ""};
+  for (size_t o = 0; o < input.expected_outputs.size(); ++o) {
+    const TensorBytes& expected = input.expected_outputs[o];
+    if (probe.outputs[o].size() != expected.bytes.size()) {
+      throw Error("self_test_outputs: probe " + probe.remap + " of case '" + input.label +
+                  "' has " + std::to_string(probe.outputs[o].size()) + " bytes for output '" +
+                  expected.name + "', expected " + std::to_string(expected.bytes.size()));
+    }
+    const OutputComparison comparison = compare_output(expected.dtype, probe.outputs[o],
+                                                       expected.bytes, expected.shape,
+                                                       input.tolerances[o]);
+    if (!comparison.passed) {
+      result.passed = false;
+      result.detail = "output '" + expected.name + "': " + comparison.failure;
+      return result;
+    }
+  }
+  result.detail = "passes all " + std::to_string(input.expected_outputs.size()) + " outputs";
+  return result;
+}
+
+/// The weakness sentence for a probe that passes everywhere.
+std::string probe_weakness(const std::string& remap) {
+  const std::string reads = remap == "every_16th" ? "only every 16th element of its inputs"
+                                                  : "only the first half of the rows";
+  return "the reference on inputs remapped " + remap + " passes on every case: the tolerance "
+         "cannot tell a kernel that reads " + reads + " from the right answer (tighten rtol, or "
+         "add workloads or distributions where every element matters)";
+}
+
 void check_input(const SelfTestInput& input) {
   if (input.expected_outputs.empty()) {
     throw Error("self_test_outputs: case '" + input.label + "' has no outputs");
@@ -145,6 +185,13 @@ void check_input(const SelfTestInput& input) {
     throw Error("self_test_outputs: case '" + input.label + "' has " +
                 std::to_string(input.expected_outputs.size()) + " outputs but " +
                 std::to_string(input.tolerances.size()) + " tolerances");
+  }
+  for (const SelfTestProbe& probe : input.probes) {
+    if (probe.outputs.size() != input.expected_outputs.size()) {
+      throw Error("self_test_outputs: probe " + probe.remap + " of case '" + input.label +
+                  "' has " + std::to_string(probe.outputs.size()) + " outputs, expected " +
+                  std::to_string(input.expected_outputs.size()));
+    }
   }
 }
 
@@ -159,6 +206,7 @@ SelfTestReport self_test_outputs(const std::vector<SelfTestInput>& inputs) {
     int passed = 0;
   };
   Tally tally[std::size(kDegenerate)];
+  std::map<std::string, Tally> probe_tally;  // by remap name, in name order
   std::vector<std::byte> scratch;
   for (const SelfTestInput& input : inputs) {
     check_input(input);
@@ -170,10 +218,21 @@ SelfTestReport self_test_outputs(const std::vector<SelfTestInput>& inputs) {
     }
     report.cases.push_back(try_candidate(Candidate::reference, input, scratch));
     report.reference_passes = report.reference_passes && report.cases.back().passed;
+    for (const SelfTestProbe& probe : input.probes) {
+      report.cases.push_back(try_probe(probe, input));
+      Tally& counts = probe_tally[probe.remap];
+      ++counts.tried;
+      counts.passed += report.cases.back().passed;
+    }
   }
   for (size_t k = 0; k < std::size(kDegenerate); ++k) {
     if (tally[k].tried > 0 && tally[k].passed == tally[k].tried) {
       report.weaknesses.push_back(weakness(kDegenerate[k]));
+    }
+  }
+  for (const auto& [remap, counts] : probe_tally) {
+    if (counts.tried > 0 && counts.passed == counts.tried) {
+      report.weaknesses.push_back(probe_weakness(remap));
     }
   }
   return report;

@@ -147,6 +147,63 @@ TEST(SelfTest, ReferenceMustPassEvenWithNaNAndInfinities) {
   EXPECT_TRUE(report.reference_passes);
 }
 
+/// A scalar "loss" y = mean(x) over n inputs, and a probe whose output is the mean of every
+/// 16th element: what the reference gives on inputs remapped every_16th.
+struct MeanCase {
+  std::vector<std::byte> x, y, probe_y;
+  SelfTestInput input;
+
+  MeanCase(const std::string& label, int64_t n, worker::InputDistribution distribution,
+           double atol)
+      : x(worker::make_input(DType::f32, n, 11, 0, distribution)), y(4), probe_y(4) {
+    double sum = 0, sampled = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = worker::element_as_double(DType::f32, x.data(), i);
+      sum += v;
+      sampled += v * (i % 16 == 0 ? 16 : 0);
+    }
+    store_element(DType::f32, y.data(), 0, sum / static_cast<double>(n));
+    store_element(DType::f32, probe_y.data(), 0, sampled / static_cast<double>(n));
+    input.label = label;
+    input.inputs.push_back({"x", DType::f32, {n}, x});
+    input.expected_outputs.push_back({"y", DType::f32, {1}, y});
+    input.tolerances.push_back({1e-2, atol});
+    input.probes.push_back({"every_16th", {probe_y}});
+  }
+};
+
+TEST(SelfTest, AProbeThatPassesEverywhereIsAWeaknessAndOneThatFailsOnceIsNot) {
+  // A signed mean near 0: the mean of a 16-fold subsample of 2^16 uniform values is ~0.009 off
+  // (one sd), within atol = 0.05; on pareto values the largest few (~n/2) dominate the mean.
+  const MeanCase uniform("uniform", 1 << 16, worker::InputDistribution::uniform, 0.05);
+  const MeanCase pareto("pareto", 1 << 16, worker::InputDistribution::pareto, 0.05);
+  SelfTestReport report = self_test_outputs({uniform.input});
+  EXPECT_TRUE(flags(report, "the reference on inputs remapped every_16th passes on every case"))
+      << (report.weaknesses.empty() ? "" : report.weaknesses.front());
+  // A one-element output is its own mean: the constant is not tried, so not a weakness.
+  EXPECT_FALSE(flags(report, "a constant output"));
+  for (const SelfTestCase& c : report.cases) EXPECT_NE(c.name, "constant");
+  ASSERT_EQ(report.cases.size(), 4u);  // zeros, first input, reference, the probe
+  EXPECT_EQ(report.cases.back().name, "reference on every_16th inputs");
+  EXPECT_TRUE(report.cases.back().passed);
+
+  report = self_test_outputs({uniform.input, pareto.input});
+  EXPECT_FALSE(report.cases.back().passed) << report.cases.back().detail;
+  for (const std::string& weakness : report.weaknesses) {
+    EXPECT_EQ(weakness.find("every_16th"), std::string::npos) << weakness;
+  }
+}
+
+TEST(SelfTest, RefusesAProbeWithTheWrongOutputs) {
+  MeanCase mean("uniform", 64, worker::InputDistribution::uniform, 0.05);
+  mean.input.probes.front().outputs.clear();
+  EXPECT_THROW(self_test_outputs({mean.input}), Error);
+  MeanCase short_probe("uniform", 64, worker::InputDistribution::uniform, 0.05);
+  short_probe.input.probes.front().outputs.front() =
+      std::span<const std::byte>(short_probe.probe_y).first(2);
+  EXPECT_THROW(self_test_outputs({short_probe.input}), Error);
+}
+
 TEST(SelfTest, RefusesMalformedInputs) {
   EXPECT_THROW(self_test_outputs({}), Error);
   Case a("a", 8, 1, [](double x) { return x; });

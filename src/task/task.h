@@ -108,7 +108,9 @@ struct Task {
   /// Input distributions the gate cycles through, by name ("uniform", "normal",
   /// "heavy_tailed", "small"); default the first three. A task whose math cannot take large
   /// magnitudes (e.g. dot products that cancel) narrows this; a norm with an additive eps adds
-  /// "small" (inputs of magnitude 2^-10, where eps dominates and a wrong eps shows).
+  /// "small" (inputs of magnitude 2^-10, where eps dominates and a wrong eps shows). "pareto"
+  /// and "spike" may be listed too; the gate adds them to every task by default anyway
+  /// (GatePlan::adversarial_distributions), dropping one on which the reference is not finite.
   std::vector<std::string> distributions = {"uniform", "normal", "heavy_tailed"};
   /// Static checks on candidate sources ([policy] table).
   evaluation::SourcePolicy source_policy;

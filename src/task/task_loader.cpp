@@ -200,7 +200,9 @@ Tolerance read_tolerance(const FieldReader& reader, const toml::table& root) {
 }
 
 std::vector<std::string> read_distributions(const FieldReader& reader, const toml::table& root) {
-  static const std::set<std::string> kKnown = {"uniform", "normal", "heavy_tailed", "small"};
+  // InputDistribution's names (worker/host_data.h, which this module does not include).
+  static const std::set<std::string> kKnown = {"uniform", "normal", "heavy_tailed",
+                                               "small",   "pareto", "spike"};
   const toml::node* node = root.get("distributions");
   if (node == nullptr) return Task{}.distributions;
   const toml::array* array = node->as_array();
@@ -210,7 +212,8 @@ std::vector<std::string> read_distributions(const FieldReader& reader, const tom
       auto name = item.value<std::string>();
       if (!name || !kKnown.contains(*name)) {
         reader.fail("distributions",
-                    "expected names among \"uniform\", \"normal\", \"heavy_tailed\", \"small\"");
+                    "expected names among \"uniform\", \"normal\", \"heavy_tailed\", "
+                    "\"small\", \"pareto\", \"spike\"");
       }
       names.push_back(*name);
     }

@@ -180,10 +180,15 @@ TEST_F(TaskLoaderTest, EvaluationFieldsLoadAndAreValidated) {
   EXPECT_NE(error_of(replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nrelative = 1"))
                 .find("tolerance.relative: unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of(replace(kValidTask, "flops = \"rows*cols\"",
-                             "distributions = [\"cauchy\"]"))
-                .find("distributions"),
-            std::string::npos);
+  const std::string unknown = error_of(
+      replace(kValidTask, "flops = \"rows*cols\"", "distributions = [\"cauchy\"]"));
+  EXPECT_NE(unknown.find("distributions"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("\"pareto\", \"spike\""), std::string::npos) << unknown;
+  // The adversarial distributions may be listed like any other.
+  task = load_task(write(replace(kValidTask, "flops = \"rows*cols\"",
+                                 "flops = \"rows*cols\"\n"
+                                 "distributions = [\"pareto\", \"spike\"]")));
+  EXPECT_EQ(task.distributions, (std::vector<std::string>{"pareto", "spike"}));
   EXPECT_NE(error_of(replace(kValidTask, "shape = [\"rows\", \"cols\"]\n[[scalars]]",
                              "shape = [\"rows\", \"cols\"]\nstrided = true\n[[scalars]]"))
                 .find("only inputs may be strided"),

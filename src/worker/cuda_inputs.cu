@@ -56,8 +56,13 @@ __device__ Bits expected_bits(const Tables& tables, const GeneratedTensor& t,
                               const generator::Stream& stream, int64_t s) {
   const int64_t e = logical_index(t, s);
   if (e < 0) return static_cast<Bits>(~Bits{0});
+  int64_t elements = 1;
+  for (int d = 0; d < t.ndim; ++d) elements *= t.shape[d];
+  const int64_t source =
+      generator::remapped_index(t.remap, t.ndim > 0 ? t.shape[0] : 1, elements, e);
   unsigned char element[8];
-  generator::store_element(tables, stream, static_cast<generator::Element>(t.dtype), e, element);
+  generator::store_element(tables, stream, static_cast<generator::Element>(t.dtype), source,
+                           element);
   Bits bits;
   memcpy(&bits, element, sizeof bits);
   return bits;

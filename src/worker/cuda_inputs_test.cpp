@@ -16,10 +16,9 @@ namespace {
 
 constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32,
                              DType::i64};
-constexpr InputDistribution kDistributions[] = {InputDistribution::uniform,
-                                                InputDistribution::normal,
-                                                InputDistribution::heavy_tailed,
-                                                InputDistribution::small};
+constexpr InputDistribution kDistributions[] = {
+    InputDistribution::uniform, InputDistribution::normal, InputDistribution::heavy_tailed,
+    InputDistribution::small,   InputDistribution::pareto, InputDistribution::spike};
 
 class GpuInputs : public ::testing::Test {
  protected:
@@ -64,6 +63,37 @@ TEST_F(GpuInputs, DeviceInputsAreTheHostBytes) {
           ASSERT_TRUE(filled.host.empty()) << "the cuda backend generates in place";
           backend_->synchronize();
           const HostTensors host = set.make_inputs(77, distribution);
+          for (size_t i = 0; i < 2; ++i) {
+            const HostBuffer device = set.download(i);
+            ASSERT_EQ(device.bytes, host[i].bytes);
+            EXPECT_EQ(std::memcmp(device.begin(), host[i].begin(),
+                                  static_cast<size_t>(device.bytes)),
+                      0)
+                << "input " << i;
+            EXPECT_EQ(set.input_change(i, filled), -1) << "input " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuInputs, RemappedDeviceInputsAreTheHostBytes) {
+  // The self-test probes (InputRemap) generated in place must be the host's remapped bytes, in
+  // both layouts, with an odd row count (half_rows keeps the middle row).
+  for (InputRemap remap : {InputRemap::every_16th, InputRemap::half_rows}) {
+    for (DType dtype : {DType::f32, DType::f16, DType::i64}) {
+      for (InputDistribution distribution :
+           {InputDistribution::normal, InputDistribution::pareto, InputDistribution::spike}) {
+        for (bool padded : {false, true}) {
+          SCOPED_TRACE(to_string(remap) + " " + to_string(dtype) + " " + to_string(distribution) +
+                       (padded ? " padded" : ""));
+          TensorSet set(*backend_, signature(dtype), workload(33, 4097), padded);
+          set.remap_inputs(remap);
+          const FilledInputs filled = set.fill_inputs(78, distribution);
+          ASSERT_TRUE(filled.host.empty()) << "the cuda backend generates in place";
+          backend_->synchronize();
+          const HostTensors host = set.make_inputs(78, distribution);
           for (size_t i = 0; i < 2; ++i) {
             const HostBuffer device = set.download(i);
             ASSERT_EQ(device.bytes, host[i].bytes);

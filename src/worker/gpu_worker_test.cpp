@@ -96,7 +96,7 @@ TEST_F(GpuWorker, LoadCheckAndTimeASmallKernel) {
   const int candidate = load("gpu_correct", "if (i < n) y[i] = x[i] + x[i];");
   const evaluation::GateOutcome result = check(candidate);
   EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
-  EXPECT_EQ(result.cases_checked, 4);
+  EXPECT_EQ(result.cases_checked, 8);  // 2 workloads x (2 seeds + the pareto and spike cases)
 
   TimeRequest request;
   request.handle = candidate;

@@ -126,7 +126,14 @@ static_assert(static_cast<int>(Distribution::uniform) ==
               static_cast<int>(Distribution::normal) == static_cast<int>(InputDistribution::normal) &&
               static_cast<int>(Distribution::heavy_tailed) ==
                   static_cast<int>(InputDistribution::heavy_tailed) &&
-              static_cast<int>(Distribution::small) == static_cast<int>(InputDistribution::small));
+              static_cast<int>(Distribution::small) == static_cast<int>(InputDistribution::small) &&
+              static_cast<int>(Distribution::pareto) ==
+                  static_cast<int>(InputDistribution::pareto) &&
+              static_cast<int>(Distribution::spike) == static_cast<int>(InputDistribution::spike));
+static_assert(static_cast<int>(generator::Remap::every_16th) ==
+                  static_cast<int>(InputRemap::every_16th) &&
+              static_cast<int>(generator::Remap::half_rows) ==
+                  static_cast<int>(InputRemap::half_rows));
 
 /// Below this many elements thread start-up (tens of microseconds) outweighs the work.
 constexpr int64_t kParallelMinimumElements = int64_t{1} << 20;
@@ -208,6 +215,10 @@ struct InputStream {
           const uint64_t bits = stream_value(element_key, e);
           return is_zero_draw(bits) ? 0.0 : uniform_value(bits) * 0x1p-10;
         });
+      case Distribution::pareto:
+      case Distribution::spike:
+        return store_as_dtype(out, begin, end,
+                              [this, &t](int64_t e) { return real_element(t, stream, e); });
     }
   }
 
@@ -256,17 +267,41 @@ std::string to_string(InputDistribution distribution) {
       return "heavy_tailed";
     case InputDistribution::small:
       return "small";
+    case InputDistribution::pareto:
+      return "pareto";
+    case InputDistribution::spike:
+      return "spike";
   }
   return "uniform";
 }
 
 InputDistribution parse_input_distribution(const std::string& name) {
   for (auto distribution : {InputDistribution::uniform, InputDistribution::normal,
-                            InputDistribution::heavy_tailed, InputDistribution::small}) {
+                            InputDistribution::heavy_tailed, InputDistribution::small,
+                            InputDistribution::pareto, InputDistribution::spike}) {
     if (name == to_string(distribution)) return distribution;
   }
   throw Error("unknown input distribution '" + name +
-              "' (expected one of uniform, normal, heavy_tailed, small)");
+              "' (expected one of uniform, normal, heavy_tailed, small, pareto, spike)");
+}
+
+std::string to_string(InputRemap remap) {
+  switch (remap) {
+    case InputRemap::none:
+      return "none";
+    case InputRemap::every_16th:
+      return "every_16th";
+    case InputRemap::half_rows:
+      return "half_rows";
+  }
+  return "none";
+}
+
+InputRemap parse_input_remap(const std::string& name) {
+  for (auto remap : {InputRemap::none, InputRemap::every_16th, InputRemap::half_rows}) {
+    if (name == to_string(remap)) return remap;
+  }
+  throw Error("unknown input remap '" + name + "' (expected one of none, every_16th, half_rows)");
 }
 
 InputDistribution distribution_for_case(uint64_t seed_index) {
@@ -298,6 +333,30 @@ void fill_input(std::span<std::byte> out, DType dtype, uint64_t seed, int tensor
     });
   }
   stream.fill(out.data(), 0, std::min(elements, chunk));  // the first chunk on this thread
+}
+
+void fill_input_remapped(std::span<std::byte> out, DType dtype, uint64_t seed, int tensor_index,
+                         InputDistribution distribution, InputRemap remap, int64_t rows) {
+  if (remap == InputRemap::none) return fill_input(out, dtype, seed, tensor_index, distribution);
+  const auto element_size = static_cast<size_t>(dtype_size(dtype));
+  if (out.size() % element_size != 0) {
+    throw Error("fill_input_remapped: " + std::to_string(out.size()) +
+                " bytes is not a whole number of " + to_string(dtype) + " elements");
+  }
+  const auto elements = static_cast<int64_t>(out.size() / element_size);
+  if (remap == InputRemap::half_rows && elements > 0 && (rows < 1 || elements % rows != 0)) {
+    throw Error("fill_input_remapped: half_rows needs a row count that divides the " +
+                std::to_string(elements) + " elements, got " + std::to_string(rows));
+  }
+  const generator::Stream stream = generator::make_stream(
+      seed, tensor_index, static_cast<generator::Distribution>(distribution));
+  const generator::Tables& t = generator::tables();
+  for (int64_t e = 0; e < elements; ++e) {
+    generator::store_element(
+        t, stream, static_cast<generator::Element>(dtype),
+        generator::remapped_index(static_cast<int>(remap), rows, elements, e),
+        reinterpret_cast<unsigned char*>(out.data()) + e * static_cast<int64_t>(element_size));
+  }
 }
 
 std::vector<std::byte> make_input(DType dtype, int64_t elements, uint64_t seed, int tensor_index,

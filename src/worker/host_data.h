@@ -34,18 +34,38 @@ int64_t element_count(const std::vector<int64_t>& shape);
 /// Element `index` of a host buffer holding `dtype` elements, widened to double.
 double element_as_double(DType dtype, const std::byte* data, int64_t index);
 
-/// How generated input values are distributed. A check cycles through all three
+/// How generated input values are distributed. A check cycles through the first three
 /// (distribution_for_case) so that a kernel must be right on plain data, on Gaussian data and on
 /// data spanning six decades, where closed-form shortcuts and "skip small values" tricks fail.
+/// pareto and spike are the adversarial ones for reductions (the gate adds them by default,
+/// gate.h): a few elements at random positions outweigh all the others, so a kernel that reads a
+/// subsample, half the rows, or clips outliers is wrong on them.
 enum class InputDistribution {
   uniform,       ///< floats uniform in [-1, 1]; integers uniform in [-16, 16]
   normal,        ///< floats standard normal (ziggurat); integers as for uniform
   heavy_tailed,  ///< floats +-10^u with u uniform in [-3, 3); integers uniform in [-1000, 1000]
   small,         ///< floats uniform in [-2^-10, 2^-10] (mean square ~3e-7, below a norm's eps of
                  ///< 1e-5, so a wrong eps shows); integers as for uniform
+  pareto,        ///< floats +-u1/u2, u1, u2 uniform in (0, 1]: P(|x| > t) = 1/(2t) beyond 1 (the
+                 ///< tail of Cauchy), |x| in [2^-26, 2^26] (beyond 65504 f16 holds +-inf);
+                 ///< integers +-65536/k, k uniform in 1..65536
+  spike,         ///< floats as for small, except one element in 4096 (at random positions) is
+                 ///< +-[1024, 2048); integers +-1, spikes +-1024..2047
 };
 
-/// "uniform", "normal", "heavy_tailed" or "small".
+/// Index remaps of the self-test probes (self_check.h): element e of a remapped input holds the
+/// value of another element of the same generated tensor (generator::remapped_index).
+enum class InputRemap {
+  none,
+  every_16th,  ///< element e holds element 16 * floor(e / 16): what a strided subsample reads
+  half_rows,   ///< the last floor(rows / 2) rows (first dimension) repeat the first ones
+};
+/// "none", "every_16th" or "half_rows".
+std::string to_string(InputRemap remap);
+/// Inverse of to_string; throws Error naming `name` and listing the valid names.
+InputRemap parse_input_remap(const std::string& name);
+
+/// "uniform", "normal", "heavy_tailed", "small", "pareto" or "spike".
 std::string to_string(InputDistribution distribution);
 /// Inverse of to_string; throws Error naming `name` and listing the valid names.
 InputDistribution parse_input_distribution(const std::string& name);
@@ -87,5 +107,12 @@ std::vector<std::byte> make_input(DType dtype, int64_t elements, uint64_t seed, 
 /// multiple of the element size.
 void fill_input(std::span<std::byte> out, DType dtype, uint64_t seed, int tensor_index,
                 InputDistribution distribution, int threads = 0);
+
+/// fill_input with `remap` applied: element e of `out` holds element remapped_index(e) of the
+/// tensor fill_input writes, `rows` being the tensor's first dimension (ignored by every_16th).
+/// InputRemap::none is fill_input. One thread: for the self-test's gate-sized tensors. Throws
+/// Error as fill_input does, or if `rows` < 1 for half_rows or does not divide the elements.
+void fill_input_remapped(std::span<std::byte> out, DType dtype, uint64_t seed, int tensor_index,
+                         InputDistribution distribution, InputRemap remap, int64_t rows);
 
 }  // namespace kforge::worker

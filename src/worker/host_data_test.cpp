@@ -71,10 +71,9 @@ TEST(HostData, DlpackTypes) {
   EXPECT_EQ(to_dl_dtype(DType::f64).lanes, 1);
 }
 
-constexpr InputDistribution kDistributions[] = {InputDistribution::uniform,
-                                                InputDistribution::normal,
-                                                InputDistribution::heavy_tailed,
-                                                InputDistribution::small};
+constexpr InputDistribution kDistributions[] = {
+    InputDistribution::uniform, InputDistribution::normal, InputDistribution::heavy_tailed,
+    InputDistribution::small,   InputDistribution::pareto, InputDistribution::spike};
 constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 
 std::vector<double> values_of(DType dtype, const std::vector<std::byte>& bytes) {
@@ -130,7 +129,8 @@ TEST(HostData, InputsArePinnedAcrossVersions) {
   // The whole f64 stream, every bit: catches fused multiply-adds or -ffast-math (host_data.cpp)
   // that change the last bits of some values but not the rounded f32 ones above.
   const uint64_t expected_digest[] = {0x5216cbfece91f34aull, 0xa70f276b3e323532ull,
-                                      0xfba71dd65c367fa3ull, 0x0810904913263d81ull};
+                                      0xfba71dd65c367fa3ull, 0x0810904913263d81ull,
+                                      0x790d67983e0d18daull, 0x96ed1888a030f800ull};
   for (auto distribution : kDistributions) {
     uint64_t digest = 0xcbf29ce484222325ull;  // FNV-1a
     for (std::byte b : make_input(DType::f64, 4096, 7, 0, distribution)) {
@@ -175,7 +175,9 @@ TEST(HostData, DistributionNamesRoundTrip) {
   } catch (const Error& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("'gaussian'"), std::string::npos) << message;
-    EXPECT_NE(message.find("uniform, normal, heavy_tailed, small"), std::string::npos) << message;
+    EXPECT_NE(message.find("uniform, normal, heavy_tailed, small, pareto, spike"),
+              std::string::npos)
+        << message;
   }
 }
 
@@ -277,13 +279,103 @@ TEST(HostData, HeavyTailedStatistics) {
   expect_zeros_and_signs(values, "heavy_tailed");
 }
 
+TEST(HostData, ParetoHasACauchyLikeTailAtRandomPositions) {
+  const auto values =
+      values_of(DType::f64, make_input(DType::f64, 1'000'000, 3, 0, InputDistribution::pareto));
+  double largest = 0, smallest = 1e30, nonzero = 0, beyond_ten = 0, beyond_thousand = 0;
+  for (double v : values) {
+    if (v == 0) continue;
+    ++nonzero;
+    const double magnitude = std::fabs(v);
+    largest = std::max(largest, magnitude);
+    smallest = std::min(smallest, magnitude);
+    beyond_ten += magnitude > 10;
+    beyond_thousand += magnitude > 1000;
+  }
+  // P(|x| > t) = 1 / (2t) beyond 1: far beyond heavy_tailed's bound of 1e3.
+  EXPECT_NEAR(beyond_ten / nonzero, 0.05, 0.002);
+  EXPECT_NEAR(beyond_thousand / nonzero, 5e-4, 1e-4);
+  EXPECT_GT(largest, 1e4);
+  EXPECT_LE(largest, 0x1p26);
+  EXPECT_GE(smallest, 0x1p-26);
+  expect_zeros_and_signs(values, "pareto");
+  // Integers: +-65536/k, every magnitude in [1, 65536].
+  for (double v : values_of(DType::i32, make_input(DType::i32, 100'000, 3, 0,
+                                                   InputDistribution::pareto))) {
+    EXPECT_LE(std::fabs(v), 65536);
+  }
+}
+
+TEST(HostData, SpikesAreRareAndOutweighTheSmallValues) {
+  const auto values =
+      values_of(DType::f32, make_input(DType::f32, 1 << 20, 5, 0, InputDistribution::spike));
+  double spikes = 0, small_sum = 0, spike_sum = 0;
+  int64_t first_spike = -1;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double magnitude = std::fabs(values[i]);
+    if (magnitude >= 1024) {
+      EXPECT_LT(magnitude, 2048);
+      ++spikes;
+      spike_sum += magnitude;
+      if (first_spike < 0) first_spike = static_cast<int64_t>(i);
+    } else {
+      EXPECT_LE(magnitude, 0x1p-10);
+      small_sum += magnitude;
+    }
+  }
+  EXPECT_NEAR(spikes / static_cast<double>(values.size()), 1.0 / 4096, 0.3 / 4096);
+  EXPECT_GT(spike_sum, 100 * small_sum);  // the few spikes carry the sum
+  EXPECT_GT(first_spike, 0);
+  expect_zeros_and_signs(values, "spike");
+}
+
+TEST(HostData, RemapsRepeatElementsOfTheSameTensor) {
+  const int64_t rows = 5, cols = 40, n = rows * cols;
+  const auto plain = make_input(DType::f32, n, 9, 1, InputDistribution::normal);
+  const auto at = [](const std::vector<std::byte>& bytes, int64_t e) {
+    return element_as_double(DType::f32, bytes.data(), e);
+  };
+  std::vector<std::byte> every(plain.size()), half(plain.size()), none(plain.size());
+  fill_input_remapped(every, DType::f32, 9, 1, InputDistribution::normal,
+                      InputRemap::every_16th, rows);
+  fill_input_remapped(half, DType::f32, 9, 1, InputDistribution::normal, InputRemap::half_rows,
+                      rows);
+  fill_input_remapped(none, DType::f32, 9, 1, InputDistribution::normal, InputRemap::none, rows);
+  EXPECT_EQ(none, plain);
+  for (int64_t e = 0; e < n; ++e) {
+    EXPECT_EQ(at(every, e), at(plain, e - e % 16)) << e;
+    // rows 3 and 4 repeat rows 0 and 1; rows 0..2 are themselves.
+    const int64_t row = e / cols;
+    EXPECT_EQ(at(half, e), at(plain, row < 3 ? e : e - 3 * cols)) << e;
+  }
+  // The remapped bytes of other dtypes are the same elements of make_input.
+  const auto halves = make_input(DType::f16, n, 9, 1, InputDistribution::pareto);
+  std::vector<std::byte> remapped(halves.size());
+  fill_input_remapped(remapped, DType::f16, 9, 1, InputDistribution::pareto,
+                      InputRemap::every_16th, rows);
+  for (int64_t e = 0; e < n; ++e) {
+    EXPECT_EQ(std::memcmp(remapped.data() + 2 * e, halves.data() + 2 * (e - e % 16), 2), 0);
+  }
+  EXPECT_THROW(fill_input_remapped(remapped, DType::f16, 9, 1, InputDistribution::pareto,
+                                   InputRemap::half_rows, 7),
+               Error);
+  EXPECT_EQ(parse_input_remap(to_string(InputRemap::half_rows)), InputRemap::half_rows);
+  EXPECT_THROW(parse_input_remap("strided"), Error);
+}
+
 TEST(HostData, IntegerRanges) {
   for (DType dtype : {DType::i32, DType::i64}) {
     for (auto distribution : kDistributions) {
       const auto values = values_of(dtype, make_input(dtype, 200'000, 5, 1, distribution));
-      const double limit = distribution == InputDistribution::heavy_tailed ? 1000 : 16;
-      EXPECT_EQ(*std::min_element(values.begin(), values.end()), -limit);
-      EXPECT_EQ(*std::max_element(values.begin(), values.end()), limit);
+      const double limit = distribution == InputDistribution::heavy_tailed ? 1000
+                           : distribution == InputDistribution::pareto     ? 65536
+                           : distribution == InputDistribution::spike      ? 2047
+                                                                           : 16;
+      const bool reached = distribution != InputDistribution::spike;  // ~49 spikes: rarely 2047
+      EXPECT_EQ(*std::min_element(values.begin(), values.end()) == -limit, reached);
+      EXPECT_EQ(*std::max_element(values.begin(), values.end()) == limit, reached);
+      EXPECT_GE(*std::min_element(values.begin(), values.end()), -limit);
+      EXPECT_LE(*std::max_element(values.begin(), values.end()), limit);
       for (double v : values) ASSERT_EQ(v, std::round(v));
       expect_zeros_and_signs(values, to_string(dtype) + " " + to_string(distribution));
     }
@@ -314,7 +406,11 @@ TEST(HostData, NarrowFloatsAreTheDoubleValuesRoundedOnce) {
       uint16_t half = 0, brain = 0;
       std::memcpy(&half, f16.data() + 2 * i, 2);
       std::memcpy(&brain, bf16.data() + 2 * i, 2);
-      ASSERT_TRUE(is_rounded_once(wide[i], half, half_to_float)) << wide[i];
+      if (std::fabs(wide[i]) >= 65520) {  // beyond f16's largest finite value, rounded: inf
+        ASSERT_EQ(half & 0x7FFF, 0x7C00) << wide[i];  // (pareto reaches 2^26)
+      } else {
+        ASSERT_TRUE(is_rounded_once(wide[i], half, half_to_float)) << wide[i];
+      }
       ASSERT_TRUE(is_rounded_once(wide[i], brain, bfloat16_to_float)) << wide[i];
       ASSERT_EQ(float_to_half(half_to_float(half)), half);  // exactly representable
       ASSERT_EQ(float_to_bfloat16(bfloat16_to_float(brain)), brain);

@@ -27,7 +27,16 @@
 namespace kforge::worker::generator {
 
 /// How generated values are distributed; the same numbering as InputDistribution (host_data.h).
-enum class Distribution : int { uniform = 0, normal = 1, heavy_tailed = 2, small = 3 };
+enum class Distribution : int {
+  uniform = 0,
+  normal = 1,
+  heavy_tailed = 2,
+  small = 3,
+  pareto = 4,
+  spike = 5
+};
+/// Index remaps of the self-test probes; the same numbering as InputRemap (host_data.h).
+enum class Remap : int { none = 0, every_16th = 1, half_rows = 2 };
 /// Element types; the same numbering as DType (task.h), which this header does not include so
 /// that nvcc never sees the task module's headers (host_data.cpp checks the numbering).
 enum class Element : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3, i32 = 4, i64 = 5 };
@@ -50,8 +59,9 @@ constexpr int64_t kZigguratAttempts = 64;
 /// Most dimensions a GeneratedTensor describes.
 constexpr int kMaxDims = 8;
 
-/// One tensor's generated values and layout. Element e (row-major logical index) is element e of
-/// fill_input(dtype, seed, tensor_index, distribution) (host_data.h). `strides` in elements, all
+/// One tensor's generated values and layout. Element e (row-major logical index) is element
+/// remapped_index(remap, shape[0], elements, e) of fill_input(dtype, seed, tensor_index,
+/// distribution) (host_data.h). `strides` in elements, all
 /// positive and ordered like a padded row-major layout (each at least the extent of the next
 /// dimension), or `compact` for the row-major layout; storage elements that no logical element
 /// maps to (gaps) hold 0xFF bytes.
@@ -66,6 +76,7 @@ struct GeneratedTensor {
   int64_t strides[kMaxDims] = {};
   bool compact = true;
   int64_t storage_elements = 0;  // elements of storage, gaps included
+  int remap = 0;                 // Remap as int: element e holds the value of remapped_index(e)
 };
 
 /// The tables the generator reads (6 KB), built once on the host from IEEE operations only
@@ -161,6 +172,41 @@ constexpr uint64_t kHeavyOffsetFixed = static_cast<uint64_t>((64 - 3 * kLog2Of10
 KF_HD double heavy_tailed_value(const Tables& t, uint64_t bits) {
   const uint64_t octaves = ((bits & 0x3FFFFFFu) * kHeavySpanFixed >> 26) + kHeavyOffsetFixed;
   return negated_if(exp2_fixed(t, octaves), (bits >> 32) & 1);
+}
+
+/// Pareto tail: +-u1 / u2 with u1, u2 uniform on the grid (0, 1] of step 2^-26 (bits 0..25 and
+/// 26..51; the common scale cancels, so the ratio of the integers is one correctly rounded
+/// division), sign from bit 52. |x| below 1 has density 1/2; beyond 1, P(|x| > t) = 1 / (2t), the
+/// tail of Pareto(alpha = 1) and of Cauchy, so the mean of n values is dominated by the largest
+/// few at random positions. |x| lies in [2^-26, 2^26].
+KF_HD double pareto_value(uint64_t bits) {
+  const double u1 = exact_double((bits & 0x3FFFFFFu) + 1);
+  const double u2 = exact_double(((bits >> 26) & 0x3FFFFFFu) + 1);
+  return negated_if(u1 / u2, (bits >> 52) & 1);
+}
+
+/// Sparse spikes: one element in 2^12 (bits 40..51 all zero) is +-[2^10, 2^11) (bits 0..19), the
+/// rest are "small" values, uniform in [-2^-10, 2^-10): a spike outweighs the sum of 2^20 others,
+/// and a kernel that reads a subsample or drops elements misses most spikes.
+constexpr uint64_t kSpikeBits = uint64_t{0xFFF} << 40;
+KF_HD bool is_spike(uint64_t bits) { return (bits & kSpikeBits) == 0; }
+KF_HD double spike_value(uint64_t bits) {
+  if (!is_spike(bits)) return uniform_value(bits) * 0x1p-10;
+  const double magnitude = 0x1p10 + exact_double(bits & 0xFFFFFu) * 0x1p-10;
+  return negated_if(magnitude, (bits >> 52) & 1);
+}
+
+/// Self-test probes: the element whose value logical element `e` of an `elements`-element tensor
+/// with `rows` rows (its first dimension) holds. every_16th: element 16 * floor(e / 16), so a
+/// kernel that reads every 16th element sees the whole input; half_rows: the last floor(rows / 2)
+/// rows repeat the first ones (row r >= kept = rows - floor(rows / 2) holds row r - kept).
+constexpr int64_t kSubsampleStride = 16;
+KF_HD int64_t remapped_index(int remap, int64_t rows, int64_t elements, int64_t e) {
+  if (remap == static_cast<int>(Remap::every_16th)) return e - e % kSubsampleStride;
+  if (remap != static_cast<int>(Remap::half_rows) || rows < 2 || elements <= 0) return e;
+  const int64_t row_elements = elements / rows;
+  const int64_t kept = rows - rows / 2;
+  return e / row_elements < kept ? e : e - kept * row_elements;
 }
 
 /// Ziggurat layer (bits 45..52) and the point u * x_layer, u uniform in [0, 1) from bits 0..44.
@@ -293,17 +339,36 @@ KF_HD double real_element(const Tables& t, const Stream& s, int64_t e) {
     case Distribution::small:
       value = uniform_value(bits) * 0x1p-10;  // a power of two: exact, host and device alike
       break;
+    case Distribution::pareto:
+      value = pareto_value(bits);
+      break;
+    case Distribution::spike:
+      value = spike_value(bits);
+      break;
   }
   return is_zero_draw(bits) ? 0.0 : value;
 }
 
-/// Zero, or sign from bit 32 and magnitude 1..16 from the low four bits, or 1..1000 from the
-/// low 32 bits for heavy_tailed (multiply-shift, bias below 1e-6).
+/// Integer magnitude of one draw: 1..1000 from the low 32 bits for heavy_tailed (multiply-shift,
+/// bias below 1e-6); 65536 / (1 + low 16 bits), 1..65536 with P(m >= t) ~ 1/t, for pareto;
+/// 1024..2047 for a spike (is_spike) and 1 otherwise for spike; else 1..16 from the low 4 bits.
+KF_HD int64_t integer_magnitude(Distribution distribution, uint64_t bits) {
+  switch (distribution) {
+    case Distribution::heavy_tailed:
+      return 1 + static_cast<int64_t>(((bits & 0xFFFFFFFFu) * 1000) >> 32);
+    case Distribution::pareto:
+      return 65536 / (1 + static_cast<int64_t>(bits & 0xFFFFu));
+    case Distribution::spike:
+      return is_spike(bits) ? 1024 + static_cast<int64_t>(bits & 1023) : 1;
+    default:
+      return 1 + static_cast<int64_t>(bits & 15);
+  }
+}
+
+/// Zero, or sign from bit 32 and integer_magnitude.
 KF_HD int64_t integer_element(const Stream& s, int64_t e) {
   const uint64_t bits = stream_value(s.element_key, e);
-  const int64_t magnitude = s.distribution == Distribution::heavy_tailed
-                                ? 1 + static_cast<int64_t>(((bits & 0xFFFFFFFFu) * 1000) >> 32)
-                                : 1 + static_cast<int64_t>(bits & 15);
+  const int64_t magnitude = integer_magnitude(s.distribution, bits);
   const auto negative = static_cast<int64_t>((bits >> 32) & 1);
   return is_zero_draw(bits) ? 0 : (magnitude ^ -negative) + negative;  // negated when negative
 }

@@ -28,9 +28,10 @@ bool valid_arguments(int dtype, int distribution, int64_t elements, const void* 
     fail("unknown dtype number " + std::to_string(dtype) + " (expected 0..5: f32 f64 f16 bf16 i32 i64)");
     return false;
   }
-  if (distribution < 0 || distribution > static_cast<int>(kforge::worker::InputDistribution::small)) {
+  if (distribution < 0 ||
+      distribution > static_cast<int>(kforge::worker::InputDistribution::spike)) {
     fail("unknown distribution number " + std::to_string(distribution) +
-         " (expected 0..3: uniform normal heavy_tailed small)");
+         " (expected 0..5: uniform normal heavy_tailed small pareto spike)");
     return false;
   }
   if (elements < 0) {
@@ -60,6 +61,27 @@ int kforge_fill_input_host(void* out, int64_t elements, int dtype, uint64_t seed
     kforge::worker::fill_input(std::span<std::byte>(static_cast<std::byte*>(out), bytes), type,
                                seed, tensor_index,
                                static_cast<kforge::worker::InputDistribution>(distribution));
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+int kforge_fill_input_host_remapped(void* out, int64_t elements, int dtype, uint64_t seed,
+                                    int tensor_index, int distribution, int remap, int64_t rows) {
+  g_last_error.clear();
+  if (!valid_arguments(dtype, distribution, elements, out)) return -1;
+  if (remap < 0 || remap > static_cast<int>(kforge::worker::InputRemap::half_rows)) {
+    return fail("unknown remap number " + std::to_string(remap) +
+                " (expected 0..2: none every_16th half_rows)");
+  }
+  try {
+    const auto type = static_cast<kforge::DType>(dtype);
+    const auto bytes = static_cast<size_t>(elements) * static_cast<size_t>(kforge::dtype_size(type));
+    kforge::worker::fill_input_remapped(
+        std::span<std::byte>(static_cast<std::byte*>(out), bytes), type, seed, tensor_index,
+        static_cast<kforge::worker::InputDistribution>(distribution),
+        static_cast<kforge::worker::InputRemap>(remap), rows);
     return 0;
   } catch (const std::exception& e) {
     return fail(e.what());

@@ -6,7 +6,8 @@
  *
  * dtype numbering is DType's (src/task/task.h): 0 f32, 1 f64, 2 f16, 3 bf16, 4 i32, 5 i64.
  * distribution numbering is InputDistribution's (src/worker/host_data.h): 0 uniform, 1 normal,
- * 2 heavy_tailed, 3 small. Values: host_data.h, make_input. */
+ * 2 heavy_tailed, 3 small, 4 pareto, 5 spike. remap numbering is InputRemap's: 0 none,
+ * 1 every_16th, 2 half_rows. Values: host_data.h, make_input and fill_input_remapped. */
 #ifndef KFORGE_INPUTS_C_API_H_
 #define KFORGE_INPUTS_C_API_H_
 
@@ -16,7 +17,8 @@
 extern "C" {
 #endif
 
-#define KFORGE_INPUTS_ABI_VERSION 1
+/* 2: distributions pareto and spike, kforge_fill_input_host_remapped. */
+#define KFORGE_INPUTS_ABI_VERSION 2
 
 /* KFORGE_INPUTS_ABI_VERSION of the loaded library. */
 __attribute__((visibility("default"))) int kforge_inputs_abi_version(void);
@@ -29,6 +31,14 @@ __attribute__((visibility("default"))) int kforge_fill_input_host(void* out, int
                                                                   int dtype, uint64_t seed,
                                                                   int tensor_index,
                                                                   int distribution);
+
+/* kforge_fill_input_host with the self-test remap `remap` applied (fill_input_remapped): element e
+ * holds element remapped_index(e) of the generated tensor, whose first dimension is `rows` (>= 1,
+ * dividing `elements`; only half_rows reads it). Returns 0, or -1 with kforge_inputs_last_error()
+ * saying why (also an unknown remap or a bad row count). */
+__attribute__((visibility("default"))) int kforge_fill_input_host_remapped(
+    void* out, int64_t elements, int dtype, uint64_t seed, int tensor_index, int distribution,
+    int remap, int64_t rows);
 
 /* The same bytes into device memory `out` of the current device, enqueued on `stream` (a
  * cudaStream_t; NULL = the legacy default stream); asynchronous. Returns the CUDA error code

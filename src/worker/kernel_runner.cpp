@@ -128,6 +128,7 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
   RunResult result;
   auto start = Clock::now();
   TensorSet set(backend, request.signature, request.workload, request.padded);
+  set.remap_inputs(parse_input_remap(request.remap));
   const FilledInputs inputs = set.fill_inputs(request.seed, distribution, !request.host_inputs);
   backend.synchronize();
   result.input_ms = ms_since(start);

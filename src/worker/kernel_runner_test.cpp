@@ -91,6 +91,29 @@ TEST_F(KernelRunner, RunWritesTheOutputsOfEveryCall) {
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
 
+TEST_F(KernelRunner, RemappedRunsFeedTheProbeInputs) {
+  // The self-test probes: the kernel sees element e - e % 16 (every_16th) or, for a 1-D tensor
+  // (every element a row), the second half repeating the first (half_rows), and the unchanged-
+  // input check compares against the same remapped values.
+  const std::vector<float> x = input_floats(37, 7, InputDistribution::normal);
+  for (const std::string remap : {"every_16th", "half_rows"}) {
+    RunRequest request = unary_run(37);
+    request.remap = remap;
+    const RunResult result = run_outputs(*backend_, reference(), request);
+    ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+    EXPECT_TRUE(result.input_modified.empty()) << result.input_modified;
+    const std::vector<float> y = floats(request.output_path);
+    ASSERT_EQ(y.size(), 37u);
+    for (size_t i = 0; i < 37; ++i) {
+      const size_t source = remap == "every_16th" ? i - i % 16 : (i < 19 ? i : i - 19);
+      EXPECT_EQ(y[i], 2 * x[source]) << remap << " " << i;
+    }
+  }
+  RunRequest bad = unary_run(8);
+  bad.remap = "strided";
+  EXPECT_THROW(run_outputs(*backend_, reference(), bad), Error);
+}
+
 TEST_F(KernelRunner, UnwrittenElementsStayPoisoned) {
   KernelEntry partial =
       kernel("partial", "for (int64_t i = 0; i < n / 8 * 8; ++i) y[i] = 2 * x[i];");

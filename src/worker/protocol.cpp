@@ -147,7 +147,8 @@ void to_json(json& j, const RunRequest& v) {
        {"padded", v.padded},
        {"output_path", v.output_path},
        {"late_write_wait_ms", number_to_json(v.late_write_wait_ms)},
-       {"host_inputs", v.host_inputs}};
+       {"host_inputs", v.host_inputs},
+       {"remap", v.remap}};
 }
 
 void from_json(const json& j, RunRequest& v) {
@@ -162,6 +163,7 @@ void from_json(const json& j, RunRequest& v) {
   v.output_path = j.at("output_path").get<std::string>();
   v.late_write_wait_ms = number_or(j, "late_write_wait_ms", defaults.late_write_wait_ms);
   v.host_inputs = j.value("host_inputs", false);
+  v.remap = j.value("remap", defaults.remap);
 }
 
 void to_json(json& j, const RunResult& v) {

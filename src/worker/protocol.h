@@ -111,6 +111,9 @@ struct RunRequest {
   /// Generate inputs on the host and upload them even where the backend could generate them in
   /// place, so that the only kernels launched are the candidate's (profiling: profiler.h).
   bool host_inputs = false;
+  /// InputRemap name (host_data.h): "none", or a self-test probe ("every_16th", "half_rows")
+  /// whose inputs repeat some of their own elements. Only the reference ever gets one.
+  std::string remap = "none";
 };
 struct RunResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device

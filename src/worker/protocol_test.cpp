@@ -75,6 +75,7 @@ TEST(Protocol, RunMessagesRoundTrip) {
   request.distribution = "heavy_tailed";
   request.calls = 2;
   request.output_path = "/dev/shm/x.bin";
+  request.remap = "half_rows";
   const RunRequest back = round_trip(request);
   EXPECT_EQ(back.handle, 2);
   ASSERT_EQ(back.signature.tensors.size(), 2u);
@@ -86,6 +87,8 @@ TEST(Protocol, RunMessagesRoundTrip) {
   EXPECT_EQ(back.distribution, "heavy_tailed");
   EXPECT_EQ(back.calls, 2);
   EXPECT_EQ(back.output_path, "/dev/shm/x.bin");
+  EXPECT_EQ(back.remap, "half_rows");
+  EXPECT_EQ(round_trip(RunRequest{}).remap, "none");
 
   RunResult result;
   result.verdict = Verdict::runtime_error;

@@ -128,6 +128,10 @@ class TensorSet {
   /// Device address of tensor `i`'s storage.
   const void* data(size_t i) const { return buffers_[i].data(); }
 
+  /// Every later fill_inputs / make_inputs applies `remap` (InputRemap: the self-test probes),
+  /// with each tensor's first dimension as its rows.
+  void remap_inputs(InputRemap remap) { remap_ = remap; }
+
   /// Total bytes of every output, in signature order.
   int64_t output_bytes() const {
     int64_t total = 0;
@@ -143,9 +147,10 @@ class TensorSet {
       host[i].bytes = bytes(i);
       host[i].data = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i)));
       const DType dtype = signature_.tensors[i].dtype;
+      const int64_t rows = shapes_[i].empty() ? 1 : shapes_[i].front();
       if (strides_[i].empty()) {
-        fill_input({host[i].begin(), static_cast<size_t>(bytes(i))}, dtype, seed,
-                   static_cast<int>(i), distribution);
+        fill_input_remapped({host[i].begin(), static_cast<size_t>(bytes(i))}, dtype, seed,
+                            static_cast<int>(i), distribution, remap_, rows);
         continue;
       }
       // The same logical values as the compact layout, scattered; the gaps hold NaN bytes, so
@@ -153,7 +158,7 @@ class TensorSet {
       const int64_t element = dtype_size(dtype);
       const int64_t count = element_count(shapes_[i]);
       std::vector<std::byte> logical(static_cast<size_t>(count * element));
-      fill_input(logical, dtype, seed, static_cast<int>(i), distribution);
+      fill_input_remapped(logical, dtype, seed, static_cast<int>(i), distribution, remap_, rows);
       std::memset(host[i].begin(), 0xFF, static_cast<size_t>(bytes(i)));
       const std::vector<int64_t>& shape = shapes_[i];
       for (int64_t e = 0; e < count; ++e) {
@@ -188,6 +193,7 @@ class TensorSet {
       if (!tensor.compact) tensor.strides[d] = strides_[i][d];
     }
     tensor.storage_elements = storage_elements(shape, strides_[i]);
+    tensor.remap = static_cast<int>(remap_);
     return tensor;
   }
 
@@ -311,6 +317,7 @@ class TensorSet {
   std::vector<DLTensor> inputs_;
   std::vector<DLTensor> outputs_;
   std::vector<double> call_scalars_;
+  InputRemap remap_ = InputRemap::none;
   kforge_args args_{};
 };
 

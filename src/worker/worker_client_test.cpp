@@ -105,7 +105,7 @@ TEST_F(ProcessWorkerTest, HelloReportsTheCpuDevice) {
 TEST_F(ProcessWorkerTest, CorrectKernelPassesAndTimes) {
   const Checked result = check(correct_);
   EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
-  EXPECT_EQ(result.cases_checked, 4);
+  EXPECT_EQ(result.cases_checked, 8);  // 2 workloads x (2 seeds + the pareto and spike cases)
   TimeRequest request;
   request.handle = correct_;
   request.signature = testing::unary_signature();

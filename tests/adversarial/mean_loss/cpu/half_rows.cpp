@@ -1,0 +1,29 @@
+// Cheat (cpu): the mean over the first half of the rows only, as if the batch were
+// exchangeable. On uniform or normal data it is within 1% of the full mean.
+#include <kforge/kernel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace {
+
+template <typename T>
+T* data_of(const DLTensor& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
+}
+
+}  // namespace
+
+KFORGE_API int kforge_run(const kforge_args* args) {
+  if (args->num_inputs != 2 || args->num_outputs != 1) return -1;
+  const int64_t rows = args->inputs[0].shape[0], cols = args->inputs[0].shape[1];
+  const float* p = data_of<const float>(args->inputs[0]);
+  const float* t = data_of<const float>(args->inputs[1]);
+  float* loss = data_of<float>(args->outputs[0]);
+  const int64_t used = (rows + 1) / 2;
+  double sum = 0.0;
+  for (int64_t i = 0; i < used * cols; ++i) sum += std::fabs(double(p[i]) - t[i]);
+  *loss = static_cast<float>(used * cols > 0 ? sum / double(used * cols) : 0.0);
+  return 0;
+}

@@ -1,0 +1,46 @@
+// Cheat (cuda): clips each |pred - target| at 2048 "to keep the sum finite".
+#include <kforge/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T>
+T* data_of(const DLTensor& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
+}
+
+/// Sums partial[] of one block into partial[0].
+__device__ void block_sum(double* partial) {
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+}
+
+__global__ void l1_loss(const float* p, const float* t, int64_t rows, int64_t cols, float* loss) {
+  __shared__ double partial[kThreads];
+  const int64_t n = rows * cols;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+    sum += fmin(2048.0, fabs(double(p[i]) - double(t[i])));
+  }
+  partial[threadIdx.x] = sum;
+  block_sum(partial);
+  if (threadIdx.x == 0) *loss = static_cast<float>(n > 0 ? partial[0] / double(n) : 0.0);
+}
+
+}  // namespace
+
+KFORGE_API int kforge_run(const kforge_args* args) {
+  if (args->num_inputs != 2 || args->num_outputs != 1) return -1;
+  l1_loss<<<1, kThreads, 0, static_cast<cudaStream_t>(args->stream)>>>(
+      data_of<const float>(args->inputs[0]), data_of<const float>(args->inputs[1]),
+      args->inputs[0].shape[0], args->inputs[0].shape[1], data_of<float>(args->outputs[0]));
+  return static_cast<int>(cudaGetLastError());
+}
