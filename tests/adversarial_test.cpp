@@ -368,6 +368,7 @@ TEST(AdversarialSecretProbes, FindNothingInBubblewrapNorInTheUnshareFallback) {
 }
 TEST(GpuAdversarialSecretProbes, FindNothingInBubblewrapNorInTheUnshareFallback) {
   check_secret_probes("cuda");
+}
 
 // mean_loss lists only uniform and normal inputs, on which a subsample's or half the rows' mean is
 // within its 1% tolerance: the self-test's every_16th and half_rows probes pass there, and fail

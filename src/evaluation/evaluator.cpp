@@ -361,6 +361,9 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
                    {"reference_s", result.gate.reference_seconds}}};
   result.rungs.push_back(gate);
   if (result.gate.verdict != Verdict::ok) return fail(result.gate.verdict, result.gate.message);
+  for (const GateOutcome::VerifiedOutput& output : result.gate.verified) {
+    checks_->add_verified(output.workload, output.seed, output.distribution, output.digest);
+  }
 
   start = Clock::now();
   result.quick = time_checked(on, loaded.handle, timed_workload_, policy_.quick, timing_seed_,

@@ -129,6 +129,7 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     request.calls = gate_case.calls;
     request.padded = gate_case.padded;
     request.late_write_wait_ms = gate_case.late_write_check ? 2.0 : 0.0;
+    request.digest = gate_case.workload.timed && !gate_case.padded;
     request.output_path = scratch.next_file("candidate");
     create_private_file(request.output_path);
     Unlink remove_later{request.output_path};
@@ -193,6 +194,10 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
         }
         return fail(Verdict::wrong_answer, message);
       }
+    }
+    for (const uint64_t digest : run.digests) {
+      outcome.verified.push_back(
+          {gate_case.workload.name, gate_case.seed, gate_case.distribution, digest});
     }
     if (run.calls_completed == 2) {
       outcome.calls_bitwise_equal =

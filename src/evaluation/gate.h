@@ -64,6 +64,16 @@ struct GateOutcome {
   double worker_check_seconds = 0.0;   // of which the late-write and unchanged-input checks
   double compare_seconds = 0.0;     // wall time comparing in the orchestrator
   double reference_seconds = 0.0;   // wall time getting expected outputs (first use only)
+  /// Output digests (worker::output_digest) of the passed cases of timed workloads, with the
+  /// inputs they were computed on: the timing's checked calls on the same inputs need not read
+  /// back outputs with these digests again (TimedChecks::add_verified).
+  struct VerifiedOutput {
+    std::string workload;
+    uint64_t seed = 0;
+    std::string distribution;
+    uint64_t digest = 0;
+  };
+  std::vector<VerifiedOutput> verified;
 };
 
 /// Runs every case of `cases` on candidate `handle` in `worker`, stopping at the first failure.

@@ -74,6 +74,12 @@ std::vector<worker::TimedCheck> plan_timed_checks(uint64_t secret, uint64_t requ
   return checks;
 }
 
+void TimedChecks::add_verified(const std::string& workload, uint64_t seed,
+                               const std::string& distribution, uint64_t digest) {
+  std::lock_guard lock(mutex_);
+  verified_[key(workload, seed, distribution)].insert(digest);
+}
+
 std::vector<worker::VerifiedDigest> TimedChecks::verified(const Workload& workload) {
   std::lock_guard lock(mutex_);
   std::vector<worker::VerifiedDigest> known;

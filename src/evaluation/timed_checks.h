@@ -53,6 +53,11 @@ class TimedChecks {
   std::vector<worker::TimedCheck> plan(const GateCase& overwrite,
                                        const worker::MeasurementPolicy& measurement, int count);
 
+  /// Remembers `digest` as the digest of correct outputs for inputs (seed, distribution) of
+  /// `workload`, verified elsewhere (the gate compared them). Thread-safe.
+  void add_verified(const std::string& workload, uint64_t seed, const std::string& distribution,
+                    uint64_t digest);
+
   /// The digests verified so far for inputs of `workload`, to send with a request. Thread-safe.
   std::vector<worker::VerifiedDigest> verified(const Workload& workload);
 

@@ -156,6 +156,8 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
       }
       result.call_ms.push_back(ms_since(call_start));
       const std::string foreign = audit.finish();
+      // After the audit window: the device hash is kforge's work, not the call's.
+      const uint64_t digest = request.digest ? output_digest(backend, set) : 0;
       if (!foreign.empty() && result.foreign_work.empty()) {
         result.foreign_work =
             request.calls > 1 ? "call " + std::to_string(call + 1) + ": " + foreign : foreign;
@@ -170,6 +172,9 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
       const auto output_start = Clock::now();
       set.download_outputs(file.data() + result.output_bytes * call);
       result.output_ms += ms_since(output_start);
+      // Reported only when the outputs did not change while they were read back: the digest must
+      // be that of the bytes the orchestrator compares.
+      if (request.digest && output_digest(backend, set) == digest) result.digests.push_back(digest);
       ++result.calls_completed;
     }
     const auto check_start = Clock::now();

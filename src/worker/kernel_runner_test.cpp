@@ -337,6 +337,28 @@ TEST_F(KernelRunner, VerifiedAndRepeatedOutputsAreNotWrittenAgain) {
   EXPECT_GE(second.checked[2].offset, 0);
 }
 
+TEST_F(KernelRunner, GateDigestsAreTheDigestsOfTheSameOutputsInATimedCheck) {
+  // The gate's digest of the outputs it compared lets a timed check on the same inputs skip its
+  // read-back: both paths must hash the same bytes the same way.
+  RunRequest run = unary_run(256, 2);
+  run.workload = workload_n("timed", 256);
+  run.digest = true;
+  const RunResult gated = run_outputs(*backend_, reference(), run);
+  ASSERT_EQ(gated.verdict, Verdict::ok) << gated.message;
+  ASSERT_EQ(gated.digests.size(), 2u);
+  EXPECT_EQ(gated.digests[0], gated.digests[1]);
+  TimeRequest request = unary_time(256);
+  request.checks = {{2, true, run.seed, run.distribution}};
+  request.verified = {{run.seed, run.distribution, gated.digests[0]}};
+  request.check_path = output_file("check_gate_digest");
+  const TimeResult timed = run_time(*backend_, reference(), request);
+  ASSERT_EQ(timed.checked.size(), 1u);
+  EXPECT_EQ(timed.checked[0].digest, gated.digests[0]);
+  EXPECT_EQ(timed.checked[0].offset, -1);  // verified by the gate: not written again
+  RunRequest plain = unary_run(256);
+  EXPECT_TRUE(run_outputs(*backend_, reference(), plain).digests.empty());  // only when asked
+}
+
 TEST_F(KernelRunner, SkippedWorkLeavesPoisonAtEveryCall) {
   // Computes on the first call of each input set only, then returns without writing: with the
   // outputs poisoned before every call, a later checked call on the same set reads NaN.

@@ -46,6 +46,38 @@ double number_or(const json& j, const char* key, double fallback) {
 
 Verdict verdict_of(const json& j) { return parse_verdict(j.at("verdict").get<std::string>()); }
 
+// Digests travel as 16 hex digits: JSON numbers above 2^53 do not survive every parser (the
+// Python worker's json module does, nlohmann's does, a future tool's may not).
+std::string digest_to_json(uint64_t digest) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(digest));
+  return text;
+}
+
+uint64_t digest_from_json(const json& j, const char* key) {
+  const std::string text = j.at(key).get<std::string>();
+  if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw Error(std::string("'") + key + "' must be 16 lowercase hex digits, got '" + text + "'");
+  }
+  return std::stoull(text, nullptr, 16);
+}
+
+json digests_to_json(const std::vector<uint64_t>& digests) {
+  json array = json::array();
+  for (uint64_t digest : digests) array.push_back(digest_to_json(digest));
+  return array;
+}
+
+std::vector<uint64_t> digests_from_json(const json& j, const char* key) {
+  std::vector<uint64_t> digests;
+  if (auto found = j.find(key); found != j.end()) {
+    for (size_t i = 0; i < found->size(); ++i) {
+      digests.push_back(digest_from_json(json{{"d", found->at(i)}}, "d"));
+    }
+  }
+  return digests;
+}
+
 }  // namespace
 
 std::string to_string(Command command) {
@@ -148,7 +180,8 @@ void to_json(json& j, const RunRequest& v) {
        {"output_path", v.output_path},
        {"late_write_wait_ms", number_to_json(v.late_write_wait_ms)},
        {"host_inputs", v.host_inputs},
-       {"remap", v.remap}};
+       {"remap", v.remap},
+       {"digest", v.digest}};
 }
 
 void from_json(const json& j, RunRequest& v) {
@@ -164,6 +197,7 @@ void from_json(const json& j, RunRequest& v) {
   v.late_write_wait_ms = number_or(j, "late_write_wait_ms", defaults.late_write_wait_ms);
   v.host_inputs = j.value("host_inputs", false);
   v.remap = j.value("remap", defaults.remap);
+  v.digest = j.value("digest", defaults.digest);
 }
 
 void to_json(json& j, const RunResult& v) {
@@ -176,6 +210,7 @@ void to_json(json& j, const RunResult& v) {
        {"guard_violation", v.guard_violation},
        {"foreign_work", v.foreign_work},
        {"work_audited", v.work_audited},
+       {"digests", digests_to_json(v.digests)},
        {"call_ms", numbers_to_json(v.call_ms)},
        {"input_ms", number_to_json(v.input_ms)},
        {"output_ms", number_to_json(v.output_ms)},
@@ -192,6 +227,7 @@ void from_json(const json& j, RunResult& v) {
   v.guard_violation = j.value("guard_violation", "");
   v.foreign_work = j.value("foreign_work", "");
   v.work_audited = j.value("work_audited", false);
+  v.digests = digests_from_json(j, "digests");
   v.call_ms = numbers_from_json(j, "call_ms");
   v.input_ms = number_or(j, "input_ms", 0.0);
   v.output_ms = number_or(j, "output_ms", 0.0);
@@ -219,25 +255,6 @@ void from_json(const json& j, MeasurementPolicy& v) {
   v.max_seconds = number_or(j, "max_seconds", defaults.max_seconds);
 }
 
-namespace {
-
-// Digests travel as 16 hex digits: JSON numbers above 2^53 do not survive every parser (the
-// Python worker's json module does, nlohmann's does, a future tool's may not).
-std::string digest_to_json(uint64_t digest) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(digest));
-  return text;
-}
-
-uint64_t digest_from_json(const json& j, const char* key) {
-  const std::string text = j.at(key).get<std::string>();
-  if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw Error(std::string("'") + key + "' must be 16 lowercase hex digits, got '" + text + "'");
-  }
-  return std::stoull(text, nullptr, 16);
-}
-
-}  // namespace
 
 void to_json(json& j, const TimedCheck& v) {
   j = {{"call", v.call}, {"overwrite", v.overwrite}, {"seed", v.seed},

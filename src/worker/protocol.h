@@ -114,6 +114,9 @@ struct RunRequest {
   /// InputRemap name (host_data.h): "none", or a self-test probe ("every_16th", "half_rows")
   /// whose inputs repeat some of their own elements. Only the reference ever gets one.
   std::string remap = "none";
+  /// Hash each call's outputs (output_digest, kernel_runner.h) into RunResult::digests, so that
+  /// outputs the orchestrator verified here need not be read back when a timed call repeats them.
+  bool digest = false;
 };
 struct RunResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device
@@ -130,6 +133,9 @@ struct RunResult {
   std::string foreign_work;
   bool work_audited = false;       // every call ran inside a work audit (false on cpu, or
                                    // where CUPTI is unavailable: foreign_work is then unknown)
+  /// With RunRequest::digest: the output_digest of each call whose outputs did not change while
+  /// they were read back (so possibly fewer than the calls).
+  std::vector<uint64_t> digests;
   std::vector<double> call_ms;     // host wall time of each call incl. device synchronize
   double input_ms = 0.0;           // making and uploading inputs
   double output_ms = 0.0;          // downloading and writing outputs

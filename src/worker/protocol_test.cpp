@@ -97,6 +97,7 @@ TEST(Protocol, RunMessagesRoundTrip) {
   result.output_bytes = 148;
   result.input_modified = "'x' at [3]";
   result.guard_violation = "wrote 4 bytes past output 'y'";
+  result.digests = {0x8000000000000001ULL, 7};
   result.call_ms = {0.5, std::numeric_limits<double>::infinity()};
   const RunResult result_back = round_trip(result);
   EXPECT_EQ(result_back.verdict, Verdict::runtime_error);
@@ -104,6 +105,7 @@ TEST(Protocol, RunMessagesRoundTrip) {
   EXPECT_EQ(result_back.output_bytes, 148);
   EXPECT_EQ(result_back.input_modified, "'x' at [3]");
   EXPECT_EQ(result_back.guard_violation, "wrote 4 bytes past output 'y'");
+  EXPECT_EQ(result_back.digests, result.digests);
   ASSERT_EQ(result_back.call_ms.size(), 2u);
   EXPECT_TRUE(std::isinf(result_back.call_ms[1]));  // non-finite values travel as strings
   EXPECT_EQ(json(result).at("call_ms")[1], "inf");
