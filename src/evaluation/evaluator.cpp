@@ -12,6 +12,7 @@
 #include "common/mapped_file.h"
 #include "evaluation/tolerance.h"
 #include "worker/host_data.h"
+#include "worker/kernel_runner.h"
 
 namespace kforge::evaluation {
 namespace {
@@ -283,11 +284,16 @@ Evaluator::CheckedTiming Evaluator::time_with_checks(
   request.checks = checks_->plan(timed_case(workload.name), measurement, checks);
   request.verified = checks_->verified(workload);
   request.check_path = scratch_->next_file("check");
-  create_private_file(request.check_path);
   struct Unlink {
-    std::string path;
-    ~Unlink() { ::unlink(path.c_str()); }
-  } unlink{request.check_path};
+    std::vector<std::string> paths;
+    ~Unlink() {
+      for (const std::string& path : paths) ::unlink(path.c_str());
+    }
+  } unlink;
+  for (size_t k = 0; k < request.checks.size(); ++k) {
+    unlink.paths.push_back(worker::check_file(request.check_path, k));
+    create_private_file(unlink.paths.back());
+  }
   CheckedTiming timing{on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
   const worker::TimeResult& result = timing.result;
   if (result.verdict != Verdict::ok) return timing;

@@ -7,6 +7,7 @@
 #include "common/mapped_file.h"
 #include "evaluation/comparison.h"
 #include "evaluation/tolerance.h"
+#include "worker/kernel_runner.h"
 
 namespace kforge::evaluation {
 namespace {
@@ -100,7 +101,6 @@ std::string TimedChecks::verify(const worker::TimeRequest& request,
                 std::to_string(request.checks.size()) + " checked calls of a " + rung + " timing");
   }
   if (result.checked.empty()) return "";
-  const MappedFile got(request.check_path, MappedFile::Mode::read);
   const Workload& workload = request.workload;
   for (size_t k = 0; k < result.checked.size(); ++k) {
     const worker::CheckedCall& checked = result.checked[k];
@@ -113,6 +113,7 @@ std::string TimedChecks::verify(const worker::TimeRequest& request,
       }
       continue;
     }
+    const MappedFile got(worker::check_file(request.check_path, k), MappedFile::Mode::read);
     GateCase gate_case;
     gate_case.workload = workload;
     gate_case.seed = checked.seed;
@@ -121,7 +122,7 @@ std::string TimedChecks::verify(const worker::TimeRequest& request,
     for (const OutputLayout& output : output_layout(task_.signature, workload)) {
       const TensorSpec& spec = task_.signature.tensors[output.tensor];
       const OutputComparison comparison = compare_output(
-          spec.dtype, got.bytes(checked.offset + output.offset, output.bytes),
+          spec.dtype, got.bytes(output.offset, output.bytes),
           expected.file.bytes(output.offset, output.bytes), output.shape,
           tolerance_for(task_.tolerance, spec.dtype));
       if (comparison.passed) continue;

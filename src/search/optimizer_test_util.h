@@ -108,20 +108,15 @@ class FakeWorker : public worker::Worker {
     // Checked calls: the same outputs as run() (they do not depend on the inputs), each written.
     const bool wrong = path.find("wrong.cpp") != std::string::npos;
     const int64_t n = request.workload.dims.at("n");
-    if (!request.checks.empty()) {
-      MappedFile file(request.check_path, MappedFile::Mode::write,
-                      n * 4 * static_cast<int64_t>(request.checks.size()));
+    for (size_t k = 0; k < request.checks.size(); ++k) {
+      const worker::TimedCheck& check = request.checks[k];
+      MappedFile file(request.check_path + "." + std::to_string(k), MappedFile::Mode::write, n * 4);
       auto* y = reinterpret_cast<float*>(file.data());
-      for (size_t k = 0; k < request.checks.size(); ++k) {
-        const worker::TimedCheck& check = request.checks[k];
-        for (int64_t i = 0; i < n; ++i) {
-          y[static_cast<int64_t>(k) * n + i] = wrong ? 0.0f : 1.0f + static_cast<float>(i) / 1000.0f;
-        }
-        const uint64_t own = request.seed + static_cast<uint64_t>(check.call % request.input_sets);
-        result.checked.push_back({check.call, check.overwrite ? check.seed : own,
-                                  check.overwrite ? check.distribution : request.distribution,
-                                  wrong ? 1u : 2u, static_cast<int64_t>(k) * n * 4, -1});
-      }
+      for (int64_t i = 0; i < n; ++i) y[i] = wrong ? 0.0f : 1.0f + static_cast<float>(i) / 1000.0f;
+      const uint64_t own = request.seed + static_cast<uint64_t>(check.call % request.input_sets);
+      result.checked.push_back({check.call, check.overwrite ? check.seed : own,
+                                check.overwrite ? check.distribution : request.distribution,
+                                wrong ? 1u : 2u, 0, -1});
     }
     return result;
   }

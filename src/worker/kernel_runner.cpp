@@ -296,14 +296,12 @@ class CallChecker {
                  known.digest == checked.digest;
         });
     if (!verified && checked.same_as < 0) {
-      if (!file_) {
-        // Mapped once, sized for every check (MappedFile truncates on opening for write).
-        file_.emplace(request_.check_path, MappedFile::Mode::write,
-                      static_cast<int64_t>(request_.checks.size()) * set.output_bytes());
-      }
-      checked.offset = written_bytes_;
-      set.download_outputs(file_->data() + written_bytes_);
-      written_bytes_ += set.output_bytes();
+      // A file per checked call, sized for one call's outputs: nothing is reserved (on tmpfs,
+      // gigabytes zeroed) for the checks whose outputs need no writing.
+      checked.offset = 0;
+      MappedFile file(check_file(request_.check_path, result_.checked.size()),
+                      MappedFile::Mode::write, set.output_bytes());
+      set.download_outputs(file.data());
     }
     result_.checked.push_back(std::move(checked));
     result_.check_ms += ms_since(start);
@@ -313,11 +311,13 @@ class CallChecker {
   DeviceBackend& backend_;
   const TimeRequest& request_;
   TimeResult& result_;
-  std::optional<MappedFile> file_;
-  int64_t written_bytes_ = 0;
 };
 
 }  // namespace
+
+std::string check_file(const std::string& check_path, size_t check) {
+  return check_path + "." + std::to_string(check);
+}
 
 uint64_t output_digest(DeviceBackend& backend, const TensorSet& set) {
   // FNV-1a over the per-output hashes (or over the bytes where the backend cannot hash).

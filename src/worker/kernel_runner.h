@@ -28,6 +28,10 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
 TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeRequest& request,
                     TimingCache* cache = nullptr);
 
+/// The file of check number `check` (its index in TimeRequest::checks) of a request whose
+/// check_path is `check_path`: "<check_path>.<check>".
+std::string check_file(const std::string& check_path, size_t check);
+
 /// A 64-bit digest of every output of `set` (signature order): FNV-1a over the backend's
 /// device-side content hash of each output, or over its bytes where the backend has none (cpu).
 /// Equal outputs give equal digests; used to skip re-reading outputs already verified.

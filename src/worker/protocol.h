@@ -179,9 +179,10 @@ struct CheckedCall {
   uint64_t seed = 0;                      // the inputs the call ran on
   std::string distribution = "uniform";
   uint64_t digest = 0;                    // hash of all outputs of the call (output_digest)
-  /// Byte offset of the call's outputs (all outputs, signature order) in check_path, or -1 when
-  /// their digest was a verified one, or equal to an earlier checked call's of this request on
-  /// the same inputs (then `same_as` names that call).
+  /// 0 when the call's outputs (all outputs, signature order) were written to its file
+  /// (check_file(check_path, k) for the k-th check), -1 when their digest was a verified one or
+  /// equal to an earlier checked call's of this request on the same inputs (then `same_as`
+  /// names that call) and nothing was written.
   int64_t offset = -1;
   int same_as = -1;
 };
@@ -193,8 +194,8 @@ struct CheckedCall {
 /// device events on the worker's stream around one call; the host wall clock around the call
 /// plus a device-wide synchronize is taken too, so work hidden on another stream shows as a gap.
 /// Checks: at each call of `checks` the outputs are hashed and, unless the digest is verified
-/// or repeated, appended to `check_path` (raw bytes, signature order) for the orchestrator to
-/// compare with the reference's. The orchestrator picks the calls from a secret of its own, so a
+/// or repeated, written to the k-th check's file "<check_path>.<k>" (raw bytes, signature order;
+/// the orchestrator creates every one) for the orchestrator to compare with the reference's. The orchestrator picks the calls from a secret of its own, so a
 /// kernel that computes only when it expects to be checked, replays cached results or leaves
 /// work unfinished when it returns fails at a call it cannot predict.
 struct TimeRequest {
@@ -208,7 +209,7 @@ struct TimeRequest {
   bool flush_l2 = true;
   std::vector<TimedCheck> checks;
   std::vector<VerifiedDigest> verified;
-  std::string check_path;  // must exist when checks is not empty
+  std::string check_path;  // base name of the check files; "<check_path>.<k>" must exist
 };
 struct TimeResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error
