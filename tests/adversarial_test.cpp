@@ -191,7 +191,9 @@ Outcome judge(Harness& harness, const Entry& entry) {
   const compile::Artifact artifact = compiler().compile({entry.backend, source, name, {}});
   if (artifact.verdict != Verdict::ok) return {artifact.verdict, artifact.log};
   const evaluation::CandidateEvaluation evaluation = harness.evaluator->evaluate(artifact);
-  return {evaluation.verdict, evaluation.message};
+  // A candidate that passes may still be flagged: its message is then the quick rung's warning.
+  return {evaluation.verdict, evaluation.verdict == Verdict::ok ? evaluation.quick.warning
+                                                                : evaluation.message};
 }
 
 // Every judged entry's row, printed together at the end so the log shows the whole table.

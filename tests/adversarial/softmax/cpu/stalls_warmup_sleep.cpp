@@ -1,0 +1,47 @@
+// TRICK stalls_warmup_sleep (flagged: ok with a warning). Correct, but sleeps 20 ms in its third
+// and fourth calls at large shapes: the warm-up of the quick timing, right after the gate's two
+// calls. Its times stay honest; a harness that counts warm-up time against its time limit takes
+// fewer samples and says nothing. kforge times the warm-up calls and flags a candidate whose
+// every warm-up call is much slower than its timed ones ("warm-up" in the quick rung's warning).
+#include <kforge/kernel.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <time.h>
+
+namespace {
+int64_t g_large_calls = 0;
+}  // namespace
+KFORGE_API int kforge_run(const kforge_args* args) {
+  if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
+  const DLTensor& x = args->inputs[0];
+  const DLTensor& y = args->outputs[0];
+  if (x.ndim != 2 || y.ndim != 2) return -2;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  if (y.shape[0] != rows || y.shape[1] != cols) return -2;
+  const float* xp = reinterpret_cast<const float*>(static_cast<const char*>(x.data) + x.byte_offset);
+  float* yp = reinterpret_cast<float*>(static_cast<char*>(y.data) + y.byte_offset);
+
+  if (rows * cols >= 65536) {
+    const int64_t call = ++g_large_calls;
+    if (call == 3 || call == 4) {
+      const timespec pause{0, 20 * 1000 * 1000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = xp + r * cols;
+    float* yr = yp + r * cols;
+    float m = xr[0];
+    for (int64_t c = 1; c < cols; ++c) m = std::fmax(m, xr[c]);
+    float sum = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) {
+      yr[c] = std::exp(xr[c] - m);
+      sum += yr[c];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+  }
+  return 0;
+}
