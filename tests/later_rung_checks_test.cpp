@@ -51,6 +51,7 @@ class LaterRungChecks : public ::testing::Test {
     candidates_ = std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), "cpu", 0);
     reference_ = std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), "cpu", 0);
     evaluation::EvaluationPolicy policy;
+    policy.input_sets = 2;                // the call counts below assume two sets
     policy.quick = {1, 5, 5, 1.0, 5.0};   // 5 timed calls; the warm-up covers both input sets
     policy.full = {1, 5, 5, 1.0, 5.0};
     policy.round = {1, 4, 4, 1.0, 5.0};

@@ -55,13 +55,17 @@ nlohmann::json timing_json(const TimingVerdict& timing) {
 /// its gate case and for each rotated input set that checked calls run on), the candidate's two
 /// calls, and the outputs of a timing request's checked calls.
 int64_t scratch_bytes_needed(const Task& task, const EvaluationPolicy& policy) {
-  int64_t largest = 0;
+  int64_t needed = 0;
   for (const Workload& workload : task.workloads) {
     int64_t bytes = 0;
     for (const OutputLayout& output : output_layout(task.signature, workload)) bytes += output.bytes;
-    largest = std::max(largest, bytes);
+    // Rotated sets only below the rotation limit (Evaluator::input_sets_for).
+    const bool rotated = static_cast<double>(min_bytes_moved(task.signature, workload)) <=
+                         policy.rotation_limit_bytes;
+    const int sets = rotated ? policy.input_sets : 1;
+    needed = std::max(needed, (4 + sets + policy.checks_per_request) * bytes);
   }
-  return (4 + policy.input_sets + policy.checks_per_request) * largest;
+  return needed;
 }
 
 }  // namespace

@@ -50,7 +50,9 @@ struct EvaluationPolicy {
   worker::MeasurementPolicy round{2, 10, 10, 1.0, 10.0};    // one round of rung 3 / compare()
   int final_rounds = 5;            // rung 3 rounds
   int compare_rounds = 5;          // rounds of an acceptance comparison
-  int input_sets = 2;              // rotated input sets while timing
+  /// Rotated input sets while timing (workloads below rotation_limit_bytes): a kernel that
+  /// memoizes by input address or a sample of the values must hold this many to replay them.
+  int input_sets = 4;
   double rotation_limit_bytes = double(int64_t{1} << 30);  // above: one set (see time_request)
   bool flush_l2 = true;
   /// Check timed outputs: every timing request of a candidate (quick, full, acceptance rounds,

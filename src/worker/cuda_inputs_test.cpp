@@ -20,6 +20,21 @@ constexpr InputDistribution kDistributions[] = {
     InputDistribution::uniform, InputDistribution::normal, InputDistribution::heavy_tailed,
     InputDistribution::small,   InputDistribution::pareto, InputDistribution::spike};
 
+/// The inputs `set` generated in place (`filled`) equal the host generator's bytes for (seed,
+/// distribution), and read back as unchanged.
+void expect_device_is_host(TensorSet& set, const FilledInputs& filled, uint64_t seed,
+                           InputDistribution distribution) {
+  ASSERT_TRUE(filled.host.empty()) << "the cuda backend generates in place";
+  const HostTensors host = set.make_inputs(seed, distribution);
+  for (size_t i = 0; i < 2; ++i) {
+    const HostBuffer device = set.download(i);
+    ASSERT_EQ(device.bytes, host[i].bytes);
+    EXPECT_EQ(std::memcmp(device.begin(), host[i].begin(), static_cast<size_t>(device.bytes)), 0)
+        << "input " << i;
+    EXPECT_EQ(set.input_change(i, filled), -1) << "input " << i;
+  }
+}
+
 class GpuInputs : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,18 +75,8 @@ TEST_F(GpuInputs, DeviceInputsAreTheHostBytes) {
                        (padded ? " padded" : ""));
           TensorSet set(*backend_, signature(dtype), workload(rows, cols), padded);
           const FilledInputs filled = set.fill_inputs(77, distribution);
-          ASSERT_TRUE(filled.host.empty()) << "the cuda backend generates in place";
           backend_->synchronize();
-          const HostTensors host = set.make_inputs(77, distribution);
-          for (size_t i = 0; i < 2; ++i) {
-            const HostBuffer device = set.download(i);
-            ASSERT_EQ(device.bytes, host[i].bytes);
-            EXPECT_EQ(std::memcmp(device.begin(), host[i].begin(),
-                                  static_cast<size_t>(device.bytes)),
-                      0)
-                << "input " << i;
-            EXPECT_EQ(set.input_change(i, filled), -1) << "input " << i;
-          }
+          expect_device_is_host(set, filled, 77, distribution);
         }
       }
     }
@@ -91,18 +96,8 @@ TEST_F(GpuInputs, RemappedDeviceInputsAreTheHostBytes) {
           TensorSet set(*backend_, signature(dtype), workload(33, 4097), padded);
           set.remap_inputs(remap);
           const FilledInputs filled = set.fill_inputs(78, distribution);
-          ASSERT_TRUE(filled.host.empty()) << "the cuda backend generates in place";
           backend_->synchronize();
-          const HostTensors host = set.make_inputs(78, distribution);
-          for (size_t i = 0; i < 2; ++i) {
-            const HostBuffer device = set.download(i);
-            ASSERT_EQ(device.bytes, host[i].bytes);
-            EXPECT_EQ(std::memcmp(device.begin(), host[i].begin(),
-                                  static_cast<size_t>(device.bytes)),
-                      0)
-                << "input " << i;
-            EXPECT_EQ(set.input_change(i, filled), -1) << "input " << i;
-          }
+          expect_device_is_host(set, filled, 78, distribution);
         }
       }
     }
