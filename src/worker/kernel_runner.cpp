@@ -230,14 +230,14 @@ double median_relative_half_width(const std::vector<double>& sorted) {
 
 namespace {
 
-/// The (seed, distribution) each input set of a timing request holds now.
+/// The (seed, distribution) a checked call's inputs were made from.
 struct SetInputs {
   uint64_t seed = 0;
   std::string distribution;
 };
 
-/// The timing loop's state that the checked calls need: where the inputs of every set came from,
-/// the check file, and what this request already wrote.
+/// The checked calls of one timing request: which calls, on which inputs, and what this request
+/// already reported (a repeated digest is not written twice).
 class CallChecker {
  public:
   CallChecker(DeviceBackend& backend, const TimeRequest& request, TimeResult& result)
@@ -262,21 +262,27 @@ class CallChecker {
     return nullptr;
   }
 
-  /// Before a checked call: overwrites the set's inputs when the check asks for it.
-  void prepare(const TimedCheck& check, TensorSet& set, SetInputs& inputs) {
-    if (!check.overwrite) return;
-    set.fill_inputs(check.seed, parse_input_distribution(check.distribution));
-    inputs = {check.seed, check.distribution};
+  /// The inputs checked call `check` runs on: the check's own when it overwrites, else those of
+  /// set `set_index` (seed + set_index, the request's distribution).
+  SetInputs inputs_of(const TimedCheck& check, size_t set_index) const {
+    if (check.overwrite) return {check.seed, check.distribution};
+    return {request_.seed + set_index, request_.distribution};
+  }
+
+  /// Before an overwriting checked call: the check's inputs over the set's.
+  void prepare(const TimedCheck& check, TensorSet& set) {
+    if (check.overwrite) {
+      set.fill_inputs(check.seed, parse_input_distribution(check.distribution));
+    }
   }
 
   /// After an overwriting checked call was recorded: the set's own inputs again, so that a later
   /// check on the set's own values (in this request or the next, through the cache) runs on
   /// values no check wrote there.
-  void restore(const TimedCheck& check, TensorSet& set, SetInputs& inputs,
-               const SetInputs& own) {
-    if (!check.overwrite) return;
-    set.fill_inputs(own.seed, parse_input_distribution(own.distribution));
-    inputs = own;
+  void restore(const TimedCheck& check, TensorSet& set, size_t set_index) {
+    if (check.overwrite) {
+      set.fill_inputs(request_.seed + set_index, parse_input_distribution(request_.distribution));
+    }
   }
 
   /// After a checked call returned and the device is idle: hashes the outputs and writes them
@@ -373,16 +379,13 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
                              {"input_sets", request.input_sets}};
   const std::string key = key_json.dump();
   std::vector<TensorSet> sets;
-  std::vector<SetInputs> set_inputs;
   if (cache != nullptr && cache->key == key && !cache->sets.empty()) {
     sets = std::move(cache->sets);
-    for (const auto& [seed, name] : cache->inputs) set_inputs.push_back({seed, name});
     result.inputs_reused = true;
   }
   if (cache != nullptr) {
     cache->key.clear();
     cache->sets.clear();  // frees the device memory of another key before allocating
-    cache->inputs.clear();
   }
   if (sets.empty()) {
     sets.emplace_back(backend, request.signature, request.workload);
@@ -394,7 +397,6 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
     }
     for (size_t s = 0; s < sets.size(); ++s) {
       sets[s].fill_inputs(request.seed + s, distribution);
-      set_inputs.push_back({request.seed + s, request.distribution});
     }
   }
   result.input_sets_used = static_cast<int>(sets.size());
@@ -434,7 +436,7 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
       const size_t set_index = static_cast<size_t>(i) % sets.size();
       TensorSet& set = sets[set_index];
       const TimedCheck* check = checker.at(i);
-      if (check != nullptr) checker.prepare(*check, set, set_inputs[set_index]);
+      if (check != nullptr) checker.prepare(*check, set);
       // Poisoned before every call, outside the timed region: a call that skips its work leaves
       // NaN, not the right answer of the last call on this set.
       set.poison_outputs();
@@ -467,9 +469,8 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
           result.work_audited = true;
         }
         if (result.guard_violation.empty()) result.guard_violation = set.guard_violation();
-        checker.record(i, set, set_inputs[set_index]);
-        checker.restore(*check, set, set_inputs[set_index],
-                        {request.seed + set_index, request.distribution});
+        checker.record(i, set, checker.inputs_of(*check, set_index));
+        checker.restore(*check, set, set_index);
       }
       if (auto clock = backend.read_clock()) {
         result.sm_clock_mhz.push_back(clock->sm_clock_mhz);
@@ -494,9 +495,6 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
     if (cache != nullptr && result.guard_violation.empty()) {
       cache->key = key;
       cache->sets = std::move(sets);
-      for (const SetInputs& inputs : set_inputs) {
-        cache->inputs.emplace_back(inputs.seed, inputs.distribution);
-      }
     }
   } catch (const DeviceError& e) {
     return fail(e.what());

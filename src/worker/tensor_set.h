@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "worker/device_backend.h"
@@ -323,13 +322,12 @@ class TensorSet {
 
 /// The input sets of the last timing request, kept by the worker for the next request with the
 /// same key (kernel, signature, workload, seeds): the rounds of a paired comparison then do not
-/// regenerate and upload gigabytes each time. `inputs` holds the (seed, distribution) each set
-/// holds now (a checked call may have overwritten a set's inputs). Dropped when the key changes
-/// and on any failure.
+/// regenerate and upload gigabytes each time (a checked call that overwrote a set's inputs has
+/// restored them). Dropped when the key changes, after a write into a guard band, and on any
+/// failure.
 struct TimingCache {
   std::string key;
   std::vector<TensorSet> sets;
-  std::vector<std::pair<uint64_t, std::string>> inputs;
 };
 
 }  // namespace kforge::worker

@@ -1,5 +1,5 @@
 // TRICK stalls_on_new_buffers (flagged: ok with a warning). Recognises repeated calls by their
-// input address: the first call on an address it has not seen spins 20 ms, every later call on it
+// input address: the first call on an address it has not seen spins 100 ms, every later call on it
 // is fast. A timing loop that warms up once per input set then times repeats sees fast samples
 // after a warm-up that cost far more; a time limit that counts the warm-up takes fewer samples.
 #include <kforge/kernel.h>
@@ -23,7 +23,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   float* yp = reinterpret_cast<float*>(static_cast<char*>(y.data) + y.byte_offset);
 
   if (rows * cols >= 65536 && g_seen.insert(xp).second) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     while (std::chrono::steady_clock::now() < until) {
     }
   }

@@ -1,4 +1,4 @@
-// TRICK stalls_warmup_sleep (flagged: ok with a warning). Correct, but sleeps 20 ms in its third
+// TRICK stalls_warmup_sleep (flagged: ok with a warning). Correct, but sleeps 100 ms in its third
 // to sixth calls at large shapes: the warm-up of the quick timing (one call per input set),
 // right after the gate's two calls. Its times stay honest; a harness that counts warm-up time against its time limit takes
 // fewer samples and says nothing. kforge times the warm-up calls and flags a candidate whose
@@ -26,7 +26,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (rows * cols >= 65536) {
     const int64_t call = ++g_large_calls;
     if (call >= 3 && call <= 6) {
-      const timespec pause{0, 20 * 1000 * 1000};
+      const timespec pause{0, 100 * 1000 * 1000};
       nanosleep(&pause, nullptr);
     }
   }

@@ -1,5 +1,5 @@
 // TRICK stalls_warmup_spin (flagged: ok with a warning). As stalls_warmup_sleep, but it busy-waits
-// on the clock for 20 ms (no sleep call for a screen to find) in its third to sixth calls at large
+// on the clock for 100 ms (no sleep call for a screen to find) in its third to sixth calls at large
 // shapes, the quick timing's warm-up.
 #include <kforge/kernel.h>
 
@@ -23,7 +23,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (rows * cols >= 65536) {
     const int64_t call = ++g_large_calls;
     if (call >= 3 && call <= 6) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
       while (std::chrono::steady_clock::now() < until) {
       }
     }
