@@ -15,7 +15,7 @@ import torch
 
 ABI_VERSION = 2
 
-# Numbering of DType (src/task/task.h) and InputDistribution (src/worker/host_data.h).
+# Numbering of DType (src/core/task.h) and InputDistribution (src/worker/host_data.h).
 DTYPE_NUMBERS = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5}
 DISTRIBUTION_NUMBERS = {"uniform": 0, "normal": 1, "heavy_tailed": 2, "small": 3, "pareto": 4,
                         "spike": 5}

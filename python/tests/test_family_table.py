@@ -10,7 +10,7 @@ import unittest
 from kforge_torch.family_table import FAMILIES, family_by_name
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
-DEFAULT_DISTRIBUTIONS = ["uniform", "normal", "heavy_tailed"]  # src/task/task.h
+DEFAULT_DISTRIBUTIONS = ["uniform", "normal", "heavy_tailed"]  # src/core/task.h
 
 
 def load(name: str) -> dict:

@@ -18,7 +18,7 @@
 #include "memory/store.h"
 #include "report/run_directory.h"
 #include "search/optimizer.h"
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::cli {
 

@@ -1,7 +1,7 @@
 // Harness errors: exceptions that carry the failing call and the context added at each layer.
 //
 // Expected outcomes of a candidate (compile error, wrong answer, crash, timeout) are values
-// (see evaluation/verdict.h), never exceptions. An Error means kforge itself, its input or its
+// (see core/verdict.h), never exceptions. An Error means kforge itself, its input or its
 // environment is wrong; it is caught once per job and once in main, which prints
 // "kforge: error: <message>" and exits non-zero.
 #pragma once

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "evaluation/verdict.h"
+#include "core/verdict.h"
 
 namespace kforge::compile {
 

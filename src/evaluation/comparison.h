@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::evaluation {
 

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/mapped_file.h"
+#include "evaluation/source_policy.h"
 #include "evaluation/tolerance.h"
 #include "worker/host_data.h"
 #include "worker/kernel_runner.h"

@@ -32,7 +32,7 @@
 #include "evaluation/reference_oracle.h"
 #include "evaluation/statistics.h"
 #include "evaluation/timed_checks.h"
-#include "task/task.h"
+#include "core/task.h"
 #include "worker/crash_retry.h"
 #include "worker/worker.h"
 

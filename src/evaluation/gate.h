@@ -15,7 +15,7 @@
 
 #include "common/scratch_dir.h"
 #include "evaluation/reference_oracle.h"
-#include "task/task.h"
+#include "core/task.h"
 #include "worker/worker.h"
 
 namespace kforge::evaluation {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "evaluation/statistics.h"
-#include "evaluation/verdict.h"
-#include "task/task.h"
+#include "core/verdict.h"
+#include "core/task.h"
 #include "worker/protocol.h"
 
 namespace kforge::evaluation {

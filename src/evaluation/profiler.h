@@ -17,7 +17,7 @@
 
 #include "common/scratch_dir.h"
 #include "compile/compiler.h"
-#include "task/task.h"
+#include "core/task.h"
 #include "worker/worker_client.h"
 
 namespace kforge::evaluation {

@@ -15,7 +15,7 @@
 #include "common/mapped_file.h"
 #include "common/scratch_dir.h"
 #include "compile/compiler.h"
-#include "task/task.h"
+#include "core/task.h"
 #include "worker/worker.h"
 
 namespace kforge::evaluation {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "evaluation/comparison.h"
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::evaluation {
 

@@ -11,18 +11,6 @@
 namespace kforge::evaluation {
 namespace {
 
-constexpr std::pair<PolicyCategory, const char*> kCategoryNames[] = {
-    {PolicyCategory::library_compute, "library_compute"},
-    {PolicyCategory::thread_creation, "thread_creation"},
-    {PolicyCategory::stream_creation, "stream_creation"},
-    {PolicyCategory::default_stream_launch, "default_stream_launch"},
-    {PolicyCategory::l2_persistence, "l2_persistence"},
-    {PolicyCategory::file_and_environment, "file_and_environment"},
-    {PolicyCategory::process_control, "process_control"},
-    {PolicyCategory::source_size, "source_size"},
-    {PolicyCategory::task_pattern, "task_pattern"},
-};
-
 // libstdc++ matches by recursion, one level per character consumed, so every repetition in these
 // patterns is bounded: whitespace runs are collapsed to one character before matching (see
 // prepare_source), and identifier tails use \w{0,40}. An untrusted source cannot then overflow the
@@ -242,126 +230,7 @@ void find_default_stream_launches(const std::string& code, std::vector<Hit>& hit
   }
 }
 
-// Each `*`, `+` or `{n,}` outside a bracket expression repeats without bound.
-bool has_unbounded_repeat(const std::string& pattern) {
-  bool in_bracket = false;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    char c = pattern[i];
-    if (c == '\\') {
-      ++i;
-    } else if (in_bracket) {
-      in_bracket = c != ']';
-    } else if (c == '[') {
-      in_bracket = true;
-      if (i + 1 < pattern.size() && pattern[i + 1] == ']') ++i;
-    } else if (c == '*' || c == '+' ||
-               (c == ',' && i + 1 < pattern.size() && pattern[i + 1] == '}')) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Compiles a task pattern; the message says what is wrong without the field name.
-std::regex compile_task_pattern(const std::string& pattern) {
-  if (has_unbounded_repeat(pattern)) {
-    throw Error("pattern '" + pattern + "' repeats without bound (*, + or {n,}); use {0,N}: " +
-                "an unbounded repeat over a long line of untrusted source overflows the stack");
-  }
-  std::regex regex;
-  try {
-    regex = std::regex(pattern);
-  } catch (const std::regex_error& e) {
-    throw Error("pattern '" + pattern + "' is not a valid ECMAScript regex: " + e.what());
-  }
-  if (std::regex_match(std::string(), regex)) {
-    throw Error("pattern '" + pattern + "' matches the empty string");
-  }
-  return regex;
-}
-
 }  // namespace
-
-std::string to_string(PolicyCategory category) {
-  for (const auto& [value, name] : kCategoryNames) {
-    if (value == category) return name;
-  }
-  throw Error("invalid PolicyCategory " + std::to_string(static_cast<int>(category)));
-}
-
-PolicyCategory parse_policy_category(const std::string& name) {
-  std::string known;
-  for (const auto& [value, known_name] : kCategoryNames) {
-    if (name == known_name) return value;
-    known += (known.empty() ? "" : ", ") + std::string(known_name);
-  }
-  throw Error("unknown policy category '" + name + "' (expected one of: " + known + ")");
-}
-
-const std::vector<PolicyCategory>& switchable_policy_categories() {
-  static const std::vector<PolicyCategory> categories = {
-      PolicyCategory::library_compute, PolicyCategory::thread_creation,
-      PolicyCategory::stream_creation, PolicyCategory::default_stream_launch,
-      PolicyCategory::l2_persistence,  PolicyCategory::file_and_environment,
-      PolicyCategory::process_control,
-  };
-  return categories;
-}
-
-SourcePolicy parse_source_policy(const toml::table* table, const std::string& where) {
-  SourcePolicy policy;
-  if (table == nullptr) return policy;
-  auto fail = [&](const std::string& field, const std::string& what) {
-    throw Error(where + ": policy." + field + ": " + what);
-  };
-  auto strings = [&](const toml::node& node, const std::string& field) {
-    const toml::array* array = node.as_array();
-    if (array == nullptr) fail(field, "expected an array of strings");
-    std::vector<std::string> values;
-    for (size_t i = 0; i < array->size(); ++i) {
-      const toml::value<std::string>* value = (*array)[i].as_string();
-      if (value == nullptr) fail(field + "[" + std::to_string(i) + "]", "expected a string");
-      values.push_back(value->get());
-    }
-    return values;
-  };
-  for (const auto& [key, node] : *table) {
-    std::string name(key.str());
-    if (name == "allow") {
-      std::vector<std::string> names = strings(node, name);
-      for (size_t i = 0; i < names.size(); ++i) {
-        std::string field = name + "[" + std::to_string(i) + "]";
-        PolicyCategory category = PolicyCategory::library_compute;
-        try {
-          category = parse_policy_category(names[i]);
-        } catch (const Error& e) {
-          fail(field, e.what());
-        }
-        if (category == PolicyCategory::source_size || category == PolicyCategory::task_pattern) {
-          fail(field, "'" + names[i] + "' cannot be allowed (set max_source_bytes or forbid)");
-        }
-        policy.enabled.erase(category);
-      }
-    } else if (name == "forbid") {
-      std::vector<std::string> patterns = strings(node, name);
-      for (size_t i = 0; i < patterns.size(); ++i) {
-        try {
-          compile_task_pattern(patterns[i]);
-        } catch (const Error& e) {
-          fail(name + "[" + std::to_string(i) + "]", e.what());
-        }
-      }
-      policy.extra_forbidden = std::move(patterns);
-    } else if (name == "max_source_bytes") {
-      const toml::value<int64_t>* bytes = node.as_integer();
-      if (bytes == nullptr || bytes->get() <= 0) fail(name, "expected a positive integer");
-      policy.max_source_bytes = bytes->get();
-    } else {
-      fail(name, "unknown key (expected allow, forbid or max_source_bytes)");
-    }
-  }
-  return policy;
-}
 
 std::vector<PolicyViolation> check_source(const SourcePolicy& policy, std::string_view source,
                                           std::string_view backend) {

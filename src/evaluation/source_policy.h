@@ -20,53 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include <toml++/toml.h>
+#include "core/policy_settings.h"
 
 namespace kforge::evaluation {
-
-/// What a rule protects. The first seven can be switched off per task (`allow`); source_size and
-/// task_pattern come from the task itself and always apply.
-enum class PolicyCategory {
-  library_compute,        // calls a vendor library (cuBLAS, cuDNN, CUTLASS, Thrust, ATen, ...)
-  thread_creation,        // starts threads or processes (OpenMP pragmas are allowed)
-  stream_creation,        // makes its own streams, graphs, host callbacks or timing events
-  default_stream_launch,  // work on the default stream or device-wide synchronization (cuda)
-  l2_persistence,         // sets an L2 access-policy window or persisting-L2 limit
-  file_and_environment,   // files, devices, /proc, environment, dynamic loading, sockets
-  process_control,        // exits, aborts, signals, non-local jumps, raw system calls
-  source_size,            // the source is larger than SourcePolicy::max_source_bytes
-  task_pattern,           // matches one of the task's own forbidden patterns
-};
-
-std::string to_string(PolicyCategory category);
-/// Inverse of to_string; throws Error on an unknown name, listing the known ones.
-PolicyCategory parse_policy_category(const std::string& name);
-
-/// The categories a task may switch off with `allow`, in declaration order.
-const std::vector<PolicyCategory>& switchable_policy_categories();
-
-/// What to check. Defaults: every switchable category on, no extra patterns, 256 KiB.
-struct SourcePolicy {
-  std::set<PolicyCategory> enabled{switchable_policy_categories().begin(),
-                                   switchable_policy_categories().end()};
-  // ECMAScript regular expressions given by the task (e.g. the reference's function name, so a
-  // candidate cannot call the reference), matched like the built-in rules: on the source without
-  // comments, each whitespace run collapsed to one character. Repetition must be bounded
-  // ({0,N}, not * or +): libstdc++ matches by recursion, one level per character.
-  std::vector<std::string> extra_forbidden;
-  // Larger sources are rejected unscanned. 256 KiB is ~17x the largest kernel in kernels/ (15 KB)
-  // and bounds the time spent matching an untrusted text.
-  int64_t max_source_bytes = 262144;
-};
-
-/// Reads the optional `[policy]` table of a task file (`table` may be null: defaults):
-///   allow = ["library_compute", ...]   switches those categories off
-///   forbid = ["regex", ...]            adds task patterns (each must compile, repeat only a
-///                                      bounded number of times, and not match the empty string)
-///   max_source_bytes = N               a positive integer
-/// Throws Error "<where>: policy.<field>: <what was expected>" on a wrong type, an unknown
-/// category, a bad pattern or an unknown key.
-SourcePolicy parse_source_policy(const toml::table* table, const std::string& where);
 
 /// One rule broken at one place of the source.
 struct PolicyViolation {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "task/policy_table.h"
 
 namespace kforge::evaluation {
 namespace {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "evaluation/reference_oracle.h"
-#include "task/task.h"
+#include "core/task.h"
 #include "worker/protocol.h"
 
 namespace kforge::evaluation {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "evaluation/comparison.h"
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::evaluation {
 

@@ -25,7 +25,7 @@
 #include "llm/llm_selector.h"
 #include "llm/prompt_builder.h"
 #include "memory/store.h"
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::generation {
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "evaluation/verdict.h"
+#include "core/verdict.h"
 #include "llm/chat.h"
 #include "llm/prompt_template.h"
 #include "memory/htg.h"
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::llm {
 

@@ -91,7 +91,7 @@
 #include "search/run_journal.h"
 #include "search/scheduler.h"
 #include "search/worker_pool.h"
-#include "task/task.h"
+#include "core/task.h"
 #include "worker/worker.h"
 
 namespace kforge::search {

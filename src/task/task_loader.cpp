@@ -10,7 +10,8 @@
 
 #include "common/error.h"
 #include "common/hash.h"
-#include "task/expression.h"
+#include "core/expression.h"
+#include "task/policy_table.h"
 #include "task/torch_task.h"
 
 namespace kforge {
@@ -383,7 +384,7 @@ Task load_task(const std::string& path) {
   task.workloads = read_workloads(reader, root);
   task.tolerance = read_tolerance(reader, root);
   task.reference_paths = read_references(reader, root);
-  task.source_policy = evaluation::parse_source_policy(root.get_as<toml::table>("policy"), path);
+  task.source_policy = parse_source_policy(root.get_as<toml::table>("policy"), path);
   check_unique_names(reader, task);
   check_bindings(reader, task);
   read_torch_reference(reader, root, task);

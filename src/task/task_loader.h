@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge {
 

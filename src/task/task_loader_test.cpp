@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "task/expression.h"
+#include "core/expression.h"
 
 namespace kforge {
 namespace {
@@ -172,7 +172,7 @@ TEST_F(TaskLoaderTest, EvaluationFieldsLoadAndAreValidated) {
   EXPECT_EQ(task.distributions, (std::vector<std::string>{"uniform", "normal", "small"}));
   EXPECT_EQ(bytes_per_call(task, task.workloads[1]), 4 * 1024 * 1024);
   EXPECT_TRUE(task.signature.tensors[0].strided);
-  EXPECT_FALSE(task.source_policy.enabled.contains(evaluation::PolicyCategory::library_compute));
+  EXPECT_FALSE(task.source_policy.enabled.contains(PolicyCategory::library_compute));
 
   EXPECT_NE(error_of(replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nnormalized = -1"))
                 .find("tolerance.normalized"),

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::worker {
 

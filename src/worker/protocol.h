@@ -26,8 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evaluation/verdict.h"
-#include "task/task.h"
+#include "core/verdict.h"
+#include "core/task.h"
 
 namespace kforge::worker {
 

@@ -14,7 +14,7 @@
 
 #include "common/paths.h"
 #include "process/subprocess.h"
-#include "task/task.h"
+#include "core/task.h"
 
 namespace kforge::worker::testing {
 

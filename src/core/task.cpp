@@ -1,11 +1,11 @@
-#include "task/task.h"
+#include "core/task.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 
 #include "common/error.h"
-#include "task/expression.h"
+#include "core/expression.h"
 
 namespace kforge {
 

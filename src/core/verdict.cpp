@@ -1,4 +1,4 @@
-#include "evaluation/verdict.h"
+#include "core/verdict.h"
 
 #include <array>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "task/expression.h"
+#include "core/expression.h"
 
 #include <cctype>
 #include <cstdlib>

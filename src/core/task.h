@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evaluation/source_policy.h"
+#include "core/policy_settings.h"
 
 namespace kforge {
 
@@ -113,7 +113,7 @@ struct Task {
   /// (GatePlan::adversarial_distributions), dropping one on which the reference is not finite.
   std::vector<std::string> distributions = {"uniform", "normal", "heavy_tailed"};
   /// Static checks on candidate sources ([policy] table).
-  evaluation::SourcePolicy source_policy;
+  SourcePolicy source_policy;
   std::string source_path;       // the TOML or PyTorch problem file it came from
   /// A PyTorch module as the reference (task/torch_task.h, docs/torch_tasks.md): the derived
   /// task JSON, whose `torch` section maps the signature onto the module. Null for a task with
