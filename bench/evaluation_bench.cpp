@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "backends/backend.h"
 #include "common/paths.h"
 #include "compile/toolchain_compiler.h"
 #include "evaluation/evaluator.h"
@@ -207,7 +208,7 @@ int main(int argc, char** argv) {
     compile::ToolchainOptions options;
     options.cache_dir = cache.string();
     options.include_dirs = kernel_include_dirs();
-    compile::ToolchainCompiler compiler(options);
+    compile::ToolchainCompiler compiler(options, &backends::toolchain_for);
     json result;
     const auto start = Clock::now();
     result["timing_quality"] = timing_quality(compiler, backend, trials);

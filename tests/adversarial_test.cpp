@@ -22,6 +22,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.h"
+#include "backends/backend.h"
 #include "common/paths.h"
 #include "compile/toolchain_compiler.h"
 #include "evaluation/evaluator.h"
@@ -111,7 +112,7 @@ compile::ToolchainCompiler& compiler() {
     options.include_dirs = kernel_include_dirs();
     options.cuda_arch = "sm_90";
     return options;
-  }());
+  }(), &backends::toolchain_for);
   return instance;
 }
 

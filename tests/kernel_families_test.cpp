@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "backends/backend.h"
 #include "common/paths.h"
 #include "compile/toolchain_compiler.h"
 #include "evaluation/evaluator.h"
@@ -107,7 +108,7 @@ compile::ToolchainCompiler& compiler() {
     options.include_dirs = kernel_include_dirs();
     options.cuda_arch = "sm_90";
     return options;
-  }());
+  }(), &backends::toolchain_for);
   return instance;
 }
 

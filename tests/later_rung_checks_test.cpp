@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/paths.h"
+#include "backends/backend.h"
 #include "compile/toolchain_compiler.h"
 #include "evaluation/evaluator.h"
 #include "task/task_loader.h"
@@ -47,7 +48,7 @@ class LaterRungChecks : public ::testing::Test {
     compile::ToolchainOptions options;
     options.cache_dir = worker::testing::scratch_dir() + "/later-rung-cache";
     options.include_dirs = kernel_include_dirs();
-    compiler_ = std::make_unique<compile::ToolchainCompiler>(options);
+    compiler_ = backends::make_compiler(options);
     candidates_ = std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), "cpu", 0);
     reference_ = std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), "cpu", 0);
     evaluation::EvaluationPolicy policy;

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backends/backend.h"
 #include "cli/memory_command.h"
 #include "cli/optimize_command.h"
 #include "cli/option_source.h"
@@ -80,9 +81,12 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
           "Stop once the LLM plane spent this many US dollars (default 1 with --generator llm)")
       ->envname("KFORGE_MAX_COST_USD")
       ->check(positive_limit());
-  optimize->add_option("--backend", options.backend, "auto, cpu or cuda")
+  std::vector<std::string> backend_choices = backends::known_backend_names();
+  backend_choices.insert(backend_choices.begin(), "auto");
+  optimize->add_option("--backend", options.backend, "auto, " + backends::backend_names() +
+                       (backends::absent_backends().empty() ? "" : " (in this build)"))
       ->envname("KFORGE_BACKEND")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->check(CLI::IsMember(backend_choices))
       ->capture_default_str();
   optimize->add_option("--run-dir", options.run_dir, "Where the run goes (default runs/<task>-<time>)")
       ->envname("KFORGE_RUN_DIR");

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/paths.h"
@@ -270,16 +271,17 @@ void add_memory_command(CLI::App& app, MemoryCommandOptions& options) {
       ->envname("KFORGE_MEMORY");
   CLI::App* show = memory->add_subcommand("show", "Directions, strategies and edges as tables");
   // The backends a direction can list (knowledge/seed.toml); any other name matches nothing.
-  const std::vector<std::string> backends = {"cpu", "cuda"};
-  show->add_option("--backend", options.backend, "Only this backend (cpu, cuda)")
-      ->check(CLI::IsMember(backends));
+  const std::vector<std::string> names = backends::known_backend_names();
+  const std::string only = "Only this backend (" + fmt::format("{}", fmt::join(names, ", ")) + ")";
+  show->add_option("--backend", options.backend, only)
+      ->check(CLI::IsMember(names));
   show->add_flag("--json", options.json, "Print the whole memory as JSON (the export format)");
   CLI::App* graph = memory->add_subcommand(
       "graph",
       "The HTG as Graphviz DOT (stdout or .dot/.gv), or an image rendered by graphviz "
       "when --output ends in .svg, .png or .pdf");
-  graph->add_option("--backend", options.backend, "Only this backend (cpu, cuda)")
-      ->check(CLI::IsMember(backends));
+  graph->add_option("--backend", options.backend, only)
+      ->check(CLI::IsMember(names));
   graph
       ->add_option("-o,--output", options.output,
                    "File to write (.dot or .gv; .svg, .png or .pdf via dot)")

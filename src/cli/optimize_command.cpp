@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backends/backend.h"
 #include "cli/commands.h"
 #include "cli/optimize_resume.h"
 #include "common/error.h"
@@ -36,36 +37,57 @@ namespace kforge::cli {
 namespace fs = std::filesystem;
 
 std::string resolve_backend(const std::string& requested, int device, std::string* why) {
-  if (requested == "cpu" || requested == "cuda") return requested;
   if (requested != "auto") {
-    throw Error("unknown backend '" + requested + "' (expected auto, cpu or cuda)");
+    if (const backends::Backend* found = backends::find_backend(requested)) return found->name;
+    for (const auto& [absent, reason] : backends::absent_backends()) {
+      if (absent == requested) return backends::get_backend(requested).name;  // throws: why
+    }
+    throw Error("unknown backend '" + requested + "' (expected auto, " +
+                backends::backend_names() + ")");
   }
-  // The orchestrator never creates a CUDA context itself: a worker answers for the device.
-  try {
-    worker::ProcessWorker probe(worker_binary_path(), "cuda", device);
-    probe.device_info();  // throws when no device answers
-    probe.shutdown();
-    return "cuda";
-  } catch (const std::exception& e) {
-    if (why != nullptr) {
+  std::string reasons;
+  for (const auto& [absent, reason] : backends::absent_backends()) {
+    reasons += (reasons.empty() ? "" : "; ") + ("the " + absent + " backend is not in this build: ") + reason;
+  }
+  for (const backends::Backend* backend : backends::all_backends()) {
+    if (!backend->can.probed_by_auto) {
+      if (why != nullptr) *why = reasons;
+      return backend->name;  // the fallback, always there
+    }
+    // The orchestrator never creates a device context itself: a worker answers for the device.
+    try {
+      worker::ProcessWorker probe(worker_binary_path(), backend->name, device);
+      probe.device_info();  // throws when no device answers
+      probe.shutdown();
+      return backend->name;
+    } catch (const std::exception& e) {
       // The worker's own last line says why ("no CUDA device: ..."); keep just that.
       std::string message = e.what();
       while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
       auto last = message.rfind("error: ");
-      *why = last == std::string::npos ? message : message.substr(last + 7);
+      reasons += (reasons.empty() ? "" : "; ") + ("no usable " + backend->name + " device (") +
+                 (last == std::string::npos ? message : message.substr(last + 7)) + ")";
     }
-    return "cpu";
   }
+  throw Error("--backend auto: no backend answered (" + reasons + ")");
 }
 
 std::vector<int> candidate_devices(const OptimizeCommandOptions& options,
                                    const std::string& backend) {
-  if (!options.devices.empty() && backend != "cuda") {
-    throw Error("--devices applies to the cuda backend (this run uses " + backend +
-                "); on cpu use --workers N for N candidate worker processes");
+  const backends::Backend& table = backends::get_backend(backend);
+  if (!options.devices.empty() && !table.can.several_devices) {
+    throw Error("--devices applies to the " +
+                backends::backends_that(&backends::Capabilities::several_devices) +
+                " backend (this run uses " + backend + ")" +
+                (table.can.several_workers
+                     ? "; on " + backend + " use --workers N for N candidate worker processes"
+                     : ""));
   }
-  if (options.workers > 1 && backend != "cpu") {
-    throw Error("--workers applies to the cpu backend; on cuda list the devices: --devices 0,1");
+  if (options.workers > 1 && !table.can.several_workers) {
+    throw Error("--workers applies to the " +
+                backends::backends_that(&backends::Capabilities::several_workers) + " backend" +
+                (table.can.several_devices ? "; on " + backend + " list the devices: --devices 0,1"
+                                           : ""));
   }
   if (options.devices.empty()) return std::vector<int>(static_cast<size_t>(options.workers),
                                                        options.device);
@@ -229,8 +251,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   std::string why;
   if (!options.devices.empty()) options.device = options.devices.front();
   std::string backend = resolve_backend(options.backend, options.device, &why);
-  if (options.backend == "auto" && backend == "cpu") {
-    std::cerr << "kforge: no usable CUDA device (" << why << "); using the cpu backend\n";
+  if (options.backend == "auto" && !why.empty()) {
+    std::cerr << "kforge: " << why << "; using the " << backend << " backend\n";
   }
   const std::vector<int> devices = candidate_devices(options, backend);
   if (!task.has_torch_reference() && !task.reference_paths.count(backend)) {
@@ -264,7 +286,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   toolchain.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   toolchain.include_dirs = kernel_include_dirs();
   toolchain.cuda_arch = options.cuda_arch;
-  compile::ToolchainCompiler compiler(toolchain);
+  compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
   compiler.toolchain(backend);  // fails now, with a clear message, if the compiler is missing
 
   std::string memory_path =
@@ -338,12 +360,14 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   std::vector<worker::Worker*> candidate_workers;
   for (auto& w : workers) candidate_workers.push_back(w.get());
   std::optional<std::string> ncu;
-  if (options.profile != "off" && backend == "cuda") ncu = evaluation::find_ncu();
+  const bool profiles = backends::get_backend(backend).can.ncu_profiler;
+  if (options.profile != "off" && profiles) ncu = evaluation::find_ncu();
   if (options.profile == "on" && !ncu) {
-    throw Error(backend == "cuda"
-                    ? "--profile on: Nsight Compute (ncu) was not found in $PATH, $CUDA_HOME/bin "
-                      "or /usr/local/cuda/bin; install it or use --profile off"
-                    : "--profile on needs the cuda backend (Nsight Compute profiles GPU kernels)");
+    throw Error(profiles ? "--profile on: Nsight Compute (ncu) was not found in $PATH, $CUDA_HOME/bin "
+                           "or /usr/local/cuda/bin; install it or use --profile off"
+                         : "--profile on needs the " +
+                               backends::backends_that(&backends::Capabilities::ncu_profiler) +
+                               " backend (Nsight Compute profiles GPU kernels)");
   }
 
   fs::path run_path = options.run_dir.empty()
@@ -422,7 +446,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   if (llm_session) optimizer.set_cost_meter([&] { return llm_session->cost_usd(); });
   std::unique_ptr<ScratchDir> profile_scratch;
   std::unique_ptr<evaluation::NcuProfiler> profiler;
-  if (ncu && backend == "cuda") {
+  if (ncu && profiles) {
     profile_scratch = std::make_unique<ScratchDir>("kforge-profile");
     worker_config.measure_device = false;
     worker_config.on_restart = nullptr;  // not the reference worker
@@ -451,7 +475,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
 
   nlohmann::json json = result.to_json();
   json["workers"] = devices.size();
-  if (backend == "cuda") json["devices"] = devices;
+  if (backends::get_backend(backend).can.several_devices) json["devices"] = devices;
   json["task"] = task.name;
   json["finished"] = report::utc_now_iso8601();
   json["generator"] = generator.name();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -94,6 +95,21 @@ std::string cannot_write(const fs::path& path) {
     why = error != 0 ? std::strerror(error) : "the write failed";
   }
   return "cannot write " + path.string() + ": " + why;
+}
+
+std::string find_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    return std::filesystem::exists(program) ? program : "";
+  }
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  std::istringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::filesystem::path candidate = std::filesystem::path(dir.empty() ? "." : dir) / program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
 }
 
 }  // namespace kforge

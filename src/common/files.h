@@ -21,4 +21,8 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 /// failed call (read right after it).
 std::string cannot_write(const std::filesystem::path& path);
 
+/// `program` looked up on $PATH (the first executable of that name), or `program` itself when it
+/// contains a '/' and exists; "" when neither.
+std::string find_on_path(const std::string& program);
+
 }  // namespace kforge

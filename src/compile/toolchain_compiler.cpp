@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -42,20 +43,8 @@ std::string query_version(const std::string& program, const std::string& label) 
 
 }  // namespace
 
-std::string find_on_path(const std::string& program) {
-  if (program.find('/') != std::string::npos) return fs::exists(program) ? program : "";
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  std::istringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return "";
-}
-
-ToolchainCompiler::ToolchainCompiler(ToolchainOptions options) : options_(std::move(options)) {
+ToolchainCompiler::ToolchainCompiler(ToolchainOptions options, ToolchainLookup toolchains)
+    : options_(std::move(options)), toolchains_(std::move(toolchains)) {
   if (const char* cxx = std::getenv("KFORGE_CXX"); cxx != nullptr && *cxx != '\0') {
     options_.gxx = cxx;
   }
@@ -63,55 +52,29 @@ ToolchainCompiler::ToolchainCompiler(ToolchainOptions options) : options_(std::m
 }
 
 std::string ToolchainCompiler::compiler_path(const std::string& backend) {
-  if (backend == "cpu") {
-    std::string found = find_on_path(options_.gxx);
-    if (found.empty()) {
-      throw Error("C++ compiler '" + options_.gxx +
-                  "' not found on PATH (needed by the cpu backend; install g++ or set KFORGE_CXX)");
-    }
-    return found;
-  }
-  if (backend != "cuda") throw Error("unknown backend '" + backend + "' (expected cpu or cuda)");
+  const Toolchain& chain = toolchains_(backend);
   std::lock_guard lock(mutex_);
-  if (!nvcc_path_.empty()) return nvcc_path_;
-  std::string nvcc = options_.nvcc;
-  if (nvcc.empty()) {
-    if (const char* env = std::getenv("KFORGE_NVCC"); env != nullptr && *env != '\0') nvcc = env;
-  }
-  if (nvcc.empty()) nvcc = find_on_path("nvcc");
-  if (nvcc.empty()) {
-    const char* home = std::getenv("CUDA_HOME");
-    fs::path guess = fs::path(home != nullptr ? home : "/usr/local/cuda") / "bin" / "nvcc";
-    if (fs::exists(guess)) nvcc = guess.string();
-  }
-  if (nvcc.empty() || find_on_path(nvcc).empty()) {
-    throw Error("nvcc not found (needed by the cuda backend): put the CUDA toolkit's bin on PATH, "
-                "or set KFORGE_NVCC or CUDA_HOME");
-  }
-  nvcc_path_ = find_on_path(nvcc);
-  return nvcc_path_;
+  auto found = paths_.find(backend);
+  if (found == paths_.end()) found = paths_.emplace(backend, chain.locate(options_)).first;
+  return found->second;
 }
 
 std::string ToolchainCompiler::toolchain(const std::string& backend) {
   std::string program = compiler_path(backend);
+  const std::string label = toolchains_(backend).label();
   std::lock_guard lock(mutex_);
-  std::string& cached = backend == "cpu" ? gxx_version_ : nvcc_version_;
-  if (cached.empty()) cached = query_version(program, backend == "cpu" ? "g++" : "nvcc");
-  return cached;
+  auto found = versions_.find(backend);
+  if (found == versions_.end()) {
+    found = versions_.emplace(backend, query_version(program, label)).first;
+  }
+  return found->second;
 }
 
 std::vector<std::string> ToolchainCompiler::command(const CompileJob& job,
                                                     const std::string& source_path,
                                                     const std::string& output) {
-  std::vector<std::string> argv;
-  if (job.backend == "cpu") {
-    // -march=native: candidates are built and timed on the same machine.
-    argv = {compiler_path("cpu"), "-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared",
-            "-fPIC", "-fvisibility=hidden"};
-  } else {
-    argv = {compiler_path("cuda"), "-std=c++17", "-O3", "-arch=" + options_.cuda_arch,
-            "-lineinfo", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden"};
-  }
+  std::vector<std::string> argv = {compiler_path(job.backend)};
+  for (std::string& flag : toolchains_(job.backend).flags(options_)) argv.push_back(std::move(flag));
   for (const std::string& dir : options_.include_dirs) argv.push_back("-I" + dir);
   for (const auto& [key, value] : job.defines) argv.push_back("-D" + key + "=" + value);
   argv.push_back(source_path);
@@ -143,7 +106,7 @@ std::string ToolchainCompiler::headers_digest() {
 
 Artifact ToolchainCompiler::compile(const CompileJob& job) {
   Artifact artifact;
-  const std::string extension = job.backend == "cuda" ? ".cu" : ".cpp";
+  const std::string extension = toolchains_(job.backend).source_extension();
   // The key covers everything that changes the binary: source, defines, flags, toolchain, and
   // the kforge headers a source may include.
   std::ostringstream identity;

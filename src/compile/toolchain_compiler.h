@@ -1,27 +1,27 @@
-// Real compilers: g++ for `cpu`, nvcc for `cuda`, run as subprocesses with a timeout, with a
-// content-addressed artifact cache on disk (checked before compiling, as Kernel Tuner does).
+// Real compilers (each backend's Toolchain: g++ for `cpu`, nvcc for `cuda`), run as subprocesses
+// with a timeout, with a content-addressed artifact cache on disk (checked before compiling, as
+// Kernel Tuner does).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "compile/compiler.h"
+#include "compile/toolchain.h"
 
 namespace kforge::compile {
 
-struct ToolchainOptions {
-  std::string cache_dir;             // artifacts: <cache_dir>/<key>.so and <key>.log
-  std::vector<std::string> include_dirs;  // kforge/kernel.h and dlpack/dlpack.h (paths.h)
-  std::string cuda_arch = "sm_90";   // nvcc -arch
-  double timeout_s = 120.0;          // per compiler run; a hang is a compile_error
-  std::string gxx = "g++";           // overridable: $KFORGE_CXX
-  std::string nvcc;                  // empty: $KFORGE_NVCC, else PATH, else $CUDA_HOME/bin/nvcc
-};
+/// The toolchain that builds `backend`'s sources; throws Error for a backend it does not know.
+/// src/backends/backend.h's toolchain_for is the real one; tests may pass their own.
+using ToolchainLookup = std::function<const Toolchain&(const std::string& backend)>;
 
 class ToolchainCompiler : public Compiler {
  public:
-  explicit ToolchainCompiler(ToolchainOptions options);
+  /// Compiles with `toolchains(job.backend)`; $KFORGE_CXX, when set, replaces options.gxx.
+  ToolchainCompiler(ToolchainOptions options, ToolchainLookup toolchains);
   Artifact compile(const CompileJob& job) override;
   std::string toolchain(const std::string& backend) override;
 
@@ -37,14 +37,11 @@ class ToolchainCompiler : public Compiler {
   std::string headers_digest();
 
   ToolchainOptions options_;
-  std::mutex mutex_;                 // guards the version cache below
-  std::string gxx_version_;
-  std::string nvcc_version_;
-  std::string nvcc_path_;
+  ToolchainLookup toolchains_;
+  std::mutex mutex_;                 // guards the caches below
+  std::map<std::string, std::string> paths_;     // backend -> located compiler program
+  std::map<std::string, std::string> versions_;  // backend -> "g++ 12.2.0"
   std::string headers_digest_;       // guarded by mutex_; empty until first computed
 };
-
-/// Looks `program` up on PATH; empty if not found.
-std::string find_on_path(const std::string& program);
 
 }  // namespace kforge::compile

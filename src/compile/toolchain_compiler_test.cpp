@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "common/paths.h"
 
@@ -37,7 +38,7 @@ class ToolchainCompilerTest : public ::testing::Test {
 };
 
 TEST_F(ToolchainCompilerTest, BuildsASharedObjectAndCachesIt) {
-  ToolchainCompiler compiler(options_);
+  ToolchainCompiler compiler(options_, &backends::toolchain_for);
   CompileJob job = cpu_job("KFORGE_API int kforge_run(const kforge_args*) { return KF_X; }\n");
   job.defines["KF_X"] = "0";
   Artifact first = compiler.compile(job);
@@ -61,17 +62,17 @@ TEST_F(ToolchainCompilerTest, AnEditedKforgeHeaderChangesTheKey) {
   CompileJob job = cpu_job(
       "#include <kforge/value.h>\nKFORGE_API int kforge_run(const kforge_args*) { return "
       "KF_VALUE; }\n");
-  const Artifact first = ToolchainCompiler(options_).compile(job);
+  const Artifact first = ToolchainCompiler(options_, &backends::toolchain_for).compile(job);
   ASSERT_EQ(first.verdict, Verdict::ok) << first.log;
-  EXPECT_EQ(ToolchainCompiler(options_).compile(job).key, first.key);  // unchanged: same key
+  EXPECT_EQ(ToolchainCompiler(options_, &backends::toolchain_for).compile(job).key, first.key);  // unchanged: same key
   std::ofstream(headers / "kforge" / "value.h") << "#define KF_VALUE 1\n";
-  const Artifact second = ToolchainCompiler(options_).compile(job);
+  const Artifact second = ToolchainCompiler(options_, &backends::toolchain_for).compile(job);
   EXPECT_NE(second.key, first.key);
   EXPECT_FALSE(second.from_cache);
 }
 
 TEST_F(ToolchainCompilerTest, CompileErrorIsAVerdictWithTheLog) {
-  ToolchainCompiler compiler(options_);
+  ToolchainCompiler compiler(options_, &backends::toolchain_for);
   Artifact artifact = compiler.compile(cpu_job("this is not C++;\n"));
   EXPECT_EQ(artifact.verdict, Verdict::compile_error);
   EXPECT_NE(artifact.log.find("error"), std::string::npos);
@@ -81,7 +82,7 @@ TEST_F(ToolchainCompilerTest, CompileErrorIsAVerdictWithTheLog) {
 
 TEST_F(ToolchainCompilerTest, MissingCompilerIsAClearError) {
   options_.gxx = "kforge-no-such-compiler";
-  ToolchainCompiler compiler(options_);
+  ToolchainCompiler compiler(options_, &backends::toolchain_for);
   try {
     compiler.toolchain("cpu");
     FAIL();
@@ -91,8 +92,9 @@ TEST_F(ToolchainCompilerTest, MissingCompilerIsAClearError) {
 }
 
 TEST_F(ToolchainCompilerTest, MissingNvccIsAClearError) {
+  if (backends::find_backend("cuda") == nullptr) GTEST_SKIP() << "this build has no cuda backend";
   options_.nvcc = "/nonexistent/nvcc";
-  ToolchainCompiler compiler(options_);
+  ToolchainCompiler compiler(options_, &backends::toolchain_for);
   try {
     compiler.toolchain("cuda");
     FAIL();
@@ -102,7 +104,8 @@ TEST_F(ToolchainCompilerTest, MissingNvccIsAClearError) {
 }
 
 TEST_F(ToolchainCompilerTest, CudaCandidatesCompileForSm90) {
-  ToolchainCompiler compiler(options_);
+  if (backends::find_backend("cuda") == nullptr) GTEST_SKIP() << "this build has no cuda backend";
+  ToolchainCompiler compiler(options_, &backends::toolchain_for);
   CompileJob job;
   job.backend = "cuda";
   job.source_name = "k.cu";
@@ -116,6 +119,51 @@ KFORGE_API int kforge_run(const kforge_args* a) {
   ASSERT_EQ(artifact.verdict, Verdict::ok) << artifact.log;
   EXPECT_NE(compiler.toolchain("cuda").find("nvcc 13"), std::string::npos)
       << compiler.toolchain("cuda");
+}
+
+}  // namespace
+}  // namespace kforge::compile
+
+namespace kforge::compile {
+namespace {
+
+// A toolchain of the seam's own: /bin/true "compiles" anything without writing the library, so
+// a build through it is a compile_error whose cached source shows the toolchain's extension.
+class TrueToolchain final : public Toolchain {
+ public:
+  std::string label() const override { return "true"; }
+  std::string source_extension() const override { return ".xyz"; }
+  std::string locate(const ToolchainOptions& /*options*/) const override { return "/bin/true"; }
+  std::vector<std::string> flags(const ToolchainOptions& options) const override {
+    return {"--pinned", "--arch=" + options.cuda_arch};
+  }
+};
+
+TEST(ToolchainSeam, TheCompilerTakesProgramFlagsAndExtensionFromTheBackendsToolchain) {
+  const fs::path cache = fs::temp_directory_path() / "kforge_cc_seam";
+  fs::remove_all(cache);
+  ToolchainOptions options;
+  options.cache_dir = cache.string();
+  options.include_dirs = {"/inc"};
+  options.cuda_arch = "sm_1";
+  static const TrueToolchain chain;
+  ToolchainCompiler compiler(options, [](const std::string& backend) -> const Toolchain& {
+    if (backend != "fake") throw Error("no toolchain for '" + backend + "'");
+    return chain;
+  });
+  CompileJob job;
+  job.backend = "fake";
+  job.source = "anything";
+  job.defines = {{"KF_VEC", "4"}};
+  EXPECT_EQ(compiler.command(job, "SRC", "OUT"),
+            (std::vector<std::string>{"/bin/true", "--pinned", "--arch=sm_1", "-I/inc",
+                                      "-DKF_VEC=4", "SRC", "-o", "OUT"}));
+  const Artifact artifact = compiler.compile(job);
+  EXPECT_EQ(artifact.verdict, Verdict::compile_error);  // no library was written
+  EXPECT_TRUE(fs::exists(cache / (artifact.key + ".xyz")));
+  job.backend = "other";
+  EXPECT_THROW(compiler.compile(job), Error);
+  fs::remove_all(cache);
 }
 
 }  // namespace

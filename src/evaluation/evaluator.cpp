@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "common/mapped_file.h"
 #include "evaluation/source_policy.h"
@@ -127,7 +128,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   device_ = reference_worker_.device_info();
   candidates_.device_info();  // start it now: a worker that cannot start stops the run here
   report.device = device_;
-  policy_.checks.floor_rejects = device_.backend == "cuda";
+  policy_.checks.floor_rejects = backends::get_backend(device_.backend).can.physical_floor;
   // Every workload's tensors must fit the device, with room for the harness.
   for (const Workload& workload : task_.workloads) {
     const auto bytes = static_cast<double>(min_bytes_moved(task_.signature, workload));

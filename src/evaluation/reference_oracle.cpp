@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "evaluation/comparison.h"
 #include "evaluation/tolerance.h"
@@ -21,7 +22,9 @@ namespace {
 /// "reference.cpp:50:8: error: ..." points the user at the file to fix.
 std::string with_reference_paths(std::string log, const std::string& key, const Task& task) {
   for (const auto& [backend, path] : task.reference_paths) {
-    const std::string copy = key + (backend == "cuda" ? ".cu" : ".cpp");
+    const backends::Backend* table = backends::find_backend(backend);
+    if (table == nullptr) continue;  // "torch": a problem file, never compiled
+    const std::string copy = key + table->source_extension;
     for (size_t at = log.find(copy); at != std::string::npos; at = log.find(copy, at)) {
       size_t start = at;
       while (start > 0 && log[start - 1] != ' ' && log[start - 1] != '\n' &&

@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "evaluation/source_text.h"
 
@@ -234,9 +235,7 @@ void find_default_stream_launches(const std::string& code, std::vector<Hit>& hit
 
 std::vector<PolicyViolation> check_source(const SourcePolicy& policy, std::string_view source,
                                           std::string_view backend) {
-  if (backend != "cpu" && backend != "cuda") {
-    throw Error("unknown backend '" + std::string(backend) + "' (expected cpu or cuda)");
-  }
+  const backends::Backend& table = backends::get_backend(backend);  // throws for an unknown one
   SourceLocator locator(source);
   if (static_cast<int64_t>(source.size()) > policy.max_source_bytes) {
     return {{PolicyCategory::source_size, 1, 1,
@@ -246,7 +245,7 @@ std::vector<PolicyViolation> check_source(const SourcePolicy& policy, std::strin
   }
   PreparedSource prepared = prepare_source(source);
   auto applies = [&](PolicyCategory category) {
-    if (category == PolicyCategory::default_stream_launch && backend != "cuda") return false;
+    if (!table.screens(category)) return false;
     return policy.enabled.count(category) > 0;
   };
   std::vector<Hit> hits;

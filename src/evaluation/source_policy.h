@@ -36,8 +36,9 @@ struct PolicyViolation {
 /// Enough for the generator to fix every kind of problem; more only repeats them.
 inline constexpr size_t kMaxReportedViolations = 100;
 
-/// Checks `source` (the text of one translation unit) for `backend` ("cpu" or "cuda";
-/// default_stream_launch only applies to cuda). Returns the violations ordered by line and
+/// Checks `source` (the text of one translation unit) for `backend` (a name of
+/// backends/backend.h; the categories its table leaves unscreened do not apply, e.g.
+/// default_stream_launch on cpu). Returns the violations ordered by line and
 /// column, at most one per (line, category) and at most kMaxReportedViolations in all; empty
 /// means the source passes. A source over max_source_bytes gives exactly one source_size
 /// violation at 1:1. Throws Error on an unknown backend or an extra pattern that does not compile.

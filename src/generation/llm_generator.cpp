@@ -6,6 +6,7 @@
 #include <future>
 #include <sstream>
 
+#include "backends/backend.h"
 #include "common/files.h"
 #include "common/hash.h"
 #include "llm/reply_parser.h"
@@ -15,7 +16,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string extension(const std::string& backend) { return backend == "cuda" ? ".cu" : ".cpp"; }
+std::string extension(const std::string& backend) {
+  return backends::get_backend(backend).source_extension;
+}
 
 // The root of a repair chain: "llm-x-ab12cd-r2" -> "llm-x-ab12cd".
 std::string root_id(const std::string& id) {
@@ -134,7 +137,7 @@ bool LlmGenerator::take_kernel(Proposal& proposal, const llm::ChatResult& reply)
   if (!code) {
     proposal.failure =
         fmt::format("the model's reply has no {} code block ({} characters{})",
-                    options_.backend == "cuda" ? "CUDA" : "C++", response.content.size(),
+                    backends::get_backend(options_.backend).language, response.content.size(),
                     response.finish_reason == "length" ? ", cut off at max_tokens" : "");
     return false;
   }

@@ -1,5 +1,7 @@
 #include "llm/prompt_builder.h"
 
+#include "backends/backend.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -196,14 +198,11 @@ PromptBuilder::PromptBuilder(const PromptLibrary& library, const Task& task, std
       reference_source_(std::move(reference_source)) {}
 
 PromptValues PromptBuilder::common() const {
-  const bool cuda = backend_ == "cuda";
+  const backends::PromptFragment& prompt = backends::get_backend(backend_).prompt;
   return {{"backend", backend_},
-          {"language", cuda ? "CUDA C++" : "C++20 (g++ -O3 -march=native -fopenmp)"},
-          {"fence", cuda ? "cuda" : "cpp"},
-          {"cuda_rules",
-           cuda ? "- Launch every kernel on `(cudaStream_t)args->stream`; never synchronize the "
-                  "device, never create streams or events. Tensors are in device memory."
-                : ""},
+          {"language", prompt.language},
+          {"fence", prompt.fence},
+          {"backend_rules", prompt.rules},
           {"task_name", task_.name},
           {"task_description", task_.description},
           {"signature", describe_signature(task_)},

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "backends/backend.h"
 #include "evaluation/source_text.h"
 
 namespace kforge::llm {
@@ -87,9 +88,8 @@ std::vector<Block> fenced_blocks(const std::string& text) {
 }
 
 bool usable_language(const std::string& language, const std::string& backend) {
-  static const std::set<std::string> kCpp = {"", "c", "cpp", "c++", "cxx", "cc", "h", "hpp"};
-  static const std::set<std::string> kCuda = {"cuda", "cu", "cuh"};
-  return kCpp.count(language) > 0 || (backend == "cuda" && kCuda.count(language) > 0);
+  const std::vector<std::string>& tags = backends::get_backend(backend).fence_languages;
+  return std::find(tags.begin(), tags.end(), language) != tags.end();
 }
 
 }  // namespace
@@ -375,14 +375,12 @@ std::vector<std::string> fix_entry_declarations(std::string& source) {
 }
 
 struct IncludeRule {
-  const char* header;
-  std::vector<const char*> uses;  // whole words or prefixes ending in '_' / "::"
-  bool cuda_only = false;
-  bool cpu_only = false;
+  std::string header;
+  std::vector<std::string> uses;  // whole words or prefixes ending in '_' / "::"
 };
 
-bool uses_any(const std::string& code, const std::vector<const char*>& uses) {
-  for (const char* use : uses) {
+bool uses_any(const std::string& code, const std::vector<std::string>& uses) {
+  for (const std::string& use : uses) {
     std::string_view u(use);
     bool prefix = u.back() == '_' || u.back() == ':';
     for (size_t at = code.find(u); at != std::string::npos; at = code.find(u, at + 1)) {
@@ -410,9 +408,7 @@ std::vector<std::string> add_missing_includes(std::string& source, const std::st
       {"vector", {"std::vector"}},
       {"array", {"std::array"}},
       {"limits", {"std::numeric_limits"}},
-      {"immintrin.h", {"_mm256_", "_mm512_", "_mm_", "__m256", "__m512", "__m128"}, false, true},
       {"omp.h", {"omp_get_", "omp_set_"}},
-      {"cuda_fp16.h", {"__half", "__float2half", "__half2float"}, true},
   };
   std::string code = blank_comments_and_literals(source);
   std::set<std::string> included;
@@ -435,8 +431,12 @@ std::vector<std::string> add_missing_includes(std::string& source, const std::st
   insert_at = std::min(insert_at, source.size());
   std::vector<std::string> added;
   if (!included.count("kforge/kernel.h")) added.push_back("kforge/kernel.h");
-  for (const IncludeRule& rule : kRules) {
-    if ((rule.cuda_only && backend != "cuda") || (rule.cpu_only && backend == "cuda")) continue;
+  // The C++ headers every backend's sources may need, then the backend's own (its table).
+  std::vector<IncludeRule> rules = kRules;
+  for (const backends::AutoInclude& own : backends::get_backend(backend).auto_includes) {
+    rules.push_back({own.header, own.uses});
+  }
+  for (const IncludeRule& rule : rules) {
     if (!included.count(rule.header) && uses_any(code, rule.uses)) added.push_back(rule.header);
   }
   if (added.empty()) return {};

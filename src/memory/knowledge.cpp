@@ -17,12 +17,19 @@
 #include <toml++/toml.h>
 #endif
 
+#include "backends/backend.h"
 #include "common/error.h"
 
 namespace kforge::memory {
 namespace {
 
-constexpr std::array<std::string_view, 3> kBackends = {"cpu", "cuda", "torch"};
+// A direction may name any backend kforge has (in this build or not: a memory travels between
+// machines), and torch (PyTorch candidates).
+std::vector<std::string> known_backends() {
+  std::vector<std::string> names = backends::known_backend_names();
+  names.push_back("torch");
+  return names;
+}
 constexpr std::array<std::string_view, 6> kEditOps = {"set", "increase", "decrease",
                                                       "max", "min",      "variant"};
 
@@ -156,10 +163,13 @@ std::vector<std::string> require_backends(const toml::table& table, const Contex
   if (backends.empty()) {
     context.fail(table.get("backends"), "backends", "expected at least one backend");
   }
+  const std::vector<std::string> known = known_backends();
+  std::vector<std::string> quoted;
+  for (const std::string& name : known) quoted.push_back("\"" + name + "\"");
   for (const std::string& backend : backends) {
-    if (std::find(kBackends.begin(), kBackends.end(), backend) == kBackends.end()) {
+    if (std::find(known.begin(), known.end(), backend) == known.end()) {
       context.fail(table.get("backends"), "backends",
-                   "expected \"cpu\", \"cuda\" or \"torch\", got \"" + backend + "\"");
+                   "expected " + backends::name_list(quoted) + ", got \"" + backend + "\"");
     }
   }
   return backends;

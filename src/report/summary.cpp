@@ -1,5 +1,7 @@
 #include "report/summary.h"
 
+#include "backends/backend.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -14,7 +16,8 @@ namespace {
 std::string device_line(const nlohmann::json& result) {
   const nlohmann::json& device = result.at("device");
   std::string name = device.value("name", "?");
-  if (result.value("backend", "") == "cuda") {
+  const backends::Backend* backend = backends::find_backend(result.value("backend", ""));
+  if (backend != nullptr && backend->can.compute_capability) {
     name += " (sm " + device.value("compute_capability", "?") + ")";
   }
   return fmt::format("{} on {}, {}", result.value("backend", "?"), name,

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "search/optimizer.h"
 
@@ -218,7 +219,7 @@ std::string Optimizer::choose_final(const std::string& best_id) {
 
 void Optimizer::run_final() {
   const CandidateRecord& best = *best_;
-  std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
+  std::string extension = backends::get_backend(backend_).source_extension;
   run_dir_.write_text("best" + extension, generator_.standalone_source(proposals_.at(best.id)));
   result_.best_source_path = (run_dir_.path() / ("best" + extension)).string();
   if (interrupts() >= 2 || result_.final_skipped) {

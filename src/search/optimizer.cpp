@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "memory/policy.h"
@@ -260,7 +261,9 @@ OptimizeResult Optimizer::run() {
   result_.device = device_;
   result_.toolchain = toolchain_;
   progress_(fmt::format("device: {} ({}), toolchain: {}", device_.name,
-                        backend_ == "cuda" ? "sm " + device_.compute_capability : "cpu",
+                        backends::get_backend(backend_).can.compute_capability
+                            ? "sm " + device_.compute_capability
+                            : backend_,
                         toolchain_));
   open_journal();
   BudgetSpend prior;
@@ -308,7 +311,8 @@ OptimizeResult Optimizer::run() {
   // leaves a core to each worker's launching thread and one to the orchestrator, so that the
   // host-clock cross-check of a timing is not inflated by compilers.
   int compile_jobs = options_.compile_jobs;
-  if (compile_jobs == 0 && backend_ == "cuda" && workers_.size() > 1) {
+  if (compile_jobs == 0 && backends::get_backend(backend_).can.builds_overlap_timing &&
+      workers_.size() > 1) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     compile_jobs = std::max(1, cores - static_cast<int>(workers_.size()) - 1);
   }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "search/optimizer.h"
 #include "search/optimizer_move.h"
@@ -60,7 +61,7 @@ std::vector<std::optional<Optimizer::Evaluated>> Optimizer::evaluate_batch(
   for (size_t i = 0; i < proposals.size(); ++i) {
     if (builds[i].valid()) pending.push_back(i);
   }
-  if (backend_ != "cuda") {
+  if (!backends::get_backend(backend_).can.builds_overlap_timing) {
     for (size_t i : pending) builds[i].wait();
   }
   // Never start more than the candidate budget has room for (the rest would be discarded).
@@ -158,7 +159,7 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
   fs::path dir = run_dir_.candidate_dir(record.index, proposal.point.variant.empty()
                                                           ? proposal.id
                                                           : proposal.point.variant);
-  std::string extension = backend_ == "cuda" ? ".cu" : ".cpp";
+  std::string extension = backends::get_backend(backend_).source_extension;
   run_dir_.write_text(dir / ("source" + extension), generator_.standalone_source(proposal));
   run_dir_.write_text(dir / "build.log", artifact.log);
   record.source_file = (dir / ("source" + extension)).string();

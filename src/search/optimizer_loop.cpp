@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "search/optimizer.h"
 #include "search/optimizer_move.h"
@@ -34,8 +35,9 @@ void Optimizer::run_hints() {
     if (!journal_->recorded_candidate(hints[i].id)) builds[i] = submit_screened(hints[i]).share();
     batch.push_back(&hints[i]);
   }
+  const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;
   for (auto& build : builds) {
-    if (build.valid() && (workers_.size() == 1 || backend_ != "cuda")) build.wait();
+    if (build.valid() && (workers_.size() == 1 || !overlap)) build.wait();
   }
   std::vector<std::optional<Evaluated>> evaluated = evaluate_batch(batch, builds);
   for (size_t i = 0; i < hints.size(); ++i) {
@@ -261,8 +263,9 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
     }
     batch.push_back(&moves[i].proposal);
   }
+  const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;
   for (auto& build : builds) {
-    if (build.valid() && (workers_.size() == 1 || backend_ != "cuda")) build.wait();
+    if (build.valid() && (workers_.size() == 1 || !overlap)) build.wait();
   }
   // A step's first attempts run concurrently on the pool; the repairs (each depends on the
   // failure before it) and everything recorded or decided follow in the plan's order.

@@ -8,6 +8,7 @@
 
 #include <toml++/toml.h>
 
+#include "backends/backend.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "core/expression.h"
@@ -227,15 +228,20 @@ std::map<std::string, std::string> read_references(const FieldReader& reader,
                                                    const toml::table& root) {
   const toml::table* table = root.get_as<toml::table>("reference");
   if (table == nullptr || table->empty()) {
-    reader.fail("reference", "missing (expected a [reference] table with cpu and/or cuda paths)");
+    reader.fail("reference", "missing (expected a [reference] table with " +
+                                 backends::name_list(backends::known_backend_names()) +
+                                 " paths, or torch)");
   }
+  std::vector<std::string> known = backends::known_backend_names();
+  known.push_back("torch");  // a PyTorch problem file (task/torch_task.h), in any build
   std::map<std::string, std::string> paths;
   fs::path base = fs::path(reader.path()).parent_path();
   for (const auto& [key, node] : *table) {
     std::string backend(key.str());
-    if (backend != "cpu" && backend != "cuda" && backend != "torch") {
+    if (std::find(known.begin(), known.end(), backend) == known.end()) {
       reader.fail("reference." + backend,
-                  "unknown reference (expected cpu, cuda or torch, a PyTorch problem file)");
+                  "unknown reference (expected " + backends::name_list(known) +
+                      ", a PyTorch problem file)");
     }
     auto relative = node.value<std::string>();
     if (!relative) reader.fail("reference." + backend, "expected a path string");

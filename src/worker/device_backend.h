@@ -1,7 +1,9 @@
 // The device seam of the worker: the few operations the check and timing code needs from a
-// device, behind one small interface (after ggml's backend table). `cpu` runs kernels on host
-// memory; `cuda` on one GPU through the CUDA runtime, on a stream of the worker's own (a blocking
-// one, so that work a careless kernel puts on the legacy default stream is ordered with it).
+// device, behind one small interface (after ggml's backend table). Each backend's folder
+// implements it and its table (src/backends/backend.h) says how to make one: `cpu` runs kernels
+// on host memory (src/backends/cpu/device.cpp); `cuda` on one GPU through the CUDA runtime, on a
+// stream of the worker's own, a blocking one, so that work a careless kernel puts on the legacy
+// default stream is ordered with it (src/backends/cuda/device.cpp).
 //
 // Every operation that fails throws DeviceError. A sticky error (the CUDA context is corrupted,
 // e.g. by an illegal address) marks the backend lost: every later call fails too, and the worker
@@ -135,12 +137,6 @@ class DeviceBackend {
   /// Bytes currently allocated through allocate() and not released (leak checks).
   virtual int64_t live_bytes() const = 0;
 };
-
-/// The backend named `name` ("cpu" or "cuda") for device `device_index`. Throws Error for an
-/// unknown name, or (cuda) "no CUDA device: <reason>" when no usable device is present.
-std::unique_ptr<DeviceBackend> make_backend(const std::string& name, int device_index);
-std::unique_ptr<DeviceBackend> make_cpu_backend(int device_index);
-std::unique_ptr<DeviceBackend> make_cuda_backend(int device_index);
 
 /// Owns one allocation of a backend; released on destruction. With `guard_bytes` > 0 the
 /// allocation is `guard_bytes` + `bytes` + `guard_bytes`: data() points past the first band,

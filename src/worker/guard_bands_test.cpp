@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/backend.h"
 #include "worker/tensor_set.h"
 
 namespace kforge::worker {
@@ -103,10 +104,10 @@ void check_backend(DeviceBackend& backend) {
             "wrote 8 bytes before output 'y'; wrote at least 4096 bytes past output 'y'");
 }
 
-TEST(GuardBands, CpuSetsReportWritesOutsideTheirStorage) { check_backend(*make_cpu_backend(0)); }
+TEST(GuardBands, CpuSetsReportWritesOutsideTheirStorage) { check_backend(*backends::make_device_backend("cpu", 0)); }
 
 TEST(GuardBands, BandsMustKeepTheAlignment) {
-  auto backend = make_cpu_backend(0);
+  auto backend = backends::make_device_backend("cpu", 0);
   EXPECT_THROW(DeviceBuffer(*backend, 64, 100), Error);
   const DeviceBuffer buffer(*backend, 64, 512);
   EXPECT_EQ(static_cast<std::byte*>(buffer.data()) - static_cast<std::byte*>(buffer.band_before()),
@@ -119,7 +120,7 @@ TEST(GuardBands, BandsMustKeepTheAlignment) {
 TEST(GpuGuardBands, CudaSetsReportWritesOutsideTheirStorage) {
   std::unique_ptr<DeviceBackend> backend;
   try {
-    backend = make_cuda_backend(0);
+    backend = backends::make_device_backend("cuda", 0);
   } catch (const Error& e) {
     GTEST_SKIP() << "no usable CUDA device: " << e.what();
   }

@@ -10,7 +10,7 @@
 
 #include "worker/host_data.h"
 #if KFORGE_INPUTS_WITH_CUDA
-#include "worker/cuda_inputs.h"
+#include "backends/cuda/cuda_inputs.h"
 #endif
 
 namespace {

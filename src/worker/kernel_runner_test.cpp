@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/backend.h"
 #include "common/mapped_file.h"
 #include "worker/host_data.h"
 #include "worker/test_kernels.h"
@@ -76,7 +77,7 @@ RunRequest unary_run(int64_t n, int calls = 1) {
 
 class KernelRunner : public ::testing::Test {
  protected:
-  std::unique_ptr<DeviceBackend> backend_ = make_cpu_backend(0);
+  std::unique_ptr<DeviceBackend> backend_ = backends::make_device_backend("cpu", 0);
 };
 
 TEST_F(KernelRunner, RunWritesTheOutputsOfEveryCall) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <string>
 
+#include "backends/backend.h"
 #include "worker/server.h"
 
 namespace {
@@ -20,7 +21,7 @@ int run_worker(const std::string& backend_name, int device_index) {
   using namespace kforge::worker;
   try {
     const Channels channels = take_private_channels();
-    Server server(make_backend(backend_name, device_index));
+    Server server(kforge::backends::make_device_backend(backend_name, device_index));
     return server.serve(channels);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kforge-worker: error: %s\n", e.what());
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
   int device_index = 0;
   app.add_option("--backend", backend, "where kernels run")
       ->required()
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->check(CLI::IsMember(kforge::backends::known_backend_names()))
       ->envname("KFORGE_WORKER_BACKEND");
   app.add_option("--device", device_index, "device index (cuda) or 0 (cpu)")
       ->check(CLI::NonNegativeNumber)

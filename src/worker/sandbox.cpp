@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "compile/toolchain_compiler.h"
+#include "common/files.h"
 #include "process/subprocess.h"
 
 namespace kforge::worker {
@@ -74,7 +74,7 @@ Sandbox detect_sandbox(const SandboxSearch& search) {
   Sandbox sandbox;
   std::vector<std::string> refusals;
   if (search.bubblewrap) {
-    if (const std::string bwrap = compile::find_on_path("bwrap"); bwrap.empty()) {
+    if (const std::string bwrap = find_on_path("bwrap"); bwrap.empty()) {
       refusals.push_back("bubblewrap (bwrap) is not installed");
     } else if (std::string why = trial_failure(bubblewrap_prefix(bwrap)); !why.empty()) {
       refusals.push_back("bubblewrap cannot start a sandbox here (" + why + ")");
@@ -90,8 +90,8 @@ Sandbox detect_sandbox(const SandboxSearch& search) {
     }
   }
   if (search.unshare) {
-    const std::string unshare = compile::find_on_path("unshare");
-    const std::string setpriv = compile::find_on_path("setpriv");
+    const std::string unshare = find_on_path("unshare");
+    const std::string setpriv = find_on_path("setpriv");
     if (unshare.empty() || setpriv.empty()) {
       refusals.push_back("util-linux unshare and setpriv are not both installed");
     } else {

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "backends/backend.h"
 #include "worker/test_kernels.h"
 
 namespace kforge::worker {
@@ -17,7 +18,7 @@ using testing::cpu_unary_kernel;
 class ServerTest : public ::testing::Test {
  protected:
   json ask(const json& request) { return json::parse(server_.handle_line(request.dump())); }
-  Server server_{make_cpu_backend(0)};
+  Server server_{backends::make_device_backend("cpu", 0)};
 };
 
 TEST_F(ServerTest, HelloDescribesTheDeviceAndEveryReplyCarriesTheToken) {
@@ -135,7 +136,7 @@ class StickyFailureBackend final : public DeviceBackend {
   int64_t live_bytes() const override { return cpu_->live_bytes(); }
 
  private:
-  std::unique_ptr<DeviceBackend> cpu_ = make_cpu_backend(0);
+  std::unique_ptr<DeviceBackend> cpu_ = backends::make_device_backend("cpu", 0);
   int failing_sync_;
   int syncs_ = 0;
   bool lost_ = false;

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/cpu.h"
 #include "worker/device_backend.h"
 
 namespace kforge::worker {
@@ -170,9 +171,12 @@ class CpuBackend final : public DeviceBackend {
 };
 
 }  // namespace
+}  // namespace kforge::worker
 
-std::unique_ptr<DeviceBackend> make_cpu_backend(int device_index) {
-  return std::make_unique<CpuBackend>(device_index);
+namespace kforge::backends {
+
+std::unique_ptr<worker::DeviceBackend> make_cpu_device(int device_index) {
+  return std::make_unique<worker::CpuBackend>(device_index);
 }
 
-}  // namespace kforge::worker
+}  // namespace kforge::backends

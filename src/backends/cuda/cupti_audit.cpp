@@ -1,4 +1,4 @@
-#include "worker/cupti_audit.h"
+#include "backends/cuda/cupti_audit.h"
 
 #include <cuda.h>
 #include <cupti_activity.h>

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cuda/cuda.h"
 #include "worker/device_backend.h"
 #include "worker/host_data.h"
 #include "worker/tensor_set.h"
@@ -39,7 +40,7 @@ class GpuInputs : public ::testing::Test {
  protected:
   void SetUp() override {
     try {
-      backend_ = make_cuda_backend(0);
+      backend_ = backends::make_cuda_device(0);
     } catch (const Error& e) {
       GTEST_SKIP() << "no usable CUDA device: " << e.what();
     }

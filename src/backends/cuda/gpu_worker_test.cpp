@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "common/scratch_dir.h"
+#include "backends/backend.h"
 #include "evaluation/gate.h"
 #include "evaluation/reference_oracle.h"
-#include "worker/cuda_inputs.h"
+#include "backends/cuda/cuda_inputs.h"
 #include "worker/device_backend.h"
 #include "worker/test_kernels.h"
 #include "worker/worker_client.h"
@@ -144,7 +145,7 @@ class GpuWorkAudit : public ::testing::Test {
  protected:
   void SetUp() override {
     try {
-      backend_ = make_cuda_backend(0);
+      backend_ = backends::make_device_backend("cuda", 0);
     } catch (const Error& e) {
       GTEST_SKIP() << "no usable CUDA device: " << e.what();
     }

@@ -1,5 +1,5 @@
 // Compiled with -fmad=false (CMakeLists.txt): input_generator.h must round like the host.
-#include "worker/cuda_inputs.h"
+#include "backends/cuda/cuda_inputs.h"
 
 #include <cuda_runtime.h>
 

@@ -1,4 +1,4 @@
-#include "worker/nvml_clock.h"
+#include "backends/cuda/nvml_clock.h"
 
 #include <dlfcn.h>
 

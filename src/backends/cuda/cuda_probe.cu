@@ -1,4 +1,4 @@
-#include "worker/cuda_probe.h"
+#include "backends/cuda/cuda_probe.h"
 
 #include <cuda_runtime.h>
 

@@ -16,11 +16,12 @@
 #include <algorithm>
 
 #include "common/parallel_copy.h"
-#include "worker/cuda_inputs.h"
-#include "worker/cuda_probe.h"
-#include "worker/cupti_audit.h"
+#include "backends/cuda/cuda_inputs.h"
+#include "backends/cuda/cuda_probe.h"
+#include "backends/cuda/cupti_audit.h"
+#include "backends/cuda/cuda.h"
 #include "worker/device_backend.h"
-#include "worker/nvml_clock.h"
+#include "backends/cuda/nvml_clock.h"
 
 namespace kforge::worker {
 namespace {
@@ -443,9 +444,12 @@ class CudaBackend final : public DeviceBackend {
 };
 
 }  // namespace
+}  // namespace kforge::worker
 
-std::unique_ptr<DeviceBackend> make_cuda_backend(int device_index) {
-  return std::make_unique<CudaBackend>(device_index);
+namespace kforge::backends {
+
+std::unique_ptr<worker::DeviceBackend> make_cuda_device(int device_index) {
+  return std::make_unique<worker::CudaBackend>(device_index);
 }
 
-}  // namespace kforge::worker
+}  // namespace kforge::backends
