@@ -19,6 +19,7 @@
 #include "common/files.h"
 #include "process/subprocess.h"
 #include "report/run_database.h"
+#include "support/backends.h"
 #include "task/task_loader.h"
 
 namespace kforge {
@@ -126,11 +127,18 @@ TEST_F(CliResumeTest, BadPoolFlagsAreClearErrors) {
     std::string message;
     int exit_code;
   };
+  // A build without the cuda backend refuses the cuda cases earlier, saying so.
+  const bool cuda = testing::has_backend("cuda");
+  const std::string no_cuda = "the cuda backend is not in this build";
   for (const Case& c : std::vector<Case>{
            {{"--workers", "0"}, "--workers", 2},
-           {{"--devices", "0,1"}, "--devices applies to the cuda backend", 1},
-           {{"--backend", "cuda", "--devices", "0,0"}, "device 0 is listed twice", 1},
-           {{"--backend", "cuda", "--workers", "2"}, "--workers applies to the cpu backend", 1},
+           {{"--devices", "0,1"},
+            cuda ? "--devices applies to the cuda backend"
+                 : "--devices applies to a backend with several devices, and this build has none",
+            1},
+           {{"--backend", "cuda", "--devices", "0,0"}, cuda ? "device 0 is listed twice" : no_cuda, 1},
+           {{"--backend", "cuda", "--workers", "2"},
+            cuda ? "--workers applies to the cpu backend" : no_cuda, 1},
            {{"--device", "1", "--devices", "0,1"}, "--device excludes --devices", 2}}) {
     const fs::path run = dir_ / "run";
     std::vector<std::string> args = optimize_args(run);

@@ -72,20 +72,37 @@ std::string resolve_backend(const std::string& requested, int device, std::strin
   throw Error("--backend auto: no backend answered (" + reasons + ")");
 }
 
+namespace {
+
+// "the cuda backend", or when no backend of this build can, what kind would and why none is here.
+std::string backends_that_can(bool backends::Capabilities::*flag, const std::string& kind) {
+  const std::string names = backends::backends_that(flag);
+  if (!names.empty()) return "the " + names + " backend";
+  std::string why;
+  for (const auto& [absent, reason] : backends::absent_backends()) {
+    why += (why.empty() ? "" : "; ") + absent + ": " + reason;
+  }
+  return "a backend " + kind + ", and this build has none" + (why.empty() ? "" : " (" + why + ")");
+}
+
+}  // namespace
+
 std::vector<int> candidate_devices(const OptimizeCommandOptions& options,
                                    const std::string& backend) {
   const backends::Backend& table = backends::get_backend(backend);
   if (!options.devices.empty() && !table.can.several_devices) {
-    throw Error("--devices applies to the " +
-                backends::backends_that(&backends::Capabilities::several_devices) +
-                " backend (this run uses " + backend + ")" +
+    throw Error("--devices applies to " +
+                backends_that_can(&backends::Capabilities::several_devices,
+                                  "with several devices") +
+                " (this run uses " + backend + ")" +
                 (table.can.several_workers
                      ? "; on " + backend + " use --workers N for N candidate worker processes"
                      : ""));
   }
   if (options.workers > 1 && !table.can.several_workers) {
-    throw Error("--workers applies to the " +
-                backends::backends_that(&backends::Capabilities::several_workers) + " backend" +
+    throw Error("--workers applies to " +
+                backends_that_can(&backends::Capabilities::several_workers,
+                                  "with several workers per device") +
                 (table.can.several_devices ? "; on " + backend + " list the devices: --devices 0,1"
                                            : ""));
   }
@@ -365,9 +382,10 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   if (options.profile == "on" && !ncu) {
     throw Error(profiles ? "--profile on: Nsight Compute (ncu) was not found in $PATH, $CUDA_HOME/bin "
                            "or /usr/local/cuda/bin; install it or use --profile off"
-                         : "--profile on needs the " +
-                               backends::backends_that(&backends::Capabilities::ncu_profiler) +
-                               " backend (Nsight Compute profiles GPU kernels)");
+                         : "--profile on needs " +
+                               backends_that_can(&backends::Capabilities::ncu_profiler,
+                                                 "that Nsight Compute profiles") +
+                               " (Nsight Compute profiles GPU kernels)");
   }
 
   fs::path run_path = options.run_dir.empty()
