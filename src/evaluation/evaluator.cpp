@@ -79,13 +79,13 @@ void to_json(nlohmann::json& j, const RungRecord& record) {
        {"detail", record.detail}};
 }
 
-std::vector<double> Evaluator::PairedSamples::reference_ms() const {
+std::vector<double> EvaluationPlane::PairedSamples::reference_ms() const {
   std::vector<double> all;
   for (const auto& round : reference_rounds) all.insert(all.end(), round.begin(), round.end());
   return all;
 }
 
-std::vector<double> Evaluator::PairedSamples::candidate_ms() const {
+std::vector<double> EvaluationPlane::PairedSamples::candidate_ms() const {
   std::vector<double> all;
   for (const auto& round : candidate_rounds) all.insert(all.end(), round.begin(), round.end());
   return all;
