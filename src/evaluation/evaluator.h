@@ -25,6 +25,7 @@
 
 #include "common/scratch_dir.h"
 #include "compile/compiler.h"
+#include "core/ladder.h"
 #include "evaluation/comparison.h"
 #include "evaluation/gate.h"
 #include "evaluation/measurement.h"
@@ -67,7 +68,7 @@ struct EvaluationPolicy {
 
 /// What one rung did to one candidate, for the run directory.
 struct RungRecord {
-  std::string rung;                // "screen", "gate", "quick", "full", "final"
+  Rung rung = Rung::gate;          // gate or quick (evaluate() runs rungs 0 and 1)
   Verdict verdict = Verdict::ok;
   std::string message;
   double seconds = 0.0;            // wall time of the rung
@@ -230,15 +231,17 @@ class Evaluator : public EvaluationPlane {
   worker::TimeRequest time_request(int handle, const Workload& workload,
                                    const worker::MeasurementPolicy& measurement,
                                    uint64_t seed) const;
-  /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing;
-  /// a wrong checked output becomes wrong_answer.
+  /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing
+  /// (rung `rung`: quick or full); a wrong checked output becomes wrong_answer.
   TimingVerdict time_checked(worker::Worker& on, int handle, const Workload& workload,
                              const worker::MeasurementPolicy& measurement, uint64_t seed,
-                             int checks, const std::string& rung);
+                             int checks, Rung rung);
   /// A candidate's timing request with `checks` checked calls, sent to `on`; the checked outputs
-  /// are compared with the reference's, the guard bands and the work audit read. `verdict` is
-  /// ok, or wrong_answer (a wrong output, a write outside a tensor) or rejected_by_policy (work
-  /// outside args->stream) with `failure` saying why; the raw result either way.
+  /// are compared with the reference's, the guard bands and the work audit read. `timing_name`
+  /// names the timing in failures: a rung's name, or "acceptance" for compare()'s rounds.
+  /// `verdict` is ok, or wrong_answer (a wrong output, a write outside a tensor) or
+  /// rejected_by_policy (work outside args->stream) with `failure` saying why; the raw result
+  /// either way.
   struct CheckedTiming {
     worker::TimeResult result;
     Verdict verdict = Verdict::ok;
@@ -247,7 +250,7 @@ class Evaluator : public EvaluationPlane {
   CheckedTiming time_with_checks(
       worker::Worker& on, int handle, const Workload& workload,
       const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
-      const std::string& rung);
+      const std::string& timing_name);
   /// Input sets a timing request of `workload` asks for (rotation below rotation_limit_bytes).
   int input_sets_for(const Workload& workload) const;
   /// Computes (in the reference worker) the expected outputs of every input a check of

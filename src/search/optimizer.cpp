@@ -182,20 +182,18 @@ void Optimizer::prepare_reference() {
                          {"copy_bytes_per_s", task_report.device.copy_bytes_per_s},
                          {"seconds", task_report.seconds}});
   const Workload& timed = evaluator_->timed_workload();
-  if (std::optional<nlohmann::json> recorded = journal_->meta("reference")) {
+  if (std::optional<ReferenceTiming> recorded = journal_->replay().reference()) {
     // Resume: the numbers the recorded decisions were made with (prompts, policy state).
-    reference_ms_ = recorded->at("quick_median_ms").get<double>();
-    copy_bytes_per_s_ = recorded->at("copy_bytes_per_s").get<double>();
-    peak_flops_per_s_ = recorded->at("peak_flops_per_s").get<double>();
+    reference_ms_ = recorded->quick_median_ms;
+    copy_bytes_per_s_ = recorded->copy_bytes_per_s;
+    peak_flops_per_s_ = recorded->peak_flops_per_s;
     progress_(fmt::format("reference on '{}': {:.4f} ms (recorded)", timed.name, reference_ms_));
     return;
   }
   evaluation::TimingVerdict reference_quick = evaluator_->time_reference();
   if (!reference_quick.warning.empty()) progress_("warning: " + reference_quick.warning);
   reference_ms_ = reference_quick.summary.median_ms;
-  journal_->set_meta("reference", {{"quick_median_ms", reference_ms_},
-                                   {"copy_bytes_per_s", copy_bytes_per_s_},
-                                   {"peak_flops_per_s", peak_flops_per_s_}});
+  journal_->record_reference({reference_ms_, copy_bytes_per_s_, peak_flops_per_s_});
   progress_(fmt::format("reference on '{}': {:.4f} ms (median of {})", timed.name, reference_ms_,
                         reference_quick.samples_ms.size()));
 }
@@ -233,16 +231,16 @@ void Optimizer::stop(StopReason reason, const std::string& detail) {
                    {{"by", to_string(reason)}, {"candidates", records_.size()}});
 }
 
-std::array<int, 4> Optimizer::rung_occupancy() const {
-  std::array<int, 4> occupancy = {0, 0, 0, 0};
-  for (const CandidateRecord& r : records_) ++occupancy[static_cast<size_t>(r.rung)];
+std::array<int, kRungCount> Optimizer::rung_occupancy() const {
+  std::array<int, kRungCount> occupancy = {0, 0, 0, 0};
+  for (const CandidateRecord& r : records_) ++occupancy[static_cast<size_t>(rung_number(r.rung))];
   return occupancy;
 }
 
 void Optimizer::progress_line(const std::string& where) {
   const std::string best =
       best_ ? fmt::format("{:.2f}x ({})", reference_ms_ / *best_->median_ms, best_->id) : "none";
-  const std::array<int, 4> rungs = rung_occupancy();
+  const std::array<int, kRungCount> rungs = rung_occupancy();
   progress_(fmt::format("progress: {} | {} candidates evaluated | rungs 0:{} 1:{} 2:{} 3:{} | "
                         "best {} | budget: {}",
                         where, records_.size(), rungs[0], rungs[1], rungs[2], rungs[3], best,
@@ -263,12 +261,7 @@ OptimizeResult Optimizer::run() {
                         backend_ == "cuda" ? "sm " + device_.compute_capability : "cpu",
                         toolchain_));
   open_journal();
-  BudgetSpend prior;
-  if (options_.resume) {
-    const nlohmann::json spent = journal_->meta("spent").value_or(nlohmann::json::object());
-    prior.wall_s = spent.value("wall_s", 0.0);
-    prior.cost_usd = spent.value("cost_usd", 0.0);
-  }
+  const BudgetSpend prior = journal_->replay().spent();  // earlier sessions' wall time and cost
   validate_eta(options_.eta);
   if (options_.fidelity == Fidelity::full) options_.evaluation.quick = options_.evaluation.full;
   result_.fidelity = to_string(options_.fidelity);
@@ -330,7 +323,7 @@ OptimizeResult Optimizer::run() {
   result_.generation_failures = generation_failures_;
   if (best_) {
     run_final();
-    if (!result_.final_skipped) find_record(best_->id)->rung = 3;
+    if (!result_.final_skipped) find_record(best_->id)->rung = Rung::final;
     best_ = *find_record(best_->id);
   }
   result_.candidates = records_;

@@ -34,7 +34,9 @@
 //
 // Resume (`options.resume`, `kforge optimize --resume`): the loop runs again from the start with
 // the same seed and options, and every thing that would be measured or chosen again is read back
-// from the run database (run_journal.h) instead, so the same decisions follow:
+// from the run database instead, so the same decisions follow. The decision sites ask one
+// ReplayJournal (run_journal.h), one question per kind of decision; on a fresh run it answers
+// "not recorded" to all of them:
 //   - a candidate with a row is restored from it (verdict, medians, build log) without being
 //     compiled or timed; its worker handle is obtained only when needed (an acceptance
 //     comparison with a new challenger, rung 2, the final rung) by compiling it again, which the
@@ -80,6 +82,7 @@
 
 #include "compile/compile_pool.h"
 #include "compile/compiler.h"
+#include "core/ladder.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/profiler.h"
 #include "generation/generator.h"
@@ -88,6 +91,7 @@
 #include "memory/store.h"
 #include "report/run_directory.h"
 #include "search/budget.h"
+#include "search/decisions.h"
 #include "search/run_journal.h"
 #include "search/scheduler.h"
 #include "search/worker_pool.h"
@@ -144,7 +148,8 @@ struct CandidateRecord {
   bool from_cache = false;
   double compile_s = 0.0;
   std::optional<double> median_ms;
-  std::string acceptance;          // vs the best when it looked faster: faster/slower/tie
+  /// The paired comparison with the best, when it looked faster on the quick rung.
+  std::optional<ComparisonOutcome> acceptance;
   std::optional<double> log_gain;  // ln(parent median / this median)
   std::string source_file;         // path of the candidate's standalone source in the run dir
   /// Rung 2: geomean speedup over the reference across every timed workload, when it ran.
@@ -157,11 +162,11 @@ struct CandidateRecord {
   /// S(p, 1): lower confidence bound of the quick-rung speedup (scheduler.h); 0 if not timed.
   double quick_score = 0.0;
   std::vector<double> quick_samples_ms;  // the quick rung's samples (the score's input)
-  /// The scheduler's decision: "promoted" (to rung 2), "pruned", or "" (not correct, or not
-  /// decided yet).
-  std::string promotion;
-  /// Highest rung reached: 0 gate (or build), 1 quick, 2 full, 3 final.
-  int rung = 0;
+  /// The scheduler's decision (promoted to rung 2, or pruned); none when not correct or not
+  /// decided yet.
+  std::optional<PromotionOutcome> promotion;
+  /// Highest rung reached (gate also when the build failed).
+  Rung rung = Rung::gate;
   /// Budget spent (device seconds, wall seconds; budget.h) when this candidate's rung 1 ended:
   /// for the final best, the cost of finding it. On resume, wall time is the replay's.
   double found_device_s = 0.0;
@@ -194,7 +199,7 @@ struct OptimizeResult {
   bool final_skipped = false;      // a second Ctrl-C skipped rungs 2-3: no final numbers
   int replayed_candidates = 0;     // restored from the run database on resume
   /// Candidates per highest rung reached (0 gate, 1 quick, 2 full, 3 final).
-  std::array<int, 4> rung_occupancy = {0, 0, 0, 0};
+  std::array<int, kRungCount> rung_occupancy = {0, 0, 0, 0};
   std::string fidelity = "ladder";
   double eta = 3.0;
   nlohmann::json to_json() const;
@@ -251,8 +256,8 @@ class Optimizer {
   bool should_stop(bool generator_boundary = false);
   void stop(StopReason reason, const std::string& detail);
   void progress_line(const std::string& where);
-  /// Candidates at each highest rung reached (0 gate, 1 quick, 2 full, 3 final).
-  std::array<int, 4> rung_occupancy() const;
+  /// Candidates at each highest rung reached, by rung number.
+  std::array<int, kRungCount> rung_occupancy() const;
   int interrupts() const { return interrupts_ != nullptr ? interrupts_->load() : 0; }
   memory::Provenance provenance() const;
   memory::Diagnosis diagnose(const CandidateRecord& record) const;
@@ -264,7 +269,7 @@ class Optimizer {
   std::pair<std::vector<std::string>, std::map<std::string, double>> parents_in_order() const;
   std::vector<Move> plan_step(const std::vector<std::string>& parents,
                               const std::map<std::string, double>& parent_ms, int step);
-  std::vector<Move> replay_plan(const nlohmann::json& plan,
+  std::vector<Move> replay_plan(const PlanDecision& plan,
                                 const std::map<std::string, double>& parent_ms);
   void write_sources(std::vector<Move>& moves, int step);
   /// Runs one step's moves (each with its repairs and its memory evidence).
@@ -301,8 +306,14 @@ class Optimizer {
                           generation::Feedback* feedback);
   CandidateRecord record_evaluation(const generation::Proposal& proposal,
                                     const Evaluated& evaluated, int step, const Move* move);
-  CandidateRecord restore(const generation::Proposal& proposal, const report::CandidateRow& row);
+  CandidateRecord restore(const generation::Proposal& proposal,
+                          const RecordedCandidate& recorded);
+  /// Judges `record` against the best (the acceptance outcome; a new best when accepted),
+  /// records the outcome and appends the record.
   void consider(CandidateRecord& record);
+  /// The paired comparison of `record`, which looked faster on the quick rung, with the best:
+  /// replayed when recorded, else measured on the challenger's worker and recorded.
+  AcceptanceDecision compare_with_best(const CandidateRecord& record);
   /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
   /// later rung failed: its row in the run database, its record and an event say so.
   void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
