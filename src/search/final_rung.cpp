@@ -92,14 +92,14 @@ void Optimizer::promote_cohort(int step) {
     if (!journal_->replay().full_rung(promoted[i]->id)) pending.push_back(i);
   }
   if (workers_.size() > 1 && pending.size() > 1) {
-    evaluator_->prime_full_rung_reference();
+    evaluator_.prime_full_rung_reference();
     workers_.run(
         pending.size(),
         [&](size_t job, size_t worker) {
           const std::string& id = promoted[pending[job]]->id;
           const auto started = std::chrono::steady_clock::now();
           FullMeasured m;
-          m.full = evaluator_->full_rung(handle_on(id, worker), workers_.at(worker));
+          m.full = evaluator_.full_rung(handle_on(id, worker), workers_.at(worker));
           m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
                           .count();
           measured[pending[job]] = std::move(m);
@@ -130,7 +130,7 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
     } else {
       const double started = now_s_();
       const size_t on = home_of(record.id);
-      m.full = evaluator_->full_rung(handle_on(record.id, on), workers_.at(on));
+      m.full = evaluator_.full_rung(handle_on(record.id, on), workers_.at(on));
       m.seconds = now_s_() - started;
     }
     const evaluation::FullRung& full = m.full;
@@ -187,7 +187,7 @@ std::string Optimizer::choose_final(const std::string& best_id) {
     considered += "," + r.id;
     const double geomean = *r.full_geomean_speedup;
     if (geomean > chosen_geomean &&
-        geomean > best_geomean * (1.0 + options_.min_gain)) {
+        geomean > best_geomean * (1.0 + evaluation_policy().min_gain)) {
       chosen = r.id;
       chosen_geomean = geomean;
     }
@@ -218,11 +218,11 @@ void Optimizer::run_final() {
     return;
   }
   progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best.id,
-                        options_.evaluation.final_rounds));
+                        evaluation_policy().final_rounds));
   const double started = now_s_();
   const size_t on = home_of(best.id);
   evaluation::EvaluationPlane::PairedSamples paired =
-      evaluator_->time_paired(handle_on(best.id, on), workers_.at(on));
+      evaluator_.time_paired(handle_on(best.id, on), workers_.at(on));
   if (!paired.failure.empty()) {
     // A failed check (a wrong output, a write outside a tensor, work on another stream) is the
     // candidate's verdict; a crash or timeout there stays the run's error alone.
@@ -236,7 +236,7 @@ void Optimizer::run_final() {
   }
   result_.reference_final = evaluation::summarize(paired.reference_ms());
   result_.best_final = evaluation::summarize(paired.candidate_ms());
-  const evaluation::EvaluationPolicy& policy = options_.evaluation;
+  const evaluation::EvaluationPolicy& policy = evaluation_policy();
   result_.speedup = evaluation::judge_paired(paired.reference_rounds, paired.candidate_rounds,
                                              policy.acceptance_level, policy.min_gain,
                                              policy.gate.base_seed)
@@ -251,10 +251,10 @@ void Optimizer::run_final() {
   run_dir_.append_event(event);
   if (profiler_ != nullptr) {
     progress_(fmt::format("final: profiling {} under Nsight Compute on '{}'", best.id,
-                          evaluator_->timed_workload().name));
+                          evaluator_.timed_workload().name));
     handle_on(best.id, home_of(best.id));  // its artifact
     result_.profile =
-        profiler_->profile(artifacts_.at(best.id), task_, evaluator_->timed_workload());
+        profiler_->profile(artifacts_.at(best.id), task_, evaluator_.timed_workload());
     run_dir_.append_event({{"event", "profile"}, {"best", best.id},
                            {"profile", result_.profile->to_json()}});
     if (!result_.profile->ok) progress_("final: no profile: " + result_.profile->message);

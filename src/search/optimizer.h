@@ -60,8 +60,9 @@
 // transcript cache; a request whose prompt changed goes to the model again. The final rung is
 // always measured again (it was either never reached or is what the resume must redo).
 //
-// Decision code talks only to seams (Store, Generator, Compiler, Worker), so tests run it with
-// fakes.
+// Decision code talks only to seams (Store, Generator, the evaluation plane, the build queue,
+// Worker), so tests run it with fakes; make_real_plane() builds the real evaluation plane and
+// compile pool that `kforge optimize` passes.
 #pragma once
 
 #include <array>
@@ -109,8 +110,7 @@ struct OptimizeOptions {
   int diversity_slots = 1;
   uint64_t seed = 1;              // policy sampling; same seed, same decisions
   double temperature = 0.5;       // softmax temperature of the direction choice
-  int compile_jobs = 0;           // compile pool depth; 0 = hardware threads
-  double min_gain = 0.01;         // a candidate replaces the best only if >= 1% faster (noise)
+  int compile_jobs = 0;           // compile pool depth; 0 = hardware threads (make_real_plane)
   bool explain = false;           // print why each candidate was chosen, promoted, pruned, rejected
   // A failed step candidate goes back to the generator (compile errors, wrong-answer details)
   // at most this many times; generators that cannot repair (templates) decline at once.
@@ -120,7 +120,6 @@ struct OptimizeOptions {
   memory::PolicyKind policy = memory::PolicyKind::htam;
   memory::Ablations ablations;          // htam only
   memory::ProvenanceWeights provenance_weights;
-  evaluation::EvaluationPolicy evaluation;
   /// Successive-halving ratio (scheduler.h): the top ceil(n / eta) of a step's correct
   /// candidates reach rung 2. Must be > 1 (validate_eta); 3 as in Hyperband's default.
   double eta = 3.0;
@@ -129,8 +128,10 @@ struct OptimizeOptions {
   BudgetLimits budget;                  // besides `steps`
   /// Continue the run recorded in the run directory's run.sqlite (see the header comment).
   bool resume = false;
-  /// The options that decide the search, for the run database's meta.
-  nlohmann::json to_json() const;
+  /// The options that decide the search, for the run database's meta, with the two knobs of
+  /// the run's evaluation policy that the meta has always carried (min_gain: a candidate
+  /// replaces the best only if faster by more than it; final_rounds).
+  nlohmann::json to_json(const evaluation::EvaluationPolicy& evaluation) const;
 };
 
 /// One evaluated candidate, as recorded in the run directory.
@@ -210,22 +211,20 @@ using ProgressSink = std::function<void(const std::string& line)>;
 
 class Optimizer {
  public:
+  /// A run of `task` on `backend` that measures through `evaluator` (its policy() is the run's
+  /// evaluation policy) and builds through `builds`, with a pool of candidate workers
+  /// (worker_pool.h: one per device, or N cpu processes; at least one) and the reference's
+  /// worker. None is owned; make_real_plane() builds the real evaluator and compile pool over
+  /// the same workers. A batch (the hints, a step's planned candidates, a step's promoted
+  /// candidates' rung 2) is evaluated concurrently, one candidate per worker; the results are
+  /// then applied in the plan's order, so the run is the one a single worker with the same
+  /// timings gives. Repairs, acceptance comparisons and the final rung run one at a time (a
+  /// comparison on the challenger's worker, the incumbent loaded there too).
   Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
-            generation::Generator& generator, compile::Compiler& compiler,
-            worker::Worker& candidate_worker, worker::Worker& reference_worker,
-            report::RunDirectory& run_dir, ProgressSink progress,
-            memory::StrategySelector* selector = nullptr);
-  /// The same with a pool of candidate workers (worker_pool.h: one per device, or N cpu
-  /// processes; at least one, not owned). A batch (the hints, a step's planned candidates, a
-  /// step's promoted candidates' rung 2) is evaluated concurrently, one candidate per worker;
-  /// the results are then applied in the plan's order, so the run is the one a single worker
-  /// with the same timings gives. Repairs, acceptance comparisons and the final rung run one
-  /// at a time (a comparison on the challenger's worker, the incumbent loaded there too).
-  Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
-            generation::Generator& generator, compile::Compiler& compiler,
-            std::vector<worker::Worker*> candidate_workers, worker::Worker& reference_worker,
-            report::RunDirectory& run_dir, ProgressSink progress,
-            memory::StrategySelector* selector = nullptr);
+            generation::Generator& generator, evaluation::EvaluationPlane& evaluator,
+            compile::BuildQueue& builds, std::vector<worker::Worker*> candidate_workers,
+            worker::Worker& reference_worker, report::RunDirectory& run_dir,
+            ProgressSink progress, memory::StrategySelector* selector = nullptr);
   ~Optimizer();
 
   /// Runs the loop. Candidate failures are recorded, never thrown; throws Error only when the
@@ -258,6 +257,8 @@ class Optimizer {
   void progress_line(const std::string& where);
   /// Candidates at each highest rung reached, by rung number.
   std::array<int, kRungCount> rung_occupancy() const;
+  /// The run's evaluation policy: the evaluation plane's.
+  const evaluation::EvaluationPolicy& evaluation_policy() const { return evaluator_.policy(); }
   int interrupts() const { return interrupts_ != nullptr ? interrupts_->load() : 0; }
   memory::Provenance provenance() const;
   memory::Diagnosis diagnose(const CandidateRecord& record) const;
@@ -290,8 +291,8 @@ class Optimizer {
   /// candidate i's artifact; on cpu every build has finished before the first timing starts
   /// (compilers would share the cores with the timed kernel), on cuda a worker starts a
   /// candidate as soon as its own build is done (the compile pool leaves the workers' host
-  /// threads a core each; see run()). Stops starting new ones on Ctrl-C or when the candidate
-  /// budget would be exceeded.
+  /// threads a core each; see make_real_plane()). Stops starting new ones on Ctrl-C or when the
+  /// candidate budget would be exceeded.
   std::vector<std::optional<Evaluated>> evaluate_batch(
       const std::vector<const generation::Proposal*>& proposals,
       std::vector<std::shared_future<compile::Artifact>>& builds);
@@ -353,7 +354,8 @@ class Optimizer {
   OptimizeOptions options_;
   memory::Store& store_;
   generation::Generator& generator_;
-  compile::Compiler& compiler_;
+  evaluation::EvaluationPlane& evaluator_;  // gates and times; owns the evaluation policy
+  compile::BuildQueue& builds_;
   WorkerPool workers_;                // run candidates (worker 0: the evaluator's default)
   worker::Worker& reference_worker_;  // runs only the reference (the evaluation's oracle)
   report::RunDirectory& run_dir_;
@@ -369,8 +371,6 @@ class Optimizer {
   std::string toolchain_;
   std::string task_hash_;
   std::unique_ptr<memory::SearchPolicy> policy_;
-  std::unique_ptr<evaluation::Evaluator> evaluator_;
-  std::unique_ptr<compile::CompilePool> pool_;
   std::unique_ptr<RunJournal> journal_;
   std::unique_ptr<BudgetTracker> budget_;
   OptimizeResult result_;
@@ -388,5 +388,24 @@ class Optimizer {
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;
 };
+
+/// The real evaluation plane and compile pool of a run, as `kforge optimize` runs them.
+struct RealPlane {
+  std::unique_ptr<evaluation::Evaluator> evaluator;
+  std::unique_ptr<compile::CompilePool> pool;
+};
+
+/// Builds the real evaluator over `candidate_workers` (the first is its default candidate
+/// worker) and `reference_worker` with `policy`, under --fidelity full with the full rung's
+/// measurement at rung 1 too; and the compile pool over `compiler`, options.compile_jobs deep
+/// (0: the hardware threads; on cuda with several candidate workers, builds overlap timings, so
+/// it leaves a core to each worker's launching thread and one to the orchestrator, so that the
+/// host-clock cross-check of a timing is not inflated by compilers). Throws Error when the
+/// task has no timed workload.
+RealPlane make_real_plane(const Task& task, const std::string& backend,
+                          const OptimizeOptions& options, evaluation::EvaluationPolicy policy,
+                          compile::Compiler& compiler,
+                          const std::vector<worker::Worker*>& candidate_workers,
+                          worker::Worker& reference_worker);
 
 }  // namespace kforge::search

@@ -34,8 +34,8 @@ std::string describe(const CandidateRecord& record, double reference_ms) {
 
 std::future<compile::Artifact> Optimizer::submit_screened(const generation::Proposal& proposal) {
   const std::string violations =
-      evaluator_->screen(proposal.job.source, proposal.job.source_name, backend_);
-  if (violations.empty()) return pool_->submit(proposal.job);
+      evaluator_.screen(proposal.job.source, proposal.job.source_name, backend_);
+  if (violations.empty()) return builds_.submit(proposal.job);
   std::promise<compile::Artifact> rejected;
   compile::Artifact artifact;
   artifact.verdict = Verdict::rejected_by_policy;
@@ -47,7 +47,7 @@ std::future<compile::Artifact> Optimizer::submit_screened(const generation::Prop
 Optimizer::Evaluated Optimizer::evaluate_now(const std::function<compile::Artifact()>& build) {
   Evaluated evaluated;
   evaluated.artifact = build();
-  evaluated.outcome = evaluator_->evaluate(evaluated.artifact, workers_.at(0));
+  evaluated.outcome = evaluator_.evaluate(evaluated.artifact, workers_.at(0));
   return evaluated;
 }
 
@@ -76,7 +76,7 @@ std::vector<std::optional<Optimizer::Evaluated>> Optimizer::evaluate_batch(
         Evaluated e;
         e.artifact = builds[i].get();
         e.worker = worker;
-        e.outcome = evaluator_->evaluate(e.artifact, workers_.at(worker));
+        e.outcome = evaluator_.evaluate(e.artifact, workers_.at(worker));
         evaluated[i] = std::move(e);
       },
       [&] { return interrupts() == 0 && started++ < room; });
@@ -99,7 +99,7 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   record.found_wall_s = spend.wall_s;
   if (record.median_ms) {
     record.quick_score =
-        quick_score(record.quick_samples_ms, reference_ms_, options_.evaluation.acceptance_level);
+        quick_score(record.quick_samples_ms, reference_ms_, evaluation_policy().acceptance_level);
   }
   consider(record);
   generation::Feedback feedback;
@@ -245,7 +245,7 @@ AcceptanceDecision Optimizer::compare_with_best(const CandidateRecord& record) {
   const size_t on = home_of(record.id);
   const int incumbent = handle_on(best_->id, on);
   const evaluation::CompareOutcome compared =
-      evaluator_->compare(incumbent, handle_on(record.id, on), workers_.at(on));
+      evaluator_.compare(incumbent, handle_on(record.id, on), workers_.at(on));
   const std::optional<evaluation::PairedComparison>& paired = compared.paired;
   const double seconds = now_s_() - started;
   budget_->add_device_s(seconds);
@@ -275,7 +275,7 @@ void Optimizer::consider(CandidateRecord& record) {
                         record.replayed ? "  (replayed)" : ""));
   // The acceptance outcome (a new best or not); promotion to rung 2 is the scheduler's
   // separate decision (promote_cohort).
-  const double min_gain = options_.min_gain;
+  const double min_gain = evaluation_policy().min_gain;
   AcceptanceOutcome outcome = AcceptanceOutcome::not_better;
   std::string reason;
   if (record.verdict != Verdict::ok) {
@@ -315,7 +315,7 @@ void Optimizer::consider(CandidateRecord& record) {
     } else {
       progress_(fmt::format("        vs best {}: {} ({:.3f}x, {:.0f}% CI [{:.3f}, {:.3f}])",
                             best_->id, to_string(decided.outcome), decided.speedup,
-                            100 * options_.evaluation.acceptance_level, decided.ci_low,
+                            100 * evaluation_policy().acceptance_level, decided.ci_low,
                             decided.ci_high));
       outcome = decided.outcome == ComparisonOutcome::faster ? AcceptanceOutcome::accepted
                                                              : AcceptanceOutcome::not_better;
@@ -398,13 +398,13 @@ int Optimizer::handle_on(const std::string& id, size_t worker) {
   if (!artifact) {
     // A candidate restored from the run database: built again (the artifact cache answers) and
     // loaded, never timed again.
-    artifact = pool_->submit(proposals_.at(id).job).get();
+    artifact = builds_.submit(proposals_.at(id).job).get();
     if (artifact->verdict != Verdict::ok) {
       throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
                   "build now: " + artifact->log.substr(0, 400));
     }
   }
-  worker::LoadResult loaded = evaluator_->load(*artifact, workers_.at(worker));
+  worker::LoadResult loaded = evaluator_.load(*artifact, workers_.at(worker));
   if (loaded.verdict != Verdict::ok) {
     throw Error("candidate " + id + " was correct when evaluated but does not load on worker " +
                 std::to_string(worker) + " now: " + to_string(loaded.verdict) + ": " +

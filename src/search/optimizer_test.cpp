@@ -477,8 +477,11 @@ class OptimizerSeamTest : public OptimizerTest {
   OptimizeResult run_with(ScriptedGenerator& generator, OptimizeOptions options,
                           memory::StrategySelector* selector = nullptr) {
     report::RunDirectory run_dir(root_ / ("seam" + std::to_string(runs_++)));
-    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker_,
-                        reference_worker_, run_dir, [](const std::string&) {}, selector);
+    RealPlane plane = make_real_plane(task_, "cpu", options, evaluation::EvaluationPolicy{},
+                                      compiler_, {&worker_}, reference_worker_);
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, *plane.evaluator, *plane.pool,
+                        {&worker_}, reference_worker_, run_dir, [](const std::string&) {},
+                        selector);
     return optimizer.run();
   }
   generation::KernelFamily family() {
