@@ -175,7 +175,7 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_COMPILE_JOBS")
       ->check(whole_number(0, 256))
       ->capture_default_str();
-  optimize->add_option("--final-rounds", options.search.evaluation.final_rounds,
+  optimize->add_option("--final-rounds", options.evaluation.final_rounds,
                        "Interleaved rounds of the final reference-vs-best timing")
       ->envname("KFORGE_FINAL_ROUNDS")
       ->check(whole_number(1, 1000))

@@ -456,8 +456,31 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   std::cerr << "kforge: " << (resume ? "resuming " : "optimizing ") << task.name << " on "
             << backend << " -> " << run_path.string() << "\n";
 
-  search::Optimizer optimizer(task, backend, options.search, *store, generator, compiler,
-                              candidate_workers, reference_worker, run_dir,
+  // A run that evaluated nothing leaves nothing behind; one that did keeps every candidate it
+  // wrote (and its run database, so that --resume continues it), plus failed.txt saying why,
+  // and never a result.json.
+  auto record_failure = [&](const std::exception& e) {
+    shutdown_workers();
+    std::error_code ec;
+    if (!resume && fs::is_empty(run_path / "candidates", ec)) {
+      fs::remove_all(run_path, ec);
+    } else {
+      run_dir.write_text("failed.txt", std::string(e.what()) + "\n");
+      run_dir.append_event({{"event", "failed"}, {"error", e.what()}});
+    }
+  };
+  // The real evaluator and compile pool over this run's workers (the seams the optimizer
+  // measures and builds through); a task they refuse fails the run like run() would.
+  search::RealPlane plane;
+  try {
+    plane = search::make_real_plane(task, backend, options.search, options.evaluation, compiler,
+                                    candidate_workers, reference_worker);
+  } catch (const std::exception& e) {
+    record_failure(e);
+    throw;
+  }
+  search::Optimizer optimizer(task, backend, options.search, *store, generator, *plane.evaluator,
+                              *plane.pool, candidate_workers, reference_worker, run_dir,
                               [](const std::string& line) { std::cerr << line << "\n"; },
                               llm_session ? llm_session->selector() : nullptr);
   optimizer.set_interrupts(&g_interrupts);
@@ -476,17 +499,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   try {
     result = optimizer.run();
   } catch (const std::exception& e) {
-    // A run that evaluated nothing leaves nothing behind; one that did keeps every candidate it
-    // wrote (and its run database, so that --resume continues it), plus failed.txt saying why,
-    // and never a result.json.
-    shutdown_workers();
-    std::error_code ec;
-    if (!resume && fs::is_empty(run_path / "candidates", ec)) {
-      fs::remove_all(run_path, ec);
-    } else {
-      run_dir.write_text("failed.txt", std::string(e.what()) + "\n");
-      run_dir.append_event({{"event", "failed"}, {"error", e.what()}});
-    }
+    record_failure(e);
     throw;
   }
   shutdown_workers();

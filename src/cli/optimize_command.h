@@ -41,6 +41,8 @@ struct OptimizeCommandOptions {
   std::vector<std::string> ablate;            // --ablate names, parsed into search.ablations
   std::vector<std::string> similar_families;  // --similar-families groups "a,b,c"
   search::OptimizeOptions search;
+  /// The run's evaluation policy (--final-rounds); the run's evaluator owns it from there.
+  evaluation::EvaluationPolicy evaluation;
 };
 
 /// Runs `kforge optimize` (or with resume_dir, continues a run; a finished one is reported as

@@ -142,7 +142,7 @@ nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
           {"seed", s.seed},
           {"temperature", s.temperature},
           {"compile_jobs", s.compile_jobs},
-          {"final_rounds", s.evaluation.final_rounds},
+          {"final_rounds", o.evaluation.final_rounds},
           {"repair_tries", s.repair_tries},
           {"eta", s.eta},
           {"fidelity", o.fidelity},
@@ -190,7 +190,7 @@ OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::str
     s.seed = j.at("seed").get<uint64_t>();
     s.temperature = j.at("temperature").get<double>();
     s.compile_jobs = j.at("compile_jobs").get<int>();
-    s.evaluation.final_rounds = j.at("final_rounds").get<int>();
+    o.evaluation.final_rounds = j.at("final_rounds").get<int>();
     s.repair_tries = j.at("repair_tries").get<int>();
     s.eta = j.at("eta").get<double>();
     o.fidelity = j.at("fidelity").get<std::string>();

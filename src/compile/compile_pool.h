@@ -7,6 +7,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,18 +15,34 @@
 
 namespace kforge::compile {
 
-class CompilePool {
+/// Where the search sends its builds: the seam between the optimizer and the compilers.
+/// CompilePool (below) is the real one; a test or a simulation runner passes a fake.
+class BuildQueue {
+ public:
+  virtual ~BuildQueue() = default;
+  /// Queues `job`; the future yields its Artifact (a compile error is a value) or rethrows a
+  /// harness Error such as a missing compiler.
+  virtual std::future<Artifact> submit(CompileJob job) = 0;
+  /// The toolchain that builds `backend`'s candidates, for provenance ("g++ 12.2.0"). Throws
+  /// Error if it is absent.
+  virtual std::string toolchain(const std::string& backend) = 0;
+};
+
+class CompilePool : public BuildQueue {
  public:
   /// `depth` threads share `compiler` (which must be thread-safe); depth <= 0 means the number
   /// of hardware threads.
   CompilePool(Compiler& compiler, int depth);
-  ~CompilePool();
+  ~CompilePool() override;
   CompilePool(const CompilePool&) = delete;
   CompilePool& operator=(const CompilePool&) = delete;
 
-  /// Queues `job`; the future yields its Artifact (or rethrows a harness Error such as a
-  /// missing compiler).
-  std::future<Artifact> submit(CompileJob job);
+  /// Queues `job` for the next free thread. A pool being destroyed builds what is queued first.
+  std::future<Artifact> submit(CompileJob job) override;
+  /// The compiler's toolchain (Compiler::toolchain).
+  std::string toolchain(const std::string& backend) override {
+    return compiler_.toolchain(backend);
+  }
   int depth() const { return static_cast<int>(threads_.size()); }
 
  private:

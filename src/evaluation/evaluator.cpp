@@ -73,20 +73,20 @@ int64_t scratch_bytes_needed(const Task& task, const EvaluationPolicy& policy) {
 }  // namespace
 
 void to_json(nlohmann::json& j, const RungRecord& record) {
-  j = {{"rung", record.rung},
+  j = {{"rung", to_string(record.rung)},
        {"verdict", to_string(record.verdict)},
        {"message", record.message},
        {"seconds", record.seconds},
        {"detail", record.detail}};
 }
 
-std::vector<double> Evaluator::PairedSamples::reference_ms() const {
+std::vector<double> EvaluationPlane::PairedSamples::reference_ms() const {
   std::vector<double> all;
   for (const auto& round : reference_rounds) all.insert(all.end(), round.begin(), round.end());
   return all;
 }
 
-std::vector<double> Evaluator::PairedSamples::candidate_ms() const {
+std::vector<double> EvaluationPlane::PairedSamples::candidate_ms() const {
   std::vector<double> all;
   for (const auto& round : candidate_rounds) all.insert(all.end(), round.begin(), round.end());
   return all;
@@ -282,7 +282,7 @@ void Evaluator::prime_check_outputs(const Workload& workload) {
 Evaluator::CheckedTiming Evaluator::time_with_checks(
     worker::Worker& on, int handle, const Workload& workload,
     const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
-    const std::string& rung) {
+    const std::string& timing_name) {
   worker::TimeRequest request = time_request(handle, workload, measurement, seed);
   if (!policy_.recheck_timed_outputs || checks <= 0) {
     return {on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
@@ -303,7 +303,7 @@ Evaluator::CheckedTiming Evaluator::time_with_checks(
   CheckedTiming timing{on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
   const worker::TimeResult& result = timing.result;
   if (result.verdict != Verdict::ok) return timing;
-  const std::string where = "the " + rung + " timing on '" + workload.name + "': ";
+  const std::string where = "the " + timing_name + " timing on '" + workload.name + "': ";
   if (!result.foreign_work.empty()) {
     timing.verdict = Verdict::rejected_by_policy;
     timing.failure = where + "work outside args->stream: " + result.foreign_work +
@@ -314,7 +314,8 @@ Evaluator::CheckedTiming Evaluator::time_with_checks(
     timing.failure = where + "the kernel " + result.guard_violation +
                      " (into the guard band beside its storage): kernels must write only "
                      "inside their outputs";
-  } else if (std::string failure = checks_->verify(request, result, rung); !failure.empty()) {
+  } else if (std::string failure = checks_->verify(request, result, timing_name);
+             !failure.empty()) {
     timing.verdict = Verdict::wrong_answer;
     timing.failure = std::move(failure);
   }
@@ -323,9 +324,9 @@ Evaluator::CheckedTiming Evaluator::time_with_checks(
 
 TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Workload& workload,
                                       const worker::MeasurementPolicy& measurement,
-                                      uint64_t seed, int checks, const std::string& rung) {
+                                      uint64_t seed, int checks, Rung rung) {
   const CheckedTiming timing =
-      time_with_checks(on, handle, workload, measurement, seed, checks, rung);
+      time_with_checks(on, handle, workload, measurement, seed, checks, to_string(rung));
   TimingVerdict verdict = judge_timing(
       timing.result, physical_floor(task_, workload, device_, policy_.checks.floor_slack),
       policy_.checks);
@@ -358,7 +359,7 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
 
   result.gate = run_gate(on, loaded.handle, *oracle_, task_, gate_cases_, *scratch_,
                          policy_.run_timeout_s);
-  RungRecord gate{"gate", result.gate.verdict, result.gate.message, seconds_since(start),
+  RungRecord gate{Rung::gate, result.gate.verdict, result.gate.message, seconds_since(start),
                   {{"cases_checked", result.gate.cases_checked},
                    {"cases_planned", gate_cases_.size()},
                    {"max_abs_error", result.gate.max_abs_error},
@@ -379,8 +380,8 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
 
   start = Clock::now();
   result.quick = time_checked(on, loaded.handle, timed_workload_, policy_.quick, timing_seed_,
-                              policy_.checks_per_request, "quick");
-  result.rungs.push_back({"quick", result.quick.verdict, result.quick.message,
+                              policy_.checks_per_request, Rung::quick);
+  result.rungs.push_back({Rung::quick, result.quick.verdict, result.quick.message,
                           seconds_since(start), timing_json(result.quick)});
   if (result.quick.verdict != Verdict::ok) return fail(result.quick.verdict, result.quick.message);
   result.samples_ms = result.quick.samples_ms;
@@ -444,7 +445,7 @@ FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
     FullRung::Entry entry;
     entry.workload = workload.name;
     entry.candidate = time_checked(on, handle, workload, policy_.full, timing_seed_,
-                                   policy_.checks_per_request, "full");
+                                   policy_.checks_per_request, Rung::full);
     entry.reference_median_ms = reference_full_ms_.at(workload.name);
     if (entry.candidate.verdict != Verdict::ok) {
       rung.verdict = entry.candidate.verdict;
@@ -476,7 +477,8 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Wo
     }
     const CheckedTiming timing = time_with_checks(on, candidate_handle, timed_workload_,
                                                   policy_.round, timing_seed_,
-                                                  policy_.checks_per_round, "final");
+                                                  policy_.checks_per_round,
+                                                  to_string(Rung::final));
     const worker::TimeResult& candidate = timing.result;
     if (candidate.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
       paired.failure = timing.verdict == Verdict::ok

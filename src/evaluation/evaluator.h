@@ -25,6 +25,7 @@
 
 #include "common/scratch_dir.h"
 #include "compile/compiler.h"
+#include "core/ladder.h"
 #include "evaluation/comparison.h"
 #include "evaluation/gate.h"
 #include "evaluation/measurement.h"
@@ -67,7 +68,7 @@ struct EvaluationPolicy {
 
 /// What one rung did to one candidate, for the run directory.
 struct RungRecord {
-  std::string rung;                // "screen", "gate", "quick", "full", "final"
+  Rung rung = Rung::gate;          // gate or quick (evaluate() runs rungs 0 and 1)
   Verdict verdict = Verdict::ok;
   std::string message;
   double seconds = 0.0;            // wall time of the rung
@@ -120,51 +121,17 @@ struct FullRung {
   double geomean_speedup = 0.0;
 };
 
-class Evaluator {
+/// The evaluation plane as the search uses it: the seam the Optimizer measures through. Rungs
+/// 0-3 and the acceptance comparison of candidates on a given candidate worker `on`, against
+/// the task's reference. Evaluator (below) is the real one; a test or a simulation runner passes
+/// a fake (one that replays recorded results need never touch `on`). Its policy() is the run's
+/// one EvaluationPolicy: the search reads min_gain, acceptance_level and final_rounds there.
+class EvaluationPlane {
  public:
-  /// `candidates` runs candidates; `reference` runs only the reference (a different process).
-  Evaluator(worker::Worker& candidates, worker::Worker& reference, const Task& task,
-            EvaluationPolicy policy);
-  ~Evaluator();
+  virtual ~EvaluationPlane() = default;
 
-  /// Loads the reference in its worker, checks that every workload fits the device, computes
-  /// the expected outputs of every gate case (the reference must write every output, leave its
-  /// inputs alone and agree with itself) and runs the task self-test. Throws Error with the
-  /// reason when the task is broken: the run must not start. Weak-task findings are warnings.
-  TaskReport prepare(const compile::Artifact& reference);
-
-  /// Static policy check of a candidate's source: "" when it passes, else the violations.
-  std::string screen(const std::string& source, const std::string& source_name,
-                     const std::string& backend) const;
-
-  /// Rung 0 and rung 1 of one compiled candidate, loaded into `on` (default: the candidate
-  /// worker given to the constructor). Every method that takes a worker may run concurrently
-  /// with the others on *different* workers once prepare() and prime_full_rung_reference()
-  /// have run (they fill the caches the calls read); one worker serves one call at a time.
-  CandidateEvaluation evaluate(const compile::Artifact& artifact);
-  CandidateEvaluation evaluate(const compile::Artifact& artifact, worker::Worker& on);
-
-  /// Loads a compiled candidate into `on` (default: the candidate worker) without gating or
-  /// timing it: a resumed run re-obtains the handle of a candidate whose verdict it restored,
-  /// and a worker pool loads a candidate on the worker that compares it. A verdict other than
-  /// ok (wrong_signature, worker_crashed, timeout) says why it could not.
-  worker::LoadResult load(const compile::Artifact& artifact);
-  worker::LoadResult load(const compile::Artifact& artifact, worker::Worker& on);
-
-  /// The reference's rung-1 timing (in the reference worker). Throws Error if it fails.
-  TimingVerdict time_reference();
-
-  /// Rung 2 for a loaded candidate: every timed workload with the full policy, against the
-  /// reference's times on the same workloads (cached).
-  FullRung full_rung(int handle);
-  FullRung full_rung(int handle, worker::Worker& on);
-  /// Times the reference on every timed workload with the full policy (in the reference worker)
-  /// unless already done: full_rung() needs these, and concurrent full rungs must find them
-  /// ready. Throws Error if the reference fails.
-  void prime_full_rung_reference();
-
-  /// Rung 3: `final_rounds` rounds, each timing the reference (its worker) then the candidate
-  /// on the same inputs, so drift affects both alike. `failure` is set if the candidate fails.
+  /// Rung 3's rounds: each times the reference, then the candidate on the same inputs, so that
+  /// drift affects both alike. `failure` is set ("<verdict>: <why>") if the candidate fails.
   struct PairedSamples {
     std::vector<std::vector<double>> reference_rounds;
     std::vector<std::vector<double>> candidate_rounds;
@@ -172,32 +139,109 @@ class Evaluator {
     std::vector<double> reference_ms() const;
     std::vector<double> candidate_ms() const;
   };
+
+  /// Loads the reference, checks the task and runs its self-test (Evaluator::prepare). Throws
+  /// Error with the reason when the task is broken: the run must not start.
+  virtual TaskReport prepare(const compile::Artifact& reference) = 0;
+  /// Static policy check of a candidate's source: "" when it passes, else the violations.
+  virtual std::string screen(const std::string& source, const std::string& source_name,
+                             const std::string& backend) const = 0;
+  /// Rungs 0 and 1 of one compiled candidate, loaded into `on`.
+  virtual CandidateEvaluation evaluate(const compile::Artifact& artifact, worker::Worker& on) = 0;
+  /// Loads a compiled candidate into `on` without gating or timing it; a verdict other than ok
+  /// says why it could not.
+  virtual worker::LoadResult load(const compile::Artifact& artifact, worker::Worker& on) = 0;
+  /// The reference's rung-1 timing. Throws Error if it fails.
+  virtual TimingVerdict time_reference() = 0;
+  /// Rung 2 of a candidate loaded in `on`: every timed workload against the reference's times.
+  virtual FullRung full_rung(int handle, worker::Worker& on) = 0;
+  /// Makes the reference's rung-2 times ready, so that concurrent full_rung() calls on
+  /// different workers only read them. Throws Error if the reference fails.
+  virtual void prime_full_rung_reference() = 0;
+  /// Rung 3 of a candidate loaded in `on`: final_rounds paired rounds with the reference.
+  virtual PairedSamples time_paired(int candidate_handle, worker::Worker& on) = 0;
+  /// Acceptance: `incumbent` and `challenger`, both loaded in `on`, timed interleaved and judged
+  /// at acceptance_level and min_gain; without `paired` when either fails.
+  virtual CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) = 0;
+  /// The primary timed workload (rung 1's, rung 3's and the profile's).
+  virtual const Workload& timed_workload() const = 0;
+  /// The policy this plane measures with: the run's only copy.
+  virtual const EvaluationPolicy& policy() const = 0;
+};
+
+class Evaluator : public EvaluationPlane {
+ public:
+  /// `candidates` runs candidates; `reference` runs only the reference (a different process).
+  Evaluator(worker::Worker& candidates, worker::Worker& reference, const Task& task,
+            EvaluationPolicy policy);
+  ~Evaluator() override;
+
+  /// Loads the reference in its worker, checks that every workload fits the device, computes
+  /// the expected outputs of every gate case (the reference must write every output, leave its
+  /// inputs alone and agree with itself) and runs the task self-test. Throws Error with the
+  /// reason when the task is broken: the run must not start. Weak-task findings are warnings.
+  TaskReport prepare(const compile::Artifact& reference) override;
+
+  /// Static policy check of a candidate's source: "" when it passes, else the violations.
+  std::string screen(const std::string& source, const std::string& source_name,
+                     const std::string& backend) const override;
+
+  /// Rung 0 and rung 1 of one compiled candidate, loaded into `on` (default: the candidate
+  /// worker given to the constructor). Every method that takes a worker may run concurrently
+  /// with the others on *different* workers once prepare() and prime_full_rung_reference()
+  /// have run (they fill the caches the calls read); one worker serves one call at a time.
+  CandidateEvaluation evaluate(const compile::Artifact& artifact);
+  CandidateEvaluation evaluate(const compile::Artifact& artifact, worker::Worker& on) override;
+
+  /// Loads a compiled candidate into `on` (default: the candidate worker) without gating or
+  /// timing it: a resumed run re-obtains the handle of a candidate whose verdict it restored,
+  /// and a worker pool loads a candidate on the worker that compares it. A verdict other than
+  /// ok (wrong_signature, worker_crashed, timeout) says why it could not.
+  worker::LoadResult load(const compile::Artifact& artifact);
+  worker::LoadResult load(const compile::Artifact& artifact, worker::Worker& on) override;
+
+  /// The reference's rung-1 timing (in the reference worker). Throws Error if it fails.
+  TimingVerdict time_reference() override;
+
+  /// Rung 2 for a loaded candidate: every timed workload with the full policy, against the
+  /// reference's times on the same workloads (cached).
+  FullRung full_rung(int handle);
+  FullRung full_rung(int handle, worker::Worker& on) override;
+  /// Times the reference on every timed workload with the full policy (in the reference worker)
+  /// unless already done: full_rung() needs these, and concurrent full rungs must find them
+  /// ready. Throws Error if the reference fails.
+  void prime_full_rung_reference() override;
+
+  /// Rung 3: `final_rounds` rounds, each timing the reference (its worker) then the candidate
+  /// on the same inputs, so drift affects both alike. `failure` is set if the candidate fails.
   PairedSamples time_paired(int candidate_handle);
-  PairedSamples time_paired(int candidate_handle, worker::Worker& on);
+  PairedSamples time_paired(int candidate_handle, worker::Worker& on) override;
 
   /// Acceptance: candidates `incumbent` and `challenger` (both loaded in the candidate worker)
   /// timed interleaved for `compare_rounds` rounds, each round with checked calls; judged by
   /// judge_paired at acceptance_level and min_gain. Without `paired` when either fails.
   CompareOutcome compare(int incumbent, int challenger);
-  CompareOutcome compare(int incumbent, int challenger, worker::Worker& on);
+  CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) override;
 
-  const Workload& timed_workload() const { return timed_workload_; }
-  const EvaluationPolicy& policy() const { return policy_; }
+  const Workload& timed_workload() const override { return timed_workload_; }
+  const EvaluationPolicy& policy() const override { return policy_; }
   const worker::DeviceInfo& device() const { return device_; }
 
  private:
   worker::TimeRequest time_request(int handle, const Workload& workload,
                                    const worker::MeasurementPolicy& measurement,
                                    uint64_t seed) const;
-  /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing;
-  /// a wrong checked output becomes wrong_answer.
+  /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing
+  /// (rung `rung`: quick or full); a wrong checked output becomes wrong_answer.
   TimingVerdict time_checked(worker::Worker& on, int handle, const Workload& workload,
                              const worker::MeasurementPolicy& measurement, uint64_t seed,
-                             int checks, const std::string& rung);
+                             int checks, Rung rung);
   /// A candidate's timing request with `checks` checked calls, sent to `on`; the checked outputs
-  /// are compared with the reference's, the guard bands and the work audit read. `verdict` is
-  /// ok, or wrong_answer (a wrong output, a write outside a tensor) or rejected_by_policy (work
-  /// outside args->stream) with `failure` saying why; the raw result either way.
+  /// are compared with the reference's, the guard bands and the work audit read. `timing_name`
+  /// names the timing in failures: a rung's name, or "acceptance" for compare()'s rounds.
+  /// `verdict` is ok, or wrong_answer (a wrong output, a write outside a tensor) or
+  /// rejected_by_policy (work outside args->stream) with `failure` saying why; the raw result
+  /// either way.
   struct CheckedTiming {
     worker::TimeResult result;
     Verdict verdict = Verdict::ok;
@@ -206,7 +250,7 @@ class Evaluator {
   CheckedTiming time_with_checks(
       worker::Worker& on, int handle, const Workload& workload,
       const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
-      const std::string& rung);
+      const std::string& timing_name);
   /// Input sets a timing request of `workload` asks for (rotation below rotation_limit_bytes).
   int input_sets_for(const Workload& workload) const;
   /// Computes (in the reference worker) the expected outputs of every input a check of

@@ -144,18 +144,6 @@ TimingVerdict judge_timing(const worker::TimeResult& result, const PhysicalFloor
   return verdict;
 }
 
-std::string to_string(PairedComparison::Outcome outcome) {
-  switch (outcome) {
-    case PairedComparison::Outcome::faster:
-      return "faster";
-    case PairedComparison::Outcome::slower:
-      return "slower";
-    case PairedComparison::Outcome::tie:
-      return "tie";
-  }
-  return "tie";
-}
-
 PairedComparison judge_paired(const std::vector<std::vector<double>>& a_rounds,
                               const std::vector<std::vector<double>>& b_rounds, double level,
                               double min_gain, uint64_t seed, int resamples) {

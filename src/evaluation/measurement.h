@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ladder.h"
 #include "evaluation/statistics.h"
 #include "core/verdict.h"
 #include "core/task.h"
@@ -70,12 +71,12 @@ TimingVerdict judge_timing(const worker::TimeResult& result, const PhysicalFloor
 
 /// Outcome of timing kernel `a` and kernel `b` interleaved in rounds on the same inputs.
 struct PairedComparison {
-  enum class Outcome { faster, slower, tie };
+  /// faster, slower or tie (never failed: a failed timing gives no comparison at all).
+  using Outcome = ComparisonOutcome;
   Outcome outcome = Outcome::tie;    // of b relative to a
   SpeedupEstimate speedup;           // of b over a: time(a) / time(b)
   std::vector<double> round_ratios;  // median(a_r) / median(b_r) per round
 };
-std::string to_string(PairedComparison::Outcome outcome);
 
 /// Paired comparison over rounds (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time",
 /// ISMM 2013: resample at both levels, rounds and repetitions). The estimate is the geometric

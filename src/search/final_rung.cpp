@@ -16,16 +16,12 @@ namespace fs = std::filesystem;
 namespace {
 
 /// Rung 2's outcome for one candidate, as recorded in the run database.
-nlohmann::json full_rung_decision(const std::string& id, const evaluation::FullRung& full) {
-  nlohmann::json workloads = nlohmann::json::array();
+FullRungDecision full_rung_decision(const std::string& id, const evaluation::FullRung& full) {
+  FullRungDecision decision{id, full.verdict, full.message, full.geomean_speedup, {}};
   for (const evaluation::FullRung::Entry& e : full.workloads) {
-    workloads.push_back({{"workload", e.workload}, {"speedup", e.speedup}});
+    decision.workload_speedups.emplace_back(e.workload, e.speedup);
   }
-  return {{"candidate", id},
-          {"verdict", to_string(full.verdict)},
-          {"message", full.message},
-          {"geomean_speedup", full.geomean_speedup},
-          {"workload_speedups", workloads}};
+  return decision;
 }
 
 }  // namespace
@@ -39,7 +35,7 @@ void Optimizer::promote_cohort(int step) {
   std::vector<CandidateRecord*> members;
   std::vector<Contender> cohort;
   for (CandidateRecord& r : records_) {
-    if (r.verdict != Verdict::ok || !r.median_ms || !r.promotion.empty()) continue;
+    if (r.verdict != Verdict::ok || !r.median_ms || r.promotion) continue;
     members.push_back(&r);
     Contender c;
     c.id = r.id;
@@ -48,7 +44,8 @@ void Optimizer::promote_cohort(int step) {
     c.decomposition = decomposition_of(r.id);
     for (const CandidateRecord& other : records_) {
       c.decomposition_covered = c.decomposition_covered ||
-                                (other.rung >= 2 && decomposition_of(other.id) == c.decomposition);
+                                (rung_number(other.rung) >= rung_number(Rung::full) &&
+                                 decomposition_of(other.id) == c.decomposition);
     }
     cohort.push_back(std::move(c));
   }
@@ -65,49 +62,45 @@ void Optimizer::promote_cohort(int step) {
   for (size_t i = 0; i < members.size(); ++i) {
     CandidateRecord& record = *members[i];
     // Decided once per run: a resumed run replays the recorded decision.
-    std::optional<nlohmann::json> decided = journal_->recorded("promotion", record.id);
+    std::optional<PromotionDecision> decided = journal_->replay().promotion(record.id);
     if (!decided) {
-      decided = nlohmann::json{{"candidate", record.id},
-                               {"outcome", rule[i].promoted ? "promoted" : "pruned"},
-                               {"score", record.quick_score},
-                               {"rank", rule[i].rank},
-                               {"quota", rule[i].quota},
-                               {"cohort", members.size()},
-                               {"eta", options_.eta},
-                               {"fidelity", to_string(options_.fidelity)},
-                               {"reason", rule[i].reason}};
-      journal_->decide(step, "promotion", record.id, *decided);
+      decided = PromotionDecision{
+          record.id,
+          rule[i].promoted ? PromotionOutcome::promoted : PromotionOutcome::pruned,
+          record.quick_score, rule[i].rank, rule[i].quota, members.size(), options_.eta,
+          options_.fidelity, rule[i].reason};
+      journal_->record_promotion(step, *decided);
       nlohmann::json event = *decided;
       event["event"] = "promotion";
       event["step"] = step;
       run_dir_.append_event(event);
     }
-    record.promotion = decided->at("outcome").get<std::string>();
+    record.promotion = decided->outcome;
     if (options_.explain) {
-      progress_(fmt::format("    rung 2 {} {}: {}", record.id, record.promotion,
-                            decided->value("reason", "")));
+      progress_(fmt::format("    rung 2 {} {}: {}", record.id, to_string(decided->outcome),
+                            decided->reason));
     }
   }
   // With a worker pool, the promoted candidates not measured yet run rung 2 concurrently (the
   // reference's full-rung times first, alone); the results are recorded in the cohort's order.
   std::vector<CandidateRecord*> promoted;
   for (CandidateRecord* record : members) {
-    if (record->promotion == "promoted") promoted.push_back(record);
+    if (record->promotion == PromotionOutcome::promoted) promoted.push_back(record);
   }
   std::vector<std::optional<FullMeasured>> measured(promoted.size());
   std::vector<size_t> pending;
   for (size_t i = 0; i < promoted.size(); ++i) {
-    if (!journal_->recorded("full_rung", promoted[i]->id)) pending.push_back(i);
+    if (!journal_->replay().full_rung(promoted[i]->id)) pending.push_back(i);
   }
   if (workers_.size() > 1 && pending.size() > 1) {
-    evaluator_->prime_full_rung_reference();
+    evaluator_.prime_full_rung_reference();
     workers_.run(
         pending.size(),
         [&](size_t job, size_t worker) {
           const std::string& id = promoted[pending[job]]->id;
           const auto started = std::chrono::steady_clock::now();
           FullMeasured m;
-          m.full = evaluator_->full_rung(handle_on(id, worker), workers_.at(worker));
+          m.full = evaluator_.full_rung(handle_on(id, worker), workers_.at(worker));
           m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
                           .count();
           measured[pending[job]] = std::move(m);
@@ -125,8 +118,12 @@ void Optimizer::promote_cohort(int step) {
 
 void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullMeasured>& measured) {
   // Measured once per run: a resumed run replays what rung 2 found.
-  std::optional<nlohmann::json> decided = journal_->recorded("full_rung", record.id);
-  if (!decided) {
+  FullRungDecision decided;
+  if (std::optional<RecordedFullRung> recorded = journal_->replay().full_rung(record.id)) {
+    progress_(fmt::format("rung 2: {} (recorded)", record.id));
+    budget_->add_device_s(recorded->seconds);
+    decided = std::move(recorded->decision);
+  } else {
     progress_(fmt::format("rung 2: {} on every timed workload", record.id));
     FullMeasured m;
     if (measured) {
@@ -134,7 +131,7 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
     } else {
       const double started = now_s_();
       const size_t on = home_of(record.id);
-      m.full = evaluator_->full_rung(handle_on(record.id, on), workers_.at(on));
+      m.full = evaluator_.full_rung(handle_on(record.id, on), workers_.at(on));
       m.seconds = now_s_() - started;
     }
     const evaluation::FullRung& full = m.full;
@@ -147,39 +144,32 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
                            {"reference_median_ms", e.reference_median_ms},
                            {"speedup", e.speedup}});
     }
-    nlohmann::json rung = full_rung_decision(record.id, full);
-    rung["workloads"] = workloads;
-    journal_->record_rung({record.id, "full", to_string(full.verdict), seconds, rung});
     decided = full_rung_decision(record.id, full);
-    journal_->decide(record.step, "full_rung", record.id, *decided);
+    nlohmann::json rung = decided;
+    rung["workloads"] = workloads;
+    journal_->record_rung(record.id, Rung::full, full.verdict, seconds, rung);
+    journal_->record_full_rung(record.step, decided);
     rung["event"] = "full_rung";
     run_dir_.append_event(rung);
     // Next to the candidate's evaluation.json (rungs 0-1): its history of rungs.
     run_dir_.write_json(fs::path(record.source_file).parent_path() / "full_rung.json", rung);
-  } else {
-    progress_(fmt::format("rung 2: {} (recorded)", record.id));
-    budget_->add_device_s(journal_->recorded_rung_s(record.id, "full"));
   }
-  record.rung = 2;
-  if (decided->at("verdict") != "ok") {
-    progress_(fmt::format("  {}: {}", decided->at("verdict").get<std::string>(),
-                          decided->value("message", "")));
-    const Verdict verdict = parse_verdict(decided->at("verdict").get<std::string>());
-    if (verdict == Verdict::wrong_answer || verdict == Verdict::rejected_by_policy) {
+  record.rung = Rung::full;
+  if (decided.verdict != Verdict::ok) {
+    progress_(fmt::format("  {}: {}", to_string(decided.verdict), decided.message));
+    if (decided.verdict == Verdict::wrong_answer ||
+        decided.verdict == Verdict::rejected_by_policy) {
       // A checked call of rung 2 failed: the candidate gets that verdict.
-      reject_after_check(record.id, verdict, "rung 2: " + decided->value("message", ""));
-      record.verdict = verdict;
+      reject_after_check(record.id, decided.verdict, "rung 2: " + decided.message);
+      record.verdict = decided.verdict;
     }
     return;
   }
-  record.full_geomean_speedup = decided->at("geomean_speedup").get<double>();
-  record.full_workloads.clear();
+  record.full_geomean_speedup = decided.geomean_speedup;
+  record.full_workloads = decided.workload_speedups;
   std::string each;  // runs recorded before workload_speedups existed have only the geomean
-  for (const auto& w : decided->value("workload_speedups", nlohmann::json::array())) {
-    record.full_workloads.emplace_back(w.at("workload").get<std::string>(),
-                                       w.at("speedup").get<double>());
-    each += fmt::format("{}{} {:.3f}x", each.empty() ? " (" : ", ",
-                        record.full_workloads.back().first, record.full_workloads.back().second);
+  for (const auto& [workload, speedup] : record.full_workloads) {
+    each += fmt::format("{}{} {:.3f}x", each.empty() ? " (" : ", ", workload, speedup);
   }
   progress_(fmt::format("  geomean speedup {:.3f}x over every timed workload{}",
                         *record.full_geomean_speedup, each.empty() ? "" : each + ")"));
@@ -197,7 +187,8 @@ std::string Optimizer::choose_final(const std::string& best_id) {
     if (r.id == best_id || !r.full_geomean_speedup) continue;
     considered += "," + r.id;
     const double geomean = *r.full_geomean_speedup;
-    if (geomean > chosen_geomean && geomean > best_geomean * (1.0 + options_.min_gain)) {
+    if (geomean > chosen_geomean &&
+        geomean > best_geomean * (1.0 + evaluation_policy().min_gain)) {
       chosen = r.id;
       chosen_geomean = geomean;
     }
@@ -228,11 +219,11 @@ void Optimizer::run_final() {
     return;
   }
   progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best.id,
-                        options_.evaluation.final_rounds));
+                        evaluation_policy().final_rounds));
   const double started = now_s_();
   const size_t on = home_of(best.id);
-  evaluation::Evaluator::PairedSamples paired =
-      evaluator_->time_paired(handle_on(best.id, on), workers_.at(on));
+  evaluation::EvaluationPlane::PairedSamples paired =
+      evaluator_.time_paired(handle_on(best.id, on), workers_.at(on));
   if (!paired.failure.empty()) {
     // A failed check (a wrong output, a write outside a tensor, work on another stream) is the
     // candidate's verdict; a crash or timeout there stays the run's error alone.
@@ -246,25 +237,25 @@ void Optimizer::run_final() {
   }
   result_.reference_final = evaluation::summarize(paired.reference_ms());
   result_.best_final = evaluation::summarize(paired.candidate_ms());
+  const evaluation::EvaluationPolicy& policy = evaluation_policy();
   result_.speedup = evaluation::judge_paired(paired.reference_rounds, paired.candidate_rounds,
-                                             options_.evaluation.acceptance_level,
-                                             options_.evaluation.min_gain,
-                                             options_.evaluation.gate.base_seed)
+                                             policy.acceptance_level, policy.min_gain,
+                                             policy.gate.base_seed)
                         .speedup;
   const nlohmann::json final = {{"best", best.id},
                                 {"reference_median_ms", result_.reference_final.median_ms},
                                 {"best_median_ms", result_.best_final.median_ms},
                                 {"speedup", result_.speedup.speedup}};
-  journal_->record_rung({best.id, "final", "ok", now_s_() - started, final});
+  journal_->record_rung(best.id, Rung::final, Verdict::ok, now_s_() - started, final);
   nlohmann::json event = final;
   event["event"] = "final";
   run_dir_.append_event(event);
   if (profiler_ != nullptr) {
     progress_(fmt::format("final: profiling {} under Nsight Compute on '{}'", best.id,
-                          evaluator_->timed_workload().name));
+                          evaluator_.timed_workload().name));
     handle_on(best.id, home_of(best.id));  // its artifact
     result_.profile =
-        profiler_->profile(artifacts_.at(best.id), task_, evaluator_->timed_workload());
+        profiler_->profile(artifacts_.at(best.id), task_, evaluator_.timed_workload());
     run_dir_.append_event({{"event", "profile"}, {"best", best.id},
                            {"profile", result_.profile->to_json()}});
     if (!result_.profile->ok) progress_("final: no profile: " + result_.profile->message);

@@ -18,7 +18,7 @@ nlohmann::json record_json(const CandidateRecord& r) {
                       {"compile_s", r.compile_s},  {"source", r.source_file}};
   j["median_ms"] = optional_json(r.median_ms);
   j["log_gain"] = optional_json(r.log_gain);
-  j["acceptance"] = r.acceptance;
+  j["acceptance"] = r.acceptance ? to_string(*r.acceptance) : "";
   j["full_geomean_speedup"] = optional_json(r.full_geomean_speedup);
   nlohmann::json workloads = nlohmann::json::array();
   for (const auto& [workload, speedup] : r.full_workloads) {
@@ -27,8 +27,8 @@ nlohmann::json record_json(const CandidateRecord& r) {
   j["full_workload_speedups"] = workloads;
   j["device_s"] = r.device_s;
   j["quick_score"] = r.quick_score;
-  j["promotion"] = r.promotion;
-  j["rung"] = r.rung;
+  j["promotion"] = r.promotion ? to_string(*r.promotion) : "";
+  j["rung"] = rung_number(r.rung);
   j["found_device_s"] = r.found_device_s;
   j["found_wall_s"] = r.found_wall_s;
   return j;

@@ -34,13 +34,13 @@ double steady_seconds() {
 
 }  // namespace
 
-nlohmann::json OptimizeOptions::to_json() const {
+nlohmann::json OptimizeOptions::to_json(const evaluation::EvaluationPolicy& evaluation) const {
   return {{"steps", steps},
           {"proposals_per_step", proposals_per_step},
           {"diversity_slots", diversity_slots},
           {"seed", seed},
           {"temperature", temperature},
-          {"min_gain", min_gain},
+          {"min_gain", evaluation.min_gain},
           {"repair_tries", repair_tries},
           {"policy", memory::to_string(policy)},
           {"ablations", memory::to_string(ablations)},
@@ -58,16 +58,8 @@ nlohmann::json OptimizeOptions::to_json() const {
 
 Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions options,
                      memory::Store& store, generation::Generator& generator,
-                     compile::Compiler& compiler, worker::Worker& candidate_worker,
-                     worker::Worker& reference_worker, report::RunDirectory& run_dir,
-                     ProgressSink progress, memory::StrategySelector* selector)
-    : Optimizer(task, std::move(backend), std::move(options), store, generator, compiler,
-                std::vector<worker::Worker*>{&candidate_worker}, reference_worker, run_dir,
-                std::move(progress), selector) {}
-
-Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions options,
-                     memory::Store& store, generation::Generator& generator,
-                     compile::Compiler& compiler, std::vector<worker::Worker*> candidate_workers,
+                     evaluation::EvaluationPlane& evaluator, compile::BuildQueue& builds,
+                     std::vector<worker::Worker*> candidate_workers,
                      worker::Worker& reference_worker, report::RunDirectory& run_dir,
                      ProgressSink progress, memory::StrategySelector* selector)
     : task_(task),
@@ -75,7 +67,8 @@ Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions opti
       options_(std::move(options)),
       store_(store),
       generator_(generator),
-      compiler_(compiler),
+      evaluator_(evaluator),
+      builds_(builds),
       workers_(std::move(candidate_workers)),
       reference_worker_(reference_worker),
       run_dir_(run_dir),
@@ -105,7 +98,7 @@ memory::Diagnosis Optimizer::diagnose(const CandidateRecord& record) const {
 void Optimizer::open_journal() {
   const fs::path path = run_dir_.path() / "run.sqlite";
   journal_ = std::make_unique<RunJournal>(path, options_.resume);
-  const nlohmann::json options = options_.to_json();
+  const nlohmann::json options = options_.to_json(evaluation_policy());
   if (!options_.resume) {
     if (!journal_->database().candidates().empty()) {
       throw Error(path.string() + " already records candidates: continue it with --resume");
@@ -166,10 +159,10 @@ void Optimizer::prepare_reference() {
     reference_job.backend = backend_;
     reference_job.source_name = fs::path(reference_path).filename().string();
     reference_job.source = read_file(reference_path);
-    reference_artifact = pool_->submit(reference_job).get();
+    reference_artifact = builds_.submit(reference_job).get();
   }
   evaluation::TaskReport task_report = with_context(
-      "reference " + reference_path, [&] { return evaluator_->prepare(reference_artifact); });
+      "reference " + reference_path, [&] { return evaluator_.prepare(reference_artifact); });
   for (const std::string& warning : task_report.warnings) progress_("warning: " + warning);
   copy_bytes_per_s_ = task_report.device.copy_bytes_per_s;
   if (auto peak = task_report.device.peak_flops_per_s.find("f32");
@@ -182,21 +175,19 @@ void Optimizer::prepare_reference() {
                          {"floor_ms", task_report.floor.floor_ms},
                          {"copy_bytes_per_s", task_report.device.copy_bytes_per_s},
                          {"seconds", task_report.seconds}});
-  const Workload& timed = evaluator_->timed_workload();
-  if (std::optional<nlohmann::json> recorded = journal_->meta("reference")) {
+  const Workload& timed = evaluator_.timed_workload();
+  if (std::optional<ReferenceTiming> recorded = journal_->replay().reference()) {
     // Resume: the numbers the recorded decisions were made with (prompts, policy state).
-    reference_ms_ = recorded->at("quick_median_ms").get<double>();
-    copy_bytes_per_s_ = recorded->at("copy_bytes_per_s").get<double>();
-    peak_flops_per_s_ = recorded->at("peak_flops_per_s").get<double>();
+    reference_ms_ = recorded->quick_median_ms;
+    copy_bytes_per_s_ = recorded->copy_bytes_per_s;
+    peak_flops_per_s_ = recorded->peak_flops_per_s;
     progress_(fmt::format("reference on '{}': {:.4f} ms (recorded)", timed.name, reference_ms_));
     return;
   }
-  evaluation::TimingVerdict reference_quick = evaluator_->time_reference();
+  evaluation::TimingVerdict reference_quick = evaluator_.time_reference();
   if (!reference_quick.warning.empty()) progress_("warning: " + reference_quick.warning);
   reference_ms_ = reference_quick.summary.median_ms;
-  journal_->set_meta("reference", {{"quick_median_ms", reference_ms_},
-                                   {"copy_bytes_per_s", copy_bytes_per_s_},
-                                   {"peak_flops_per_s", peak_flops_per_s_}});
+  journal_->record_reference({reference_ms_, copy_bytes_per_s_, peak_flops_per_s_});
   progress_(fmt::format("reference on '{}': {:.4f} ms (median of {})", timed.name, reference_ms_,
                         reference_quick.samples_ms.size()));
 }
@@ -234,16 +225,16 @@ void Optimizer::stop(StopReason reason, const std::string& detail) {
                    {{"by", to_string(reason)}, {"candidates", records_.size()}});
 }
 
-std::array<int, 4> Optimizer::rung_occupancy() const {
-  std::array<int, 4> occupancy = {0, 0, 0, 0};
-  for (const CandidateRecord& r : records_) ++occupancy[static_cast<size_t>(r.rung)];
+std::array<int, kRungCount> Optimizer::rung_occupancy() const {
+  std::array<int, kRungCount> occupancy = {0, 0, 0, 0};
+  for (const CandidateRecord& r : records_) ++occupancy[static_cast<size_t>(rung_number(r.rung))];
   return occupancy;
 }
 
 void Optimizer::progress_line(const std::string& where) {
   const std::string best =
       best_ ? fmt::format("{:.2f}x ({})", reference_ms_ / *best_->median_ms, best_->id) : "none";
-  const std::array<int, 4> rungs = rung_occupancy();
+  const std::array<int, kRungCount> rungs = rung_occupancy();
   progress_(fmt::format("progress: {} | {} candidates evaluated | rungs 0:{} 1:{} 2:{} 3:{} | "
                         "best {} | budget: {}",
                         where, records_.size(), rungs[0], rungs[1], rungs[2], rungs[3], best,
@@ -256,7 +247,7 @@ OptimizeResult Optimizer::run() {
   result_.backend = backend_;
   // The reference worker's hello carries the measured copy bandwidth and FMA rate.
   device_ = reference_worker_.device_info();
-  toolchain_ = compiler_.toolchain(backend_);
+  toolchain_ = builds_.toolchain(backend_);
   task_hash_ = task_hash(task_);
   result_.device = device_;
   result_.toolchain = toolchain_;
@@ -266,14 +257,8 @@ OptimizeResult Optimizer::run() {
                             : backend_,
                         toolchain_));
   open_journal();
-  BudgetSpend prior;
-  if (options_.resume) {
-    const nlohmann::json spent = journal_->meta("spent").value_or(nlohmann::json::object());
-    prior.wall_s = spent.value("wall_s", 0.0);
-    prior.cost_usd = spent.value("cost_usd", 0.0);
-  }
+  const BudgetSpend prior = journal_->replay().spent();  // earlier sessions' wall time and cost
   validate_eta(options_.eta);
-  if (options_.fidelity == Fidelity::full) options_.evaluation.quick = options_.evaluation.full;
   result_.fidelity = to_string(options_.fidelity);
   result_.eta = options_.eta;
   if (options_.policy == memory::PolicyKind::oneshot) {
@@ -288,15 +273,13 @@ OptimizeResult Optimizer::run() {
                          {"device", device_.name},
                          {"toolchain", toolchain_},
                          {"seed", options_.seed}});
-  evaluator_ = std::make_unique<evaluation::Evaluator>(workers_.at(0), reference_worker_, task_,
-                                                       options_.evaluation);
   // Every worker of the pool must start before the run does (a missing device stops it here).
   for (size_t w = 1; w < workers_.size(); ++w) workers_.at(w).device_info();
   if (workers_.size() > 1) {
     progress_(fmt::format("worker pool: {} candidate workers, one candidate each at a time",
                           workers_.size()));
   }
-  const Workload& timed = evaluator_->timed_workload();
+  const Workload& timed = evaluator_.timed_workload();
   result_.bytes_moved = min_bytes_moved(task_.signature, timed);
   result_.flops = flops_per_call(task_, timed);
   memory::PolicyConfig policy_config;
@@ -307,16 +290,6 @@ OptimizeResult Optimizer::run() {
   const std::string ablated = memory::to_string(options_.ablations);
   progress_(fmt::format("policy: {}{}", policy_->name(),
                         ablated.empty() ? "" : " (ablated: " + ablated + ")"));
-  // On cuda with a worker pool, builds overlap timings (evaluate_batch); the compile pool then
-  // leaves a core to each worker's launching thread and one to the orchestrator, so that the
-  // host-clock cross-check of a timing is not inflated by compilers.
-  int compile_jobs = options_.compile_jobs;
-  if (compile_jobs == 0 && backends::get_backend(backend_).can.builds_overlap_timing &&
-      workers_.size() > 1) {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    compile_jobs = std::max(1, cores - static_cast<int>(workers_.size()) - 1);
-  }
-  pool_ = std::make_unique<compile::CompilePool>(compiler_, compile_jobs);
   prepare_reference();
 
   run_hints();
@@ -334,7 +307,7 @@ OptimizeResult Optimizer::run() {
   result_.generation_failures = generation_failures_;
   if (best_) {
     run_final();
-    if (!result_.final_skipped) find_record(best_->id)->rung = 3;
+    if (!result_.final_skipped) find_record(best_->id)->rung = Rung::final;
     best_ = *find_record(best_->id);
   }
   result_.candidates = records_;
@@ -348,8 +321,29 @@ OptimizeResult Optimizer::run() {
   const BudgetSpend spend = budget_->spend();
   journal_->set_meta("spent", {{"wall_s", spend.wall_s}, {"cost_usd", spend.cost_usd}});
   journal_->set_meta("status", result_.interrupted ? "interrupted" : "finished");
-  pool_.reset();
   return result_;
+}
+
+RealPlane make_real_plane(const Task& task, const std::string& backend,
+                          const OptimizeOptions& options, evaluation::EvaluationPolicy policy,
+                          compile::Compiler& compiler,
+                          const std::vector<worker::Worker*>& candidate_workers,
+                          worker::Worker& reference_worker) {
+  if (options.fidelity == Fidelity::full) policy.quick = policy.full;
+  RealPlane plane;
+  plane.evaluator = std::make_unique<evaluation::Evaluator>(*candidate_workers.at(0),
+                                                            reference_worker, task, policy);
+  // Where builds overlap timings (cuda) with a worker pool (Optimizer::evaluate_batch), the
+  // compile pool leaves a core to each worker's launching thread and one to the orchestrator,
+  // so that the host-clock cross-check of a timing is not inflated by compilers.
+  int compile_jobs = options.compile_jobs;
+  if (compile_jobs == 0 && backends::get_backend(backend).can.builds_overlap_timing &&
+      candidate_workers.size() > 1) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    compile_jobs = std::max(1, cores - static_cast<int>(candidate_workers.size()) - 1);
+  }
+  plane.pool = std::make_unique<compile::CompilePool>(compiler, compile_jobs);
+  return plane;
 }
 
 }  // namespace kforge::search

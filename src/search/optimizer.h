@@ -34,7 +34,9 @@
 //
 // Resume (`options.resume`, `kforge optimize --resume`): the loop runs again from the start with
 // the same seed and options, and every thing that would be measured or chosen again is read back
-// from the run database (run_journal.h) instead, so the same decisions follow:
+// from the run database instead, so the same decisions follow. The decision sites ask one
+// ReplayJournal (run_journal.h), one question per kind of decision; on a fresh run it answers
+// "not recorded" to all of them:
 //   - a candidate with a row is restored from it (verdict, medians, build log) without being
 //     compiled or timed; its worker handle is obtained only when needed (an acceptance
 //     comparison with a new challenger, rung 2, the final rung) by compiling it again, which the
@@ -58,8 +60,9 @@
 // transcript cache; a request whose prompt changed goes to the model again. The final rung is
 // always measured again (it was either never reached or is what the resume must redo).
 //
-// Decision code talks only to seams (Store, Generator, Compiler, Worker), so tests run it with
-// fakes.
+// Decision code talks only to seams (Store, Generator, the evaluation plane, the build queue,
+// Worker), so tests run it with fakes; make_real_plane() builds the real evaluation plane and
+// compile pool that `kforge optimize` passes.
 #pragma once
 
 #include <array>
@@ -80,6 +83,7 @@
 
 #include "compile/compile_pool.h"
 #include "compile/compiler.h"
+#include "core/ladder.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/profiler.h"
 #include "generation/generator.h"
@@ -88,6 +92,7 @@
 #include "memory/store.h"
 #include "report/run_directory.h"
 #include "search/budget.h"
+#include "search/decisions.h"
 #include "search/run_journal.h"
 #include "search/scheduler.h"
 #include "search/worker_pool.h"
@@ -105,8 +110,7 @@ struct OptimizeOptions {
   int diversity_slots = 1;
   uint64_t seed = 1;              // policy sampling; same seed, same decisions
   double temperature = 0.5;       // softmax temperature of the direction choice
-  int compile_jobs = 0;           // compile pool depth; 0 = hardware threads
-  double min_gain = 0.01;         // a candidate replaces the best only if >= 1% faster (noise)
+  int compile_jobs = 0;           // compile pool depth; 0 = hardware threads (make_real_plane)
   bool explain = false;           // print why each candidate was chosen, promoted, pruned, rejected
   // A failed step candidate goes back to the generator (compile errors, wrong-answer details)
   // at most this many times; generators that cannot repair (templates) decline at once.
@@ -116,7 +120,6 @@ struct OptimizeOptions {
   memory::PolicyKind policy = memory::PolicyKind::htam;
   memory::Ablations ablations;          // htam only
   memory::ProvenanceWeights provenance_weights;
-  evaluation::EvaluationPolicy evaluation;
   /// Successive-halving ratio (scheduler.h): the top ceil(n / eta) of a step's correct
   /// candidates reach rung 2. Must be > 1 (validate_eta); 3 as in Hyperband's default.
   double eta = 3.0;
@@ -125,8 +128,10 @@ struct OptimizeOptions {
   BudgetLimits budget;                  // besides `steps`
   /// Continue the run recorded in the run directory's run.sqlite (see the header comment).
   bool resume = false;
-  /// The options that decide the search, for the run database's meta.
-  nlohmann::json to_json() const;
+  /// The options that decide the search, for the run database's meta, with the two knobs of
+  /// the run's evaluation policy that the meta has always carried (min_gain: a candidate
+  /// replaces the best only if faster by more than it; final_rounds).
+  nlohmann::json to_json(const evaluation::EvaluationPolicy& evaluation) const;
 };
 
 /// One evaluated candidate, as recorded in the run directory.
@@ -144,7 +149,8 @@ struct CandidateRecord {
   bool from_cache = false;
   double compile_s = 0.0;
   std::optional<double> median_ms;
-  std::string acceptance;          // vs the best when it looked faster: faster/slower/tie
+  /// The paired comparison with the best, when it looked faster on the quick rung.
+  std::optional<ComparisonOutcome> acceptance;
   std::optional<double> log_gain;  // ln(parent median / this median)
   std::string source_file;         // path of the candidate's standalone source in the run dir
   /// Rung 2: geomean speedup over the reference across every timed workload, when it ran.
@@ -157,11 +163,11 @@ struct CandidateRecord {
   /// S(p, 1): lower confidence bound of the quick-rung speedup (scheduler.h); 0 if not timed.
   double quick_score = 0.0;
   std::vector<double> quick_samples_ms;  // the quick rung's samples (the score's input)
-  /// The scheduler's decision: "promoted" (to rung 2), "pruned", or "" (not correct, or not
-  /// decided yet).
-  std::string promotion;
-  /// Highest rung reached: 0 gate (or build), 1 quick, 2 full, 3 final.
-  int rung = 0;
+  /// The scheduler's decision (promoted to rung 2, or pruned); none when not correct or not
+  /// decided yet.
+  std::optional<PromotionOutcome> promotion;
+  /// Highest rung reached (gate also when the build failed).
+  Rung rung = Rung::gate;
   /// Budget spent (device seconds, wall seconds; budget.h) when this candidate's rung 1 ended:
   /// for the final best, the cost of finding it. On resume, wall time is the replay's.
   double found_device_s = 0.0;
@@ -194,7 +200,7 @@ struct OptimizeResult {
   bool final_skipped = false;      // a second Ctrl-C skipped rungs 2-3: no final numbers
   int replayed_candidates = 0;     // restored from the run database on resume
   /// Candidates per highest rung reached (0 gate, 1 quick, 2 full, 3 final).
-  std::array<int, 4> rung_occupancy = {0, 0, 0, 0};
+  std::array<int, kRungCount> rung_occupancy = {0, 0, 0, 0};
   std::string fidelity = "ladder";
   double eta = 3.0;
   nlohmann::json to_json() const;
@@ -205,22 +211,20 @@ using ProgressSink = std::function<void(const std::string& line)>;
 
 class Optimizer {
  public:
+  /// A run of `task` on `backend` that measures through `evaluator` (its policy() is the run's
+  /// evaluation policy) and builds through `builds`, with a pool of candidate workers
+  /// (worker_pool.h: one per device, or N cpu processes; at least one) and the reference's
+  /// worker. None is owned; make_real_plane() builds the real evaluator and compile pool over
+  /// the same workers. A batch (the hints, a step's planned candidates, a step's promoted
+  /// candidates' rung 2) is evaluated concurrently, one candidate per worker; the results are
+  /// then applied in the plan's order, so the run is the one a single worker with the same
+  /// timings gives. Repairs, acceptance comparisons and the final rung run one at a time (a
+  /// comparison on the challenger's worker, the incumbent loaded there too).
   Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
-            generation::Generator& generator, compile::Compiler& compiler,
-            worker::Worker& candidate_worker, worker::Worker& reference_worker,
-            report::RunDirectory& run_dir, ProgressSink progress,
-            memory::StrategySelector* selector = nullptr);
-  /// The same with a pool of candidate workers (worker_pool.h: one per device, or N cpu
-  /// processes; at least one, not owned). A batch (the hints, a step's planned candidates, a
-  /// step's promoted candidates' rung 2) is evaluated concurrently, one candidate per worker;
-  /// the results are then applied in the plan's order, so the run is the one a single worker
-  /// with the same timings gives. Repairs, acceptance comparisons and the final rung run one
-  /// at a time (a comparison on the challenger's worker, the incumbent loaded there too).
-  Optimizer(const Task& task, std::string backend, OptimizeOptions options, memory::Store& store,
-            generation::Generator& generator, compile::Compiler& compiler,
-            std::vector<worker::Worker*> candidate_workers, worker::Worker& reference_worker,
-            report::RunDirectory& run_dir, ProgressSink progress,
-            memory::StrategySelector* selector = nullptr);
+            generation::Generator& generator, evaluation::EvaluationPlane& evaluator,
+            compile::BuildQueue& builds, std::vector<worker::Worker*> candidate_workers,
+            worker::Worker& reference_worker, report::RunDirectory& run_dir,
+            ProgressSink progress, memory::StrategySelector* selector = nullptr);
   ~Optimizer();
 
   /// Runs the loop. Candidate failures are recorded, never thrown; throws Error only when the
@@ -251,8 +255,10 @@ class Optimizer {
   bool should_stop(bool generator_boundary = false);
   void stop(StopReason reason, const std::string& detail);
   void progress_line(const std::string& where);
-  /// Candidates at each highest rung reached (0 gate, 1 quick, 2 full, 3 final).
-  std::array<int, 4> rung_occupancy() const;
+  /// Candidates at each highest rung reached, by rung number.
+  std::array<int, kRungCount> rung_occupancy() const;
+  /// The run's evaluation policy: the evaluation plane's.
+  const evaluation::EvaluationPolicy& evaluation_policy() const { return evaluator_.policy(); }
   int interrupts() const { return interrupts_ != nullptr ? interrupts_->load() : 0; }
   memory::Provenance provenance() const;
   memory::Diagnosis diagnose(const CandidateRecord& record) const;
@@ -264,7 +270,7 @@ class Optimizer {
   std::pair<std::vector<std::string>, std::map<std::string, double>> parents_in_order() const;
   std::vector<Move> plan_step(const std::vector<std::string>& parents,
                               const std::map<std::string, double>& parent_ms, int step);
-  std::vector<Move> replay_plan(const nlohmann::json& plan,
+  std::vector<Move> replay_plan(const PlanDecision& plan,
                                 const std::map<std::string, double>& parent_ms);
   void write_sources(std::vector<Move>& moves, int step);
   /// Runs one step's moves (each with its repairs and its memory evidence).
@@ -285,8 +291,8 @@ class Optimizer {
   /// candidate i's artifact; on cpu every build has finished before the first timing starts
   /// (compilers would share the cores with the timed kernel), on cuda a worker starts a
   /// candidate as soon as its own build is done (the compile pool leaves the workers' host
-  /// threads a core each; see run()). Stops starting new ones on Ctrl-C or when the candidate
-  /// budget would be exceeded.
+  /// threads a core each; see make_real_plane()). Stops starting new ones on Ctrl-C or when the
+  /// candidate budget would be exceeded.
   std::vector<std::optional<Evaluated>> evaluate_batch(
       const std::vector<const generation::Proposal*>& proposals,
       std::vector<std::shared_future<compile::Artifact>>& builds);
@@ -301,8 +307,14 @@ class Optimizer {
                           generation::Feedback* feedback);
   CandidateRecord record_evaluation(const generation::Proposal& proposal,
                                     const Evaluated& evaluated, int step, const Move* move);
-  CandidateRecord restore(const generation::Proposal& proposal, const report::CandidateRow& row);
+  CandidateRecord restore(const generation::Proposal& proposal,
+                          const RecordedCandidate& recorded);
+  /// Judges `record` against the best (the acceptance outcome; a new best when accepted),
+  /// records the outcome and appends the record.
   void consider(CandidateRecord& record);
+  /// The paired comparison of `record`, which looked faster on the quick rung, with the best:
+  /// replayed when recorded, else measured on the challenger's worker and recorded.
+  AcceptanceDecision compare_with_best(const CandidateRecord& record);
   /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
   /// later rung failed: its row in the run database, its record and an event say so.
   void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
@@ -342,7 +354,8 @@ class Optimizer {
   OptimizeOptions options_;
   memory::Store& store_;
   generation::Generator& generator_;
-  compile::Compiler& compiler_;
+  evaluation::EvaluationPlane& evaluator_;  // gates and times; owns the evaluation policy
+  compile::BuildQueue& builds_;
   WorkerPool workers_;                // run candidates (worker 0: the evaluator's default)
   worker::Worker& reference_worker_;  // runs only the reference (the evaluation's oracle)
   report::RunDirectory& run_dir_;
@@ -358,8 +371,6 @@ class Optimizer {
   std::string toolchain_;
   std::string task_hash_;
   std::unique_ptr<memory::SearchPolicy> policy_;
-  std::unique_ptr<evaluation::Evaluator> evaluator_;
-  std::unique_ptr<compile::CompilePool> pool_;
   std::unique_ptr<RunJournal> journal_;
   std::unique_ptr<BudgetTracker> budget_;
   OptimizeResult result_;
@@ -377,5 +388,24 @@ class Optimizer {
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;
 };
+
+/// The real evaluation plane and compile pool of a run, as `kforge optimize` runs them.
+struct RealPlane {
+  std::unique_ptr<evaluation::Evaluator> evaluator;
+  std::unique_ptr<compile::CompilePool> pool;
+};
+
+/// Builds the real evaluator over `candidate_workers` (the first is its default candidate
+/// worker) and `reference_worker` with `policy`, under --fidelity full with the full rung's
+/// measurement at rung 1 too; and the compile pool over `compiler`, options.compile_jobs deep
+/// (0: the hardware threads; on cuda with several candidate workers, builds overlap timings, so
+/// it leaves a core to each worker's launching thread and one to the orchestrator, so that the
+/// host-clock cross-check of a timing is not inflated by compilers). Throws Error when the
+/// task has no timed workload.
+RealPlane make_real_plane(const Task& task, const std::string& backend,
+                          const OptimizeOptions& options, evaluation::EvaluationPolicy policy,
+                          compile::Compiler& compiler,
+                          const std::vector<worker::Worker*>& candidate_workers,
+                          worker::Worker& reference_worker);
 
 }  // namespace kforge::search

@@ -35,8 +35,8 @@ std::string describe(const CandidateRecord& record, double reference_ms) {
 
 std::future<compile::Artifact> Optimizer::submit_screened(const generation::Proposal& proposal) {
   const std::string violations =
-      evaluator_->screen(proposal.job.source, proposal.job.source_name, backend_);
-  if (violations.empty()) return pool_->submit(proposal.job);
+      evaluator_.screen(proposal.job.source, proposal.job.source_name, backend_);
+  if (violations.empty()) return builds_.submit(proposal.job);
   std::promise<compile::Artifact> rejected;
   compile::Artifact artifact;
   artifact.verdict = Verdict::rejected_by_policy;
@@ -48,7 +48,7 @@ std::future<compile::Artifact> Optimizer::submit_screened(const generation::Prop
 Optimizer::Evaluated Optimizer::evaluate_now(const std::function<compile::Artifact()>& build) {
   Evaluated evaluated;
   evaluated.artifact = build();
-  evaluated.outcome = evaluator_->evaluate(evaluated.artifact, workers_.at(0));
+  evaluated.outcome = evaluator_.evaluate(evaluated.artifact, workers_.at(0));
   return evaluated;
 }
 
@@ -77,7 +77,7 @@ std::vector<std::optional<Optimizer::Evaluated>> Optimizer::evaluate_batch(
         Evaluated e;
         e.artifact = builds[i].get();
         e.worker = worker;
-        e.outcome = evaluator_->evaluate(e.artifact, workers_.at(worker));
+        e.outcome = evaluator_.evaluate(e.artifact, workers_.at(worker));
         evaluated[i] = std::move(e);
       },
       [&] { return interrupts() == 0 && started++ < room; });
@@ -88,8 +88,8 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
                                    const std::function<Evaluated()>& obtain, int step,
                                    const Move* move, generation::Feedback* feedback_out) {
   CandidateRecord record;
-  if (const report::CandidateRow* row = journal_->recorded_candidate(proposal.id)) {
-    record = restore(proposal, *row);
+  if (const RecordedCandidate* recorded = journal_->replay().candidate(proposal.id)) {
+    record = restore(proposal, *recorded);
   } else {
     record = record_evaluation(proposal, obtain(), step, move);
   }
@@ -100,7 +100,7 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   record.found_wall_s = spend.wall_s;
   if (record.median_ms) {
     record.quick_score =
-        quick_score(record.quick_samples_ms, reference_ms_, options_.evaluation.acceptance_level);
+        quick_score(record.quick_samples_ms, reference_ms_, evaluation_policy().acceptance_level);
   }
   consider(record);
   generation::Feedback feedback;
@@ -133,7 +133,7 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
   record.verdict = outcome.verdict;
   record.message = outcome.message;
   for (const evaluation::RungRecord& rung : outcome.rungs) {
-    if (rung.rung == "quick") record.rung = 1;
+    if (rung.rung == Rung::quick) record.rung = Rung::quick;
   }
   if (!outcome.quick.warning.empty()) {
     // e.g. samples cut by the time limit, or warm-up calls much slower than timed ones
@@ -185,14 +185,14 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
                            record.log_gain,     evaluation};
   journal_->record_candidate(row);
   for (const evaluation::RungRecord& rung : outcome.rungs) {
-    journal_->record_rung({record.id, rung.rung, to_string(rung.verdict), rung.seconds,
-                           rung.detail});
+    journal_->record_rung(record.id, rung.rung, rung.verdict, rung.seconds, rung.detail);
   }
   return record;
 }
 
 CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
-                                   const report::CandidateRow& row) {
+                                   const RecordedCandidate& recorded) {
+  const report::CandidateRow& row = recorded.row;
   if (row.index != static_cast<int>(records_.size())) {
     throw Error(fmt::format("cannot resume {}: candidate {} was #{} when recorded but comes #{} "
                             "in the replay (the search took another path)",
@@ -215,10 +215,10 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   record.from_cache = row.evaluation.value("from_cache", false);
   record.source_file = row.evaluation.value("source_file", "");
   record.build_log = row.evaluation.value("build_log", "");
-  record.device_s = journal_->recorded_device_s(row.id);
+  record.device_s = recorded.device_s;
   record.quick_samples_ms =
       row.evaluation.value("samples_ms", std::vector<double>{});
-  record.rung = journal_->has_rung(row.id, "quick") ? 1 : 0;
+  record.rung = recorded.reached_quick ? Rung::quick : Rung::gate;
   record.replayed = true;
   ++result_.replayed_candidates;
   return record;
@@ -226,12 +226,7 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
 
 void Optimizer::reject_after_check(const std::string& id, Verdict verdict,
                                    const std::string& message) {
-  if (const report::CandidateRow* recorded = journal_->recorded_candidate(id)) {
-    report::CandidateRow row = *recorded;
-    row.verdict = to_string(verdict);
-    row.message = message;
-    journal_->record_candidate(row);  // INSERT OR REPLACE: the row now says why
-  }
+  journal_->reject_candidate(id, verdict, message);
   for (CandidateRecord& earlier : records_) {
     if (earlier.id != id) continue;
     earlier.verdict = verdict;
@@ -241,90 +236,99 @@ void Optimizer::reject_after_check(const std::string& id, Verdict verdict,
                          {"verdict", to_string(verdict)}, {"message", message}});
 }
 
+AcceptanceDecision Optimizer::compare_with_best(const CandidateRecord& record) {
+  // Decided once: a resumed run replays the verdict.
+  if (std::optional<AcceptanceDecision> recorded = journal_->replay().acceptance(record.id)) {
+    return *recorded;
+  }
+  const double started = now_s_();
+  // On the challenger's worker, where it is loaded; the incumbent is loaded there too.
+  const size_t on = home_of(record.id);
+  const int incumbent = handle_on(best_->id, on);
+  const evaluation::CompareOutcome compared =
+      evaluator_.compare(incumbent, handle_on(record.id, on), workers_.at(on));
+  const std::optional<evaluation::PairedComparison>& paired = compared.paired;
+  const double seconds = now_s_() - started;
+  budget_->add_device_s(seconds);
+  AcceptanceDecision decided;
+  decided.incumbent = best_->id;
+  decided.challenger = record.id;
+  decided.outcome = paired ? paired->outcome : ComparisonOutcome::failed;
+  if (paired) {
+    decided.speedup = paired->speedup.speedup;
+    decided.ci_low = paired->speedup.ci_low;
+    decided.ci_high = paired->speedup.ci_high;
+  } else {
+    decided.failed = compared.failed_handle == incumbent ? best_->id : record.id;
+    decided.verdict = compared.verdict;
+    decided.message = compared.message;
+  }
+  journal_->record_comparison(decided, seconds);
+  journal_->record_acceptance(record.step, decided);
+  nlohmann::json event = decided;
+  event["event"] = "acceptance";
+  run_dir_.append_event(event);
+  return decided;
+}
+
 void Optimizer::consider(CandidateRecord& record) {
   progress_(fmt::format("  [{:03d}] {}{}", record.index, describe(record, reference_ms_),
                         record.replayed ? "  (replayed)" : ""));
   // The acceptance outcome (a new best or not); promotion to rung 2 is the scheduler's
   // separate decision (promote_cohort).
-  std::string outcome = "not_better";
+  const double min_gain = evaluation_policy().min_gain;
+  AcceptanceOutcome outcome = AcceptanceOutcome::not_better;
   std::string reason;
   if (record.verdict != Verdict::ok) {
-    outcome = "rejected";
+    outcome = AcceptanceOutcome::rejected;
     reason = to_string(record.verdict) +
              (record.message.empty() ? "" : ": " + record.message.substr(0, 200));
   } else if (!best_) {
-    outcome = "accepted";
+    outcome = AcceptanceOutcome::accepted;
     reason = "first correct candidate";
-  } else if (*record.median_ms >= *best_->median_ms * (1.0 - options_.min_gain)) {
+  } else if (*record.median_ms >= *best_->median_ms * (1.0 - min_gain)) {
     reason = fmt::format("quick median {:.4f} ms is not {:.0f}% below the best's ({}, {:.4f} ms)",
-                         *record.median_ms, 100 * options_.min_gain, best_->id,
-                         *best_->median_ms);
+                         *record.median_ms, 100 * min_gain, best_->id, *best_->median_ms);
   } else {
     // Looks faster on the quick rung: accepted only if a paired, interleaved comparison with
-    // the best shows the gain beyond noise. Decided once: a resumed run replays the verdict.
-    std::optional<nlohmann::json> decided = journal_->recorded("acceptance", record.id);
-    if (!decided) {
-      const double started = now_s_();
-      // On the challenger's worker, where it is loaded; the incumbent is loaded there too.
-      const size_t on = home_of(record.id);
-      const int incumbent = handle_on(best_->id, on);
-      const evaluation::CompareOutcome compared =
-          evaluator_->compare(incumbent, handle_on(record.id, on), workers_.at(on));
-      const std::optional<evaluation::PairedComparison>& paired = compared.paired;
-      const double seconds = now_s_() - started;
-      budget_->add_device_s(seconds);
-      decided = nlohmann::json{{"incumbent", best_->id},
-                               {"challenger", record.id},
-                               {"outcome", paired ? evaluation::to_string(paired->outcome) : "failed"},
-                               {"speedup", paired ? paired->speedup.speedup : 0.0},
-                               {"ci_low", paired ? paired->speedup.ci_low : 0.0},
-                               {"ci_high", paired ? paired->speedup.ci_high : 0.0}};
-      if (!paired) {
-        (*decided)["failed"] = compared.failed_handle == incumbent ? best_->id : record.id;
-        (*decided)["verdict"] = to_string(compared.verdict);
-        (*decided)["message"] = compared.message;
-      }
-      journal_->record_rung({record.id, "compare", decided->at("outcome"), seconds, *decided});
-      journal_->decide(record.step, "acceptance", record.id, *decided);
-      nlohmann::json event = *decided;
-      event["event"] = "acceptance";
-      run_dir_.append_event(event);
-    }
-    record.acceptance = decided->at("outcome").get<std::string>();
-    const Verdict checked = parse_verdict(decided->value("verdict", "ok"));
+    // the best shows the gain beyond noise.
+    const AcceptanceDecision decided = compare_with_best(record);
+    record.acceptance = decided.outcome;
+    const Verdict checked = decided.verdict;
     if (checked == Verdict::wrong_answer || checked == Verdict::rejected_by_policy) {
       // A checked call of the comparison found a wrong output, a write outside a tensor or work
       // outside args->stream: that candidate gets the verdict, whichever rung saw it (issue 25).
       // A failed best gives its place to the challenger.
-      const std::string failed = decided->value("failed", "");
-      const std::string message = "acceptance comparison: " + decided->value("message", "");
+      const std::string& failed = decided.failed;
+      const std::string message = "acceptance comparison: " + decided.message;
       progress_(fmt::format("        vs best {}: {} failed a checked call: {}", best_->id, failed,
                             to_string(checked)));
       reject_after_check(failed, checked, message);
       if (failed == record.id) {
         record.verdict = checked;
         record.message = message;
-        outcome = "rejected";
+        outcome = AcceptanceOutcome::rejected;
         reason = to_string(checked) + ": " + message.substr(0, 200);
       } else {
-        outcome = "accepted";
+        outcome = AcceptanceOutcome::accepted;
         reason = "the best (" + failed + ") failed a checked call: " + message.substr(0, 200);
       }
     } else {
       progress_(fmt::format("        vs best {}: {} ({:.3f}x, {:.0f}% CI [{:.3f}, {:.3f}])",
-                            best_->id, record.acceptance, decided->value("speedup", 0.0),
-                            100 * options_.evaluation.acceptance_level,
-                            decided->value("ci_low", 0.0), decided->value("ci_high", 0.0)));
-      outcome = record.acceptance == "faster" ? "accepted" : "not_better";
+                            best_->id, to_string(decided.outcome), decided.speedup,
+                            100 * evaluation_policy().acceptance_level, decided.ci_low,
+                            decided.ci_high));
+      outcome = decided.outcome == ComparisonOutcome::faster ? AcceptanceOutcome::accepted
+                                                             : AcceptanceOutcome::not_better;
       reason = fmt::format("paired comparison with {}: {} ({:.3f}x, CI [{:.3f}, {:.3f}])",
-                           best_->id, record.acceptance, decided->value("speedup", 0.0),
-                           decided->value("ci_low", 0.0), decided->value("ci_high", 0.0));
+                           best_->id, to_string(decided.outcome), decided.speedup,
+                           decided.ci_low, decided.ci_high);
     }
   }
-  if (options_.explain) progress_(fmt::format("        {}: {}", outcome, reason));
+  if (options_.explain) progress_(fmt::format("        {}: {}", to_string(outcome), reason));
   journal_->decide(record.step, "outcome", record.id,
-                   {{"candidate", record.id}, {"outcome", outcome}, {"reason", reason}});
-  if (outcome == "accepted") {
+                   {{"candidate", record.id}, {"outcome", to_string(outcome)}, {"reason", reason}});
+  if (outcome == AcceptanceOutcome::accepted) {
     best_ = record;
     if (!record.replayed) {
       run_dir_.append_event(
@@ -336,7 +340,7 @@ void Optimizer::consider(CandidateRecord& record) {
                          {"id", record.id},
                          {"step", record.step},
                          {"verdict", to_string(record.verdict)},
-                         {"outcome", outcome},
+                         {"outcome", to_string(outcome)},
                          {"median_ms", record.median_ms ? nlohmann::json(*record.median_ms)
                                                         : nlohmann::json()}});
   records_.push_back(record);
@@ -346,13 +350,8 @@ void Optimizer::record_evidence(const Move& move, const CandidateRecord& record,
                                 size_t slot) {
   // The decision first: a crash between the two writes loses this row rather than writing it
   // twice on resume.
-  const std::string key = fmt::format("step:{}:{}", step, slot);
-  if (!journal_->decide(step, "evidence", key,
-                        {{"candidate", record.id},
-                         {"direction", move.direction_id},
-                         {"strategy", move.strategy_id}})) {
-    return;
-  }
+  if (journal_->replay().evidence_written(step, slot)) return;
+  journal_->record_evidence(step, slot, record.id, move.direction_id, move.strategy_id);
   memory::Evidence evidence;
   evidence.direction_id = move.direction_id;
   evidence.strategy_id = move.strategy_id;
@@ -400,13 +399,13 @@ int Optimizer::handle_on(const std::string& id, size_t worker) {
   if (!artifact) {
     // A candidate restored from the run database: built again (the artifact cache answers) and
     // loaded, never timed again.
-    artifact = pool_->submit(proposals_.at(id).job).get();
+    artifact = builds_.submit(proposals_.at(id).job).get();
     if (artifact->verdict != Verdict::ok) {
       throw Error("cannot resume: candidate " + id + " was correct when recorded but does not " +
                   "build now: " + artifact->log.substr(0, 400));
     }
   }
-  worker::LoadResult loaded = evaluator_->load(*artifact, workers_.at(worker));
+  worker::LoadResult loaded = evaluator_.load(*artifact, workers_.at(worker));
   if (loaded.verdict != Verdict::ok) {
     throw Error("candidate " + id + " was correct when evaluated but does not load on worker " +
                 std::to_string(worker) + " now: " + to_string(loaded.verdict) + ": " +

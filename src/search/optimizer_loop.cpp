@@ -32,7 +32,7 @@ void Optimizer::run_hints() {
   std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
   std::vector<const generation::Proposal*> batch;
   for (size_t i = 0; i < hints.size(); ++i) {
-    if (!journal_->recorded_candidate(hints[i].id)) builds[i] = submit_screened(hints[i]).share();
+    if (!journal_->replay().candidate(hints[i].id)) builds[i] = submit_screened(hints[i]).share();
     batch.push_back(&hints[i]);
   }
   const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;
@@ -112,30 +112,28 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
     plan_from(parent_id, total, "", false);
   }
   // Recorded with the rng state after planning, so that a resumed run plans nothing again.
-  nlohmann::json recorded = nlohmann::json::array();
+  PlanDecision plan;
+  plan.step = step;
   for (const Move& move : moves) {
-    recorded.push_back({{"parent", move.parent_id},
-                        {"direction", move.direction_id},
-                        {"strategy", move.strategy_id},
-                        {"candidate", move.proposal.id},
-                        {"explanation", move.explanation}});
+    plan.moves.push_back({move.parent_id, move.direction_id, move.strategy_id, move.proposal.id,
+                          move.explanation});
   }
   std::ostringstream rng_state;
   rng_state << rng_;
-  journal_->decide(step, "plan", "step:" + std::to_string(step),
-                   {{"step", step}, {"moves", recorded}, {"rng", rng_state.str()}});
+  plan.rng = rng_state.str();
+  journal_->record_plan(plan);
   return moves;
 }
 
-std::vector<Optimizer::Move> Optimizer::replay_plan(const nlohmann::json& plan,
+std::vector<Optimizer::Move> Optimizer::replay_plan(const PlanDecision& plan,
                                                     const std::map<std::string, double>& parent_ms) {
-  const int step = plan.at("step").get<int>();
+  const int step = plan.step;
   std::vector<Move> moves;
-  for (const nlohmann::json& recorded : plan.at("moves")) {
-    const std::string parent_id = recorded.at("parent");
-    const std::string direction_id = recorded.at("direction");
-    const std::string strategy_id = recorded.at("strategy");
-    const std::string candidate_id = recorded.at("candidate");
+  for (const PlannedMove& recorded : plan.moves) {
+    const std::string& parent_id = recorded.parent_id;
+    const std::string& direction_id = recorded.direction_id;
+    const std::string& strategy_id = recorded.strategy_id;
+    const std::string& candidate_id = recorded.candidate_id;
     std::optional<memory::Strategy> strategy;
     for (const memory::Strategy& s : store_.strategies(direction_id)) {
       if (s.id == strategy_id) strategy = s;
@@ -154,9 +152,9 @@ std::vector<Optimizer::Move> Optimizer::replay_plan(const nlohmann::json& plan,
                               parent_id, proposal ? proposal->id : "nothing"));
     }
     moves.push_back({parent_id, parent_ms.at(parent_id), direction_id, strategy_id,
-                     recorded.value("explanation", ""), std::move(*proposal)});
+                     recorded.explanation, std::move(*proposal)});
   }
-  std::istringstream rng_state(plan.at("rng").get<std::string>());
+  std::istringstream rng_state(plan.rng);
   rng_state >> rng_;
   return moves;
 }
@@ -233,8 +231,9 @@ void Optimizer::run_steps() {
     state_.best_id = best_->id;
     state_.best_ms = *best_->median_ms;
     state_.best_speedup = reference_ms_ / *best_->median_ms;
-    std::optional<nlohmann::json> plan = journal_->recorded("plan", "step:" + std::to_string(step));
-    std::vector<Move> moves = plan ? replay_plan(*plan, parent_ms) : plan_step(parents, parent_ms, step);
+    const std::optional<PlanDecision> plan = journal_->replay().plan(step);
+    std::vector<Move> moves =
+        plan ? replay_plan(*plan, parent_ms) : plan_step(parents, parent_ms, step);
     if (moves.empty()) {
       stop(StopReason::exhausted,
            fmt::format("step {}: no applicable strategy left on any correct candidate", step));
@@ -258,7 +257,7 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
   std::vector<std::shared_future<compile::Artifact>> builds(moves.size());
   std::vector<const generation::Proposal*> batch;
   for (size_t i = 0; i < moves.size(); ++i) {
-    if (!journal_->recorded_candidate(moves[i].proposal.id)) {
+    if (!journal_->replay().candidate(moves[i].proposal.id)) {
       builds[i] = submit_screened(moves[i].proposal).share();
     }
     batch.push_back(&moves[i].proposal);

@@ -260,17 +260,17 @@ TEST_F(OptimizerTest, SuccessiveHalvingPromotesATopThirdOfEachStepToTheFullRung)
   std::set<std::string> promoted;
   for (const CandidateRecord& c : result.candidates) {
     if (c.verdict != Verdict::ok) {
-      EXPECT_EQ(c.promotion, "") << c.id;
+      EXPECT_FALSE(c.promotion) << c.id;
       continue;
     }
     ++correct_per_step[c.step];
-    ASSERT_TRUE(c.promotion == "promoted" || c.promotion == "pruned") << c.id;
-    if (c.promotion == "promoted") {
+    ASSERT_TRUE(c.promotion) << c.id;
+    if (c.promotion == PromotionOutcome::promoted) {
       ++promoted_per_step[c.step];
       promoted.insert(c.id);
-      EXPECT_GE(c.rung, 2) << c.id;
+      EXPECT_GE(rung_number(c.rung), 2) << c.id;
     } else {
-      EXPECT_EQ(c.rung, 1) << c.id;
+      EXPECT_EQ(c.rung, Rung::quick) << c.id;
       EXPECT_FALSE(c.full_geomean_speedup) << c.id;
     }
     EXPECT_GT(c.quick_score, 0.0);
@@ -293,7 +293,7 @@ TEST_F(OptimizerTest, SuccessiveHalvingPromotesATopThirdOfEachStepToTheFullRung)
   ASSERT_TRUE(result.best->full_geomean_speedup);
   // One timed workload ("big"): its geomean is its speedup, reference 20 ms over the best.
   EXPECT_NEAR(*result.best->full_geomean_speedup, 20.0 / *result.best->median_ms, 0.05);
-  EXPECT_EQ(result.best->rung, 3);
+  EXPECT_EQ(result.best->rung, Rung::final);
   EXPECT_EQ(result.rung_occupancy[3], 1);
   EXPECT_TRUE(fs::exists(root_ / "run0" / fs::path(result.best->source_file).parent_path() /
                          "full_rung.json"));
@@ -333,7 +333,7 @@ TEST_F(OptimizerTest, FullFidelityGivesEveryCorrectCandidateTheFullRung) {
   for (const CandidateRecord& c : result.candidates) {
     if (c.verdict != Verdict::ok) continue;
     ++correct;
-    EXPECT_EQ(c.promotion, "promoted") << c.id;
+    EXPECT_EQ(c.promotion, PromotionOutcome::promoted) << c.id;
     EXPECT_TRUE(c.full_geomean_speedup) << c.id;
     // The quick rung ran with the full policy: 20 repetitions, not 10.
     EXPECT_EQ(c.quick_samples_ms.size(), 20u) << c.id;
@@ -477,8 +477,11 @@ class OptimizerSeamTest : public OptimizerTest {
   OptimizeResult run_with(ScriptedGenerator& generator, OptimizeOptions options,
                           memory::StrategySelector* selector = nullptr) {
     report::RunDirectory run_dir(root_ / ("seam" + std::to_string(runs_++)));
-    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, worker_,
-                        reference_worker_, run_dir, [](const std::string&) {}, selector);
+    RealPlane plane = make_real_plane(task_, "cpu", options, evaluation::EvaluationPolicy{},
+                                      compiler_, {&worker_}, reference_worker_);
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, *plane.evaluator, *plane.pool,
+                        {&worker_}, reference_worker_, run_dir, [](const std::string&) {},
+                        selector);
     return optimizer.run();
   }
   generation::KernelFamily family() {

@@ -207,8 +207,10 @@ decomposition = "row_tiled"
         generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
     report::RunDirectory run_dir(dir, options.resume ? report::RunDirectory::Mode::resume
                                                      : report::RunDirectory::Mode::create);
-    Optimizer optimizer(task_, "cpu", options, *store_, generator, compiler_, workers,
-                        reference_worker_, run_dir,
+    RealPlane plane = make_real_plane(task_, "cpu", options, evaluation::EvaluationPolicy{},
+                                      compiler_, workers, reference_worker_);
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, *plane.evaluator, *plane.pool,
+                        workers, reference_worker_, run_dir,
                         [&](const std::string& line) {
                           if (lines) lines->push_back(line);
                           if (on_line_) on_line_(line);

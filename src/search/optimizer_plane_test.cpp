@@ -1,0 +1,228 @@
+// The optimizer measures and builds only through the evaluation plane and the build queue it is
+// given: a simulated plane that replays recorded medians (as kernel_tuner's simulation runner
+// replays recorded results) and a build queue that never compiles run a whole search, and the
+// real workers are never asked to run or time anything.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+#include <string>
+
+#include "search/optimizer.h"
+#include "search/optimizer_test_util.h"
+
+namespace kforge::search {
+namespace {
+namespace fs = std::filesystem;
+
+using namespace kforge::search::fakes;  // NOLINT: the shared fakes
+
+constexpr double kReferenceMs = 20.0;
+
+// Every kernel's recorded quick median: serial 4 ms, the tiled variant (wrong.cpp) a recorded
+// wrong answer, simd 12 ms over its accumulators (PARALLEL changes nothing). On the fake worker
+// the numbers differ (simd 10 ms over its accumulators, halved by PARALLEL=1), so a run that
+// measured there would record other medians.
+class SimulatedPlane : public evaluation::EvaluationPlane {
+ public:
+  SimulatedPlane(const Task& task, evaluation::EvaluationPolicy policy)
+      : task_(task), policy_(std::move(policy)) {
+    for (const Workload& w : task.workloads) {
+      if (w.timed) timed_ = w;
+    }
+  }
+
+  static double recorded_ms(const std::string& path) {
+    if (path.find("serial") != std::string::npos) return 4.0;
+    const auto at = path.find("KF_ACCUMULATORS=");
+    return 12.0 / (at == std::string::npos ? 1.0 : std::stod(path.substr(at + 16)));
+  }
+
+  evaluation::TaskReport prepare(const compile::Artifact&) override { return {}; }
+  std::string screen(const std::string&, const std::string&, const std::string&) const override {
+    return "";
+  }
+  evaluation::CandidateEvaluation evaluate(const compile::Artifact& artifact,
+                                           worker::Worker&) override {
+    ++evaluated;
+    evaluation::CandidateEvaluation result;
+    if (artifact.verdict != Verdict::ok) {
+      result.verdict = artifact.verdict;
+      result.message = artifact.log;
+      return result;
+    }
+    if (artifact.path.find("wrong.cpp") != std::string::npos) {
+      result.verdict = Verdict::wrong_answer;
+      result.message = "recorded: wrong answer";
+      result.rungs.push_back({Rung::gate, Verdict::wrong_answer, result.message, 0.01, {}});
+      return result;
+    }
+    result.handle = load_handle(artifact);
+    result.samples_ms = samples(recorded_ms(artifact.path));
+    result.timing = evaluation::summarize(result.samples_ms);
+    result.quick.samples_ms = result.samples_ms;
+    result.quick.summary = result.timing;
+    result.rungs.push_back({Rung::gate, Verdict::ok, "", 0.01, {}});
+    result.rungs.push_back({Rung::quick, Verdict::ok, "", 0.02, {}});
+    return result;
+  }
+  worker::LoadResult load(const compile::Artifact& artifact, worker::Worker&) override {
+    ++loaded;
+    worker::LoadResult result;
+    result.handle = load_handle(artifact);
+    return result;
+  }
+  evaluation::TimingVerdict time_reference() override {
+    evaluation::TimingVerdict verdict;
+    verdict.samples_ms = samples(kReferenceMs);
+    verdict.summary = evaluation::summarize(verdict.samples_ms);
+    return verdict;
+  }
+  evaluation::FullRung full_rung(int handle, worker::Worker&) override {
+    ++full_rungs;
+    evaluation::FullRung full;
+    evaluation::FullRung::Entry entry;
+    entry.workload = timed_.name;
+    entry.candidate.summary.median_ms = ms_.at(handle);
+    entry.reference_median_ms = kReferenceMs;
+    entry.speedup = kReferenceMs / ms_.at(handle);
+    full.workloads.push_back(entry);
+    full.geomean_speedup = entry.speedup;
+    return full;
+  }
+  void prime_full_rung_reference() override {}
+  PairedSamples time_paired(int handle, worker::Worker&) override {
+    PairedSamples paired;
+    for (int round = 0; round < policy_.final_rounds; ++round) {
+      paired.reference_rounds.push_back(samples(kReferenceMs));
+      paired.candidate_rounds.push_back(samples(ms_.at(handle)));
+    }
+    return paired;
+  }
+  evaluation::CompareOutcome compare(int incumbent, int challenger, worker::Worker&) override {
+    ++comparisons;
+    evaluation::PairedComparison paired;
+    paired.speedup.speedup = ms_.at(incumbent) / ms_.at(challenger);
+    paired.speedup.ci_low = paired.speedup.speedup * 0.99;
+    paired.speedup.ci_high = paired.speedup.speedup * 1.01;
+    paired.outcome = paired.speedup.ci_low > 1.0 + policy_.min_gain ? ComparisonOutcome::faster
+                                                                    : ComparisonOutcome::tie;
+    return {paired, -1, Verdict::ok, ""};
+  }
+  const Workload& timed_workload() const override { return timed_; }
+  const evaluation::EvaluationPolicy& policy() const override { return policy_; }
+
+  int evaluated = 0;
+  int loaded = 0;
+  int full_rungs = 0;
+  int comparisons = 0;
+
+ private:
+  static std::vector<double> samples(double ms) { return {ms, ms * 1.001, ms * 1.002, ms}; }
+  int load_handle(const compile::Artifact& artifact) {
+    ms_[next_handle_] = recorded_ms(artifact.path);
+    return next_handle_++;
+  }
+
+  const Task& task_;
+  evaluation::EvaluationPolicy policy_;
+  Workload timed_;
+  std::map<int, double> ms_;  // handle -> recorded median
+  int next_handle_ = 0;
+};
+
+// A build queue that "builds" at once, without a compiler: the artifact path names the source
+// and its defines (what SimulatedPlane looks the recorded median up by).
+class InstantBuilds : public compile::BuildQueue {
+ public:
+  std::future<compile::Artifact> submit(compile::CompileJob job) override {
+    ++submitted;
+    compile::Artifact artifact;
+    artifact.path = job.source_name;
+    for (const auto& [k, v] : job.defines) artifact.path += ";" + k + "=" + v;
+    artifact.key = artifact.path;
+    std::promise<compile::Artifact> built;
+    built.set_value(artifact);
+    return built.get_future();
+  }
+  std::string toolchain(const std::string&) override { return "simulated-cc 0.1"; }
+  int submitted = 0;
+};
+
+class OptimizerPlaneTest : public OptimizerTest {
+ protected:
+  OptimizeResult run_simulated(SimulatedPlane& plane, InstantBuilds& builds,
+                               OptimizeOptions options, const fs::path& dir) {
+    generation::TemplatesGenerator generator(
+        generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
+    report::RunDirectory run_dir(dir, options.resume ? report::RunDirectory::Mode::resume
+                                                     : report::RunDirectory::Mode::create);
+    Optimizer optimizer(task_, "cpu", options, *store_, generator, plane, builds, {&worker_},
+                        reference_worker_, run_dir, [](const std::string&) {});
+    return optimizer.run();
+  }
+  static evaluation::EvaluationPolicy simulated_policy() {
+    evaluation::EvaluationPolicy policy;
+    policy.min_gain = 0.05;
+    policy.final_rounds = 3;
+    return policy;
+  }
+};
+
+TEST_F(OptimizerPlaneTest, MeasuresAndBuildsOnlyThroughTheInjectedPlaneAndQueue) {
+  SimulatedPlane plane(task_, simulated_policy());
+  InstantBuilds builds;
+  OptimizeOptions options;
+  options.steps = 4;
+  const OptimizeResult result = run_simulated(plane, builds, options, root_ / "simulated");
+
+  // Nothing ran or was timed on the real workers: every number is the plane's.
+  EXPECT_EQ(worker_.runs + worker_.times, 0);
+  EXPECT_EQ(reference_worker_.runs + reference_worker_.times, 0);
+  EXPECT_EQ(result.toolchain, "simulated-cc 0.1");
+  EXPECT_GT(builds.submitted, 0);
+  ASSERT_FALSE(result.candidates.empty());
+  EXPECT_EQ(plane.evaluated, static_cast<int>(result.candidates.size()));
+  for (const CandidateRecord& c : result.candidates) {
+    if (c.verdict != Verdict::ok) continue;
+    EXPECT_NEAR(*c.median_ms, SimulatedPlane::recorded_ms(c.artifact_key), 0.01) << c.id;
+  }
+  ASSERT_TRUE(result.best);
+  const double best_ms = SimulatedPlane::recorded_ms(result.best->artifact_key);
+  EXPECT_LT(best_ms, 4.0);  // a simd candidate beat serial through the plane's comparison
+  EXPECT_NEAR(result.speedup.speedup, kReferenceMs / best_ms, 0.05);
+  EXPECT_GT(plane.comparisons, 0);
+  EXPECT_GT(plane.full_rungs, 0);
+  // The run's evaluation policy is the plane's: the run database records its knobs.
+  auto db = report::RunDatabase::open(root_ / "simulated" / "run.sqlite");
+  EXPECT_EQ(db->meta("options")->at("min_gain"), 0.05);
+  EXPECT_EQ(db->meta("options")->at("final_rounds"), 3);
+}
+
+TEST_F(OptimizerPlaneTest, AResumedRunReplaysEveryDecisionWithoutMeasuringAgain) {
+  OptimizeOptions options;
+  options.steps = 4;
+  SimulatedPlane first(task_, simulated_policy());
+  InstantBuilds first_builds;
+  const OptimizeResult recorded = run_simulated(first, first_builds, options, root_ / "run");
+  ASSERT_TRUE(recorded.best);
+  ASSERT_GT(first.comparisons, 0);
+
+  options.resume = true;
+  SimulatedPlane replay(task_, simulated_policy());
+  InstantBuilds replay_builds;
+  const OptimizeResult resumed = run_simulated(replay, replay_builds, options, root_ / "run");
+  // Rungs 0-2 and the acceptance comparisons are read back; only the final rung is measured
+  // again, on the best loaded from a rebuild.
+  EXPECT_EQ(replay.evaluated, 0);
+  EXPECT_EQ(replay.comparisons, 0);
+  EXPECT_EQ(replay.full_rungs, 0);
+  EXPECT_GE(replay.loaded, 1);
+  EXPECT_EQ(resumed.replayed_candidates, static_cast<int>(recorded.candidates.size()));
+  ASSERT_TRUE(resumed.best);
+  EXPECT_EQ(resumed.best->id, recorded.best->id);
+  EXPECT_EQ(resumed.best->full_geomean_speedup, recorded.best->full_geomean_speedup);
+}
+
+}  // namespace
+}  // namespace kforge::search
