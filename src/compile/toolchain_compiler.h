@@ -12,7 +12,9 @@ namespace kforge::compile {
 
 struct ToolchainOptions {
   std::string cache_dir;             // artifacts: <cache_dir>/<key>.so and <key>.log
-  std::vector<std::string> include_dirs;  // kforge/kernel.h and dlpack/dlpack.h (paths.h)
+  /// -I directories: the ABI (kforge/kernel.h), the kernel libraries and dlpack/dlpack.h
+  /// (kernel_include_dirs() in paths.h).
+  std::vector<std::string> include_dirs;
   std::string cuda_arch = "sm_90";   // nvcc -arch
   double timeout_s = 120.0;          // per compiler run; a hang is a compile_error
   std::string gxx = "g++";           // overridable: $KFORGE_CXX
@@ -31,9 +33,13 @@ class ToolchainCompiler : public Compiler {
 
  private:
   std::string compiler_path(const std::string& backend);
-  /// SHA-256 over the names and contents of the files under <include dir>/kforge/ (kernel.h,
-  /// elem.cuh, elementwise.cuh, ...), computed once: built-in kernels include these headers, so a
+  /// SHA-256 over the names and contents of the files under <include dir>/kforge/ (the ABI),
+  /// <include dir>/common/ and <include dir>/<name>/common/ (the kernel libraries of
+  /// kernels/: common/dltensor.h, cuda/common/elem.cuh, cpu/common/vmath.h, ...), for every
+  /// include dir, computed once: built-in kernels are a few lines around these headers, so a
   /// header edit must change the artifact key even though the candidate's source text does not.
+  /// A shared kernel header outside such a folder would not be covered
+  /// (tests/kernel_library_test.cpp checks that none is).
   std::string headers_digest();
 
   ToolchainOptions options_;

@@ -23,7 +23,7 @@ struct TemplateVariant {
   std::string description;
   std::vector<TemplateParam> params;
   /// Element types of the first input the source compiles for (family.toml `dtypes`, default
-  /// {"f32"}); the generator passes the task's one as KF_DTYPE (include/kforge/elem.cuh).
+  /// {"f32"}); the generator passes the task's one as KF_DTYPE (kernels/cuda/common/elem.cuh).
   std::vector<std::string> dtypes{"f32"};
   /// Per element type, value lists that replace those of `params` for that type (family.toml
   /// `[variants.params_by_dtype.<dtype>]`, e.g. VEC = [8, 4, 2, 1] for f16: one 16-byte access

@@ -3,7 +3,7 @@
 // (in that order: x - m is exact near the max, so an output near 0 keeps its relative accuracy
 // even when |m| is large, which x - (m + log sum) would not).
 // Every pass is an `omp simd` loop (max and sum as simd reductions, legal without -ffast-math),
-// with a branch-free polynomial exp (kf::exp_vectorizable in include/kforge/vmath.h: Cephes
+// with a branch-free polynomial exp (kf::exp_vectorizable in kernels/cpu/common/vmath.h: Cephes
 // expf, range reduction by ln 2, degree-6 polynomial,
 // 2^n from the exponent bits; ~1 ulp) that vectorizes, unlike a libm call.
 // Three passes (max, sum of exponentials, y = (x - m) - log(sum)): exp once per element, y written once.
@@ -11,7 +11,7 @@
 // block of 8 elements first, then one rescale), x read twice instead of three times.
 // PARALLEL = 1 spreads rows over OpenMP threads. fp32.
 #include <kforge/kernel.h>
-#include <kforge/vmath.h>
+#include <cpu/common/vmath.h>
 
 #include <omp.h>
 

@@ -1,14 +1,14 @@
 // Softmax over the last dimension (cpu), explicit SIMD:
 //   y[r, c] = exp(x[r, c] - m) / sum_c exp(x[r, c] - m),  m = max_c x[r, :].
 // Every pass is an `omp simd` loop (max and sum as simd reductions, legal without -ffast-math),
-// with a branch-free polynomial exp (kf::exp_vectorizable in include/kforge/vmath.h: Cephes
+// with a branch-free polynomial exp (kf::exp_vectorizable in kernels/cpu/common/vmath.h: Cephes
 // expf, range reduction by ln 2, degree-6 polynomial,
 // 2^n from the exponent bits; ~1 ulp) that vectorizes, unlike a libm call.
 // STORE_EXP = 1: the sum pass writes e = exp(x - m) into y and the last pass scales y (exp once,
 //                y written twice). STORE_EXP = 0: the last pass recomputes exp from x (exp twice,
 //                y written once). PARALLEL = 1 spreads rows over OpenMP threads. fp32.
 #include <kforge/kernel.h>
-#include <kforge/vmath.h>
+#include <cpu/common/vmath.h>
 
 #include <omp.h>
 

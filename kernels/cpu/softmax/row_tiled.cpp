@@ -3,10 +3,10 @@
 // TILE_ROWS rows go through each pass together: one `omp simd` loop over the columns computes
 // the maxima of all rows of the tile, one the sums of exponentials (written into y), then each
 // row is scaled. Independent reductions per row give instruction-level parallelism; the exp is
-// the vectorizable polynomial (kf::exp_vectorizable, include/kforge/vmath.h). Leftover rows (rows % TILE_ROWS) go one at
+// the vectorizable polynomial (kf::exp_vectorizable, kernels/cpu/common/vmath.h). Leftover rows (rows % TILE_ROWS) go one at
 // a time. PARALLEL = 1 spreads tiles over OpenMP threads. fp32.
 #include <kforge/kernel.h>
-#include <kforge/vmath.h>
+#include <cpu/common/vmath.h>
 
 #include <omp.h>
 

@@ -10,10 +10,10 @@
 // threads). Grid-stride over rows. fp32, __expf. Vector loads only when every row start is
 // VEC * sizeof(element)-byte aligned (base pointers aligned and cols % VEC == 0); otherwise the
 // scalar instantiation runs.
-// x and y are of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16); loads
+// x and y are of the element type KF_DTYPE (kernels/cuda/common/elem.cuh: f32, f16 or bf16); loads
 // are widened to fp32, the max, the sum and the exponentials are fp32, y is rounded once on
 // the store.
-#include <kforge/elem.cuh>
+#include <cuda/common/elem.cuh>
 
 #include <algorithm>
 #include <cfloat>

@@ -11,7 +11,7 @@
 // barrier that protects a published partial from being overwritten is split (arrive after the
 // remote reads, wait after the next row's loads), so only one cluster barrier per row stalls.
 //   Bytes per call: rows * cols * 2 * sizeof(element). FLOPs ~5 per element: memory-bound.
-// x and y are of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16); loads
+// x and y are of the element type KF_DTYPE (kernels/cuda/common/elem.cuh: f32, f16 or bf16); loads
 // are widened to fp32 and the chunk is cached as fp32 (so a chunk holds as many elements
 // whatever the type), the statistics are fp32, y is rounded once on the store.
 // When a chunk does not fit the opt-in shared memory (cols > CLUSTER * ~56K floats), the write
@@ -19,8 +19,8 @@
 // non-portable cluster size attribute (up to 16 on H100/H200). UNROLL loads per thread are in
 // flight before any is used. Vector loads when cols % VEC == 0 and both pointers are
 // VEC * sizeof(element)-byte aligned; otherwise the scalar instantiation runs.
-#include <kforge/elem.cuh>
-#include <kforge/online_softmax.cuh>
+#include <cuda/common/elem.cuh>
+#include <cuda/common/online_softmax.cuh>
 
 #include <cooperative_groups.h>
 

@@ -1,12 +1,12 @@
 // Softmax and log-softmax over the last dimension on the grid-persistent row pipeline
-// (include/kforge/row_pipeline.cuh), shared by kernels/cuda/softmax/split_row_resident.cu and
+// (kernels/cuda/common/row_pipeline.cuh), shared by kernels/cuda/softmax/split_row_resident.cu and
 // kernels/cuda/log_softmax/split_row_resident.cu (they differ only in the output line):
 //   softmax      y = exp(x - m) / s
 //   log-softmax  y = (x - m) - log(s)     (x - m first: exact near the max)
 // with m = max of the row and s = sum of exp(x - m) over it. A block's partial is its chunk's
 // online (max, rescaled sum) (Milakov & Gimelshein 2018, "Online normalizer calculation for
 // softmax", algorithm 3), the group's partials merge the same way in warp 0.
-// x and y are of the element type KF_DTYPE (f32, f16 or bf16; include/kforge/elem.cuh), the
+// x and y are of the element type KF_DTYPE (f32, f16 or bf16; kernels/cuda/common/elem.cuh), the
 // statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) (x read once, y written once).
 // Parameters: KF_BLOCK_THREADS, KF_VEC (elements per access), KF_UNROLL (accesses in flight
 // per thread), KF_LAG (rows the reduction runs ahead of the write), KF_BLOCKS_PER_SM, KF_ASYNC
@@ -16,8 +16,8 @@
 // else they are re-read from L2 (run_l2).
 #pragma once
 
-#include <kforge/online_softmax.cuh>
-#include <kforge/row_pipeline.cuh>
+#include <cuda/common/online_softmax.cuh>
+#include <cuda/common/row_pipeline.cuh>
 
 #include <cfloat>
 #include <cstdint>
@@ -63,7 +63,7 @@ using kf::online_softmax::accumulate;
 using kf::online_softmax::merge;
 using kf::online_softmax::warp_merge;
 
-/// The pipeline's operation (include/kforge/row_pipeline.cuh) for V-element accesses.
+/// The pipeline's operation (kernels/cuda/common/row_pipeline.cuh) for V-element accesses.
 template <int V, bool LOG>
 struct SplitRowOp {
   struct State {

@@ -4,7 +4,7 @@
 // static schedule), so each core streams its own range. Element-wise: the "row" is the whole
 // flattened tensor. A family's variant file is its activation functor plus one call:
 //
-//   #include <kforge/elementwise.h>
+//   #include <cpu/common/elementwise.h>
 //   struct Relu { float operator()(float v) const { return v < 0.0f ? 0.0f : v; } };
 //   KFORGE_API int kforge_run(const kforge_args* args) { return kf::run_row_simd<Relu>(args); }
 //
@@ -16,7 +16,7 @@
 #pragma once
 
 #include <kforge/kernel.h>
-#include <kforge/vmath.h>
+#include <cpu/common/vmath.h>
 
 #include <cstdint>
 
