@@ -7,6 +7,7 @@
 // ACCUMULATORS interleaved partial results (max, sum, or (max, sum) pairs) break the serial
 // dependency chains. Scalar std::exp from libm. PARALLEL = 1 spreads rows over OpenMP threads.
 // fp32 accumulate.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -30,25 +31,6 @@ static_assert(KF_ACCUMULATORS >= 1 && KF_ACCUMULATORS <= 32, "ACCUMULATORS in [1
 static_assert(KF_ONLINE == 0 || KF_ONLINE == 1, "ONLINE is 0 or 1");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 void softmax_row(const float* __restrict__ xr, float* __restrict__ yr, int64_t cols) {
   constexpr int A = KF_ACCUMULATORS;
@@ -117,12 +99,12 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 2 || y.ndim != 2) return -2;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(y)) return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
 #if KF_PARALLEL
 #pragma omp parallel for schedule(static)
 #endif
