@@ -5,18 +5,21 @@
 # src/compile/toolchain_compiler.cpp, and times base and new side by side with time_point.cu at
 # the shapes bench/kernels/README.md reports (cold L2, median of ITERS).
 #
-#   bench/kernels/ab_points.sh BASE [ITERS]
+#   bench/kernels/ab_points.sh BASE [ITERS | --build-only]
 #
 # BASE: e.g. `mkdir -p .ab-base && git archive a22ff1f include kernels | tar -x -C .ab-base`
 # (an untracked folder travels to the device machine with the tree). Writes the libraries and
-# the timings under ${OUT:-/tmp/ab-points}; prints the timings. Same device code on both sides
-# means the two columns agree within the run-to-run noise (a few percent at 0.08 ms).
+# the timings under ${OUT:-/tmp/ab-points}; prints the timings. Libraries already there are
+# reused, so the 40 builds (several minutes) can run on a machine without a GPU with
+# --build-only and OUT inside the tree, and the timing on the device with the same OUT. Same
+# device code on both sides means the two columns agree within the run-to-run noise.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-base="$(cd "${1:?usage: ab_points.sh BASE [ITERS]}" && pwd)"
+base="$(cd "${1:?usage: ab_points.sh BASE [ITERS | --build-only]}" && pwd)"
 iters="${2:-15}"
 out="${OUT:-/tmp/ab-points}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 dlpack=""
 for dir in build/release/include build/ci/include /usr/include; do
@@ -24,7 +27,8 @@ for dir in build/release/include build/ci/include /usr/include; do
 done
 [ -n "$dlpack" ] || { echo "ab_points: dlpack/dlpack.h not found" >&2; exit 1; }
 
-nvcc -std=c++17 -O2 -Iinclude -I"$dlpack" bench/kernels/time_point.cu -o "$out/time_point" -ldl
+[ -f "$out/time_point" ] ||
+  nvcc -std=c++17 -O2 -Iinclude -I"$dlpack" bench/kernels/time_point.cu -o "$out/time_point" -ldl
 
 # -DKF_<NAME>=<value> of the variant's default point for DTYPE (family.toml, params_by_dtype).
 defaults() {  # FAMILY VARIANT DTYPE
@@ -69,6 +73,7 @@ for case in "${cases[@]}"; do
         libs+=("$lib")
       done
     done
+    [ "$iters" = --build-only ] && continue
     echo "## $family $dtype $rows x $cols (base, new per variant)" | tee -a "$out/timings.log"
     "$out/time_point" rows "$rows" "$cols" "$dtype" "$iters" "${libs[@]}" |
       tee -a "$out/timings.log"
