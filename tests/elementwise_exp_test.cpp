@@ -1,5 +1,5 @@
-// kf::exp_vectorizable (include/kforge/elementwise.h), the exp the cpu silu kernel uses so that
-// its loop vectorizes: accuracy against libm over the whole finite range, and the edges.
+// kf::exp_vectorizable (kernels/cpu/common/elementwise.h), the exp the cpu silu kernel uses so
+// that its loop vectorizes: accuracy against libm over the whole finite range, and the edges.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include <kforge/elementwise.h>
+#include <cpu/common/elementwise.h>
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The host-side layout choice of the grid-persistent row pipeline (include/kforge/row_layout.h):
-// every element of a row is owned by exactly one chunk, the chunks fit the shared memory they are
-// given, the grid is not over-subscribed, and the shapes the H200 runs get the layouts measured
-// in bench/kernels/README.md. The kernels themselves are checked on a GPU (kernel_families_test).
-#include <kforge/row_layout.h>
+// The host-side layout choice of the grid-persistent row pipeline
+// (kernels/cuda/common/row_layout.h): every element of a row is owned by exactly one chunk, the
+// chunks fit the shared memory they are given, the grid is not over-subscribed, and the shapes
+// the H200 runs get the layouts measured in bench/kernels/README.md. The kernels themselves are checked on a GPU (kernel_families_test).
+#include <cuda/common/row_layout.h>
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// kf::erf_vectorizable (include/kforge/vmath.h), the erf the cpu gelu kernel uses so that its loop
-// vectorizes: accuracy against erf in double over a dense range, the edges, and the GELU built on
-// it against GELU in double.
+// kf::erf_vectorizable (kernels/cpu/common/vmath.h), the erf the cpu gelu kernel uses so that its
+// loop vectorizes: accuracy against erf in double over a dense range, the edges, and the GELU
+// built on it against GELU in double.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include <kforge/vmath.h>
+#include <cpu/common/vmath.h>
 
 namespace {
 

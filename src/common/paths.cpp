@@ -46,7 +46,8 @@ std::vector<std::string> kernel_include_dirs() {
                                        "/usr/include", "/usr/local/include"});
   for (const fs::path& dir : candidates) {
     if (fs::exists(dir / "dlpack" / "dlpack.h")) {
-      return {(fs::path(resource_root()) / "include").string(), dir.string()};
+      const fs::path root = resource_root();
+      return {(root / "include").string(), (root / "kernels").string(), dir.string()};
     }
   }
   throw Error("dlpack/dlpack.h not found (kernels include it through kforge/kernel.h): install "

@@ -16,10 +16,12 @@ std::string resource_root();
 /// Path of the kforge-worker binary: $KFORGE_WORKER if set, else next to the running executable.
 std::string worker_binary_path();
 
-/// Include directories a candidate is compiled with: <root>/include (kforge/kernel.h) and the
-/// directory holding dlpack/dlpack.h, found in this order: $KFORGE_DLPACK_INCLUDE, the build
-/// tree's copy next to the executable (<exe dir>/include or <exe dir>/../include, made by CMake
-/// from Debian's libdlpack-dev so that a machine without that package can still build kernels),
+/// Include directories a candidate is compiled with, in this order: <root>/include (the kernel
+/// ABI, kforge/kernel.h), <root>/kernels (the built-in kernels' shared libraries, included as
+/// <common/...>, <cpu/common/...> and <cuda/common/...>; kernels/README.md) and the directory
+/// holding dlpack/dlpack.h, found in this order: $KFORGE_DLPACK_INCLUDE, the build tree's copy
+/// next to the executable (<exe dir>/include or <exe dir>/../include, made by CMake from
+/// Debian's libdlpack-dev so that a machine without that package can still build kernels),
 /// /usr/include, /usr/local/include. Throws Error naming what is missing.
 std::vector<std::string> kernel_include_dirs();
 

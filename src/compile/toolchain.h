@@ -13,7 +13,9 @@ namespace kforge::compile {
 /// Settings of a compiler, shared by every toolchain (each reads the fields it needs).
 struct ToolchainOptions {
   std::string cache_dir;             // artifacts: <cache_dir>/<key>.so and <key>.log
-  std::vector<std::string> include_dirs;  // kforge/kernel.h and dlpack/dlpack.h (paths.h)
+  /// -I directories: the ABI (kforge/kernel.h), the kernel libraries and dlpack/dlpack.h
+  /// (kernel_include_dirs() in paths.h).
+  std::vector<std::string> include_dirs;
   std::string cuda_arch = "sm_90";   // nvcc -arch
   double timeout_s = 120.0;          // per compiler run; a hang is a compile_error
   std::string gxx = "g++";           // overridable: $KFORGE_CXX

@@ -41,6 +41,24 @@ std::string query_version(const std::string& program, const std::string& label) 
   return label + " " + (last_space == std::string::npos ? chosen : chosen.substr(last_space + 1));
 }
 
+// The folders of include dir `dir` whose files the artifact key covers: kforge/ (the ABI),
+// common/ and every <name>/common/ (the kernel libraries under kernels/: common, cpu/common,
+// cuda/common). Costs one listing of `dir`; a system include dir normally has none of them.
+std::vector<fs::path> hashed_folders(const fs::path& dir) {
+  std::vector<fs::path> folders;
+  std::error_code error;
+  for (const fs::path& folder : {dir / "kforge", dir / "common"}) {
+    if (fs::is_directory(folder, error)) folders.push_back(folder);
+  }
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    std::error_code inner;
+    if (entry.is_directory(inner) && fs::is_directory(entry.path() / "common", inner)) {
+      folders.push_back(entry.path() / "common");
+    }
+  }
+  return folders;
+}
+
 }  // namespace
 
 ToolchainCompiler::ToolchainCompiler(ToolchainOptions options, ToolchainLookup toolchains)
@@ -88,12 +106,11 @@ std::string ToolchainCompiler::headers_digest() {
   if (!headers_digest_.empty()) return headers_digest_;
   std::string contents;
   for (const std::string& dir : options_.include_dirs) {
-    const fs::path headers = fs::path(dir) / "kforge";
-    std::error_code error;
-    if (!fs::is_directory(headers, error)) continue;
     std::vector<fs::path> files;
-    for (const auto& entry : fs::recursive_directory_iterator(headers)) {
-      if (entry.is_regular_file()) files.push_back(entry.path());
+    for (const fs::path& folder : hashed_folders(dir)) {
+      for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+        if (entry.is_regular_file()) files.push_back(entry.path());
+      }
     }
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files) {

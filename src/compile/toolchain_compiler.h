@@ -31,9 +31,13 @@ class ToolchainCompiler : public Compiler {
 
  private:
   std::string compiler_path(const std::string& backend);
-  /// SHA-256 over the names and contents of the files under <include dir>/kforge/ (kernel.h,
-  /// elem.cuh, elementwise.cuh, ...), computed once: built-in kernels include these headers, so a
+  /// SHA-256 over the names and contents of the files under <include dir>/kforge/ (the ABI),
+  /// <include dir>/common/ and <include dir>/<name>/common/ (the kernel libraries of
+  /// kernels/: common/dltensor.h, cuda/common/elem.cuh, cpu/common/vmath.h, ...), for every
+  /// include dir, computed once: built-in kernels are a few lines around these headers, so a
   /// header edit must change the artifact key even though the candidate's source text does not.
+  /// A shared kernel header outside such a folder would not be covered
+  /// (tests/kernel_library_test.cpp checks that none is).
   std::string headers_digest();
 
   ToolchainOptions options_;

@@ -53,8 +53,8 @@ TEST_F(ToolchainCompilerTest, BuildsASharedObjectAndCachesIt) {
 }
 
 TEST_F(ToolchainCompilerTest, AnEditedKforgeHeaderChangesTheKey) {
-  // Built-in kernels are a few lines around #include <kforge/elementwise.cuh>: the cache must
-  // not hand back a binary built against the header's previous text.
+  // Candidates include the ABI header <kforge/kernel.h>: the cache must not hand back a binary
+  // built against the header's previous text.
   const fs::path headers = cache_ / "include";
   fs::create_directories(headers / "kforge");
   std::ofstream(headers / "kforge" / "value.h") << "#define KF_VALUE 0\n";
@@ -69,6 +69,31 @@ TEST_F(ToolchainCompilerTest, AnEditedKforgeHeaderChangesTheKey) {
   const Artifact second = ToolchainCompiler(options_, &backends::toolchain_for).compile(job);
   EXPECT_NE(second.key, first.key);
   EXPECT_FALSE(second.from_cache);
+}
+
+TEST_F(ToolchainCompilerTest, AnEditedKernelLibraryHeaderChangesTheKey) {
+  // The built-in kernels' shared code lives in kernels/common, kernels/cpu/common and
+  // kernels/cuda/common (included as <common/...>, <cpu/common/...>, <cuda/common/...>): an
+  // edit there must not hand back a binary built against the previous text either.
+  int round = 0;
+  for (const std::string folder : {"common", "cpu/common", "cuda/common"}) {
+    SCOPED_TRACE(folder);
+    const fs::path library = cache_ / ("kernels" + std::to_string(round++));
+    fs::create_directories(library / folder);
+    std::ofstream(library / folder / "value.h") << "#define KF_VALUE 0\n";
+    ToolchainOptions options = options_;
+    options.include_dirs.insert(options.include_dirs.begin(), library.string());
+    CompileJob job = cpu_job("#include <" + folder +
+                             "/value.h>\nKFORGE_API int kforge_run(const kforge_args*) { return "
+                             "KF_VALUE; }\n");
+    const Artifact first = ToolchainCompiler(options).compile(job);
+    ASSERT_EQ(first.verdict, Verdict::ok) << first.log;
+    EXPECT_EQ(ToolchainCompiler(options).compile(job).key, first.key);
+    std::ofstream(library / folder / "value.h") << "#define KF_VALUE 1\n";
+    const Artifact second = ToolchainCompiler(options).compile(job);
+    EXPECT_NE(second.key, first.key);
+    EXPECT_FALSE(second.from_cache);
+  }
 }
 
 TEST_F(ToolchainCompilerTest, CompileErrorIsAVerdictWithTheLog) {

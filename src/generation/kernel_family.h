@@ -1,6 +1,16 @@
 // Built-in kernel families (the `templates` generator's expert kernels), read from
 // kernels/<backend>/<family>/family.toml. Each variant is one source file whose compile-time
 // parameters (-DKF_<NAME>=<value>) span its search space.
+//
+// Families that differ in a line share their kernels: the variant's source is then a thin file
+// in the family's folder that includes the shared body from kernels/<backend>/common/ and passes
+// the family's functor (relu/gelu/silu: the activation, kernels/cuda/common/elementwise.cuh;
+// softmax/log_softmax: the output, kernels/common/softmax_output.h with
+// kernels/<backend>/common/softmax_rows/). family.toml names that thin file, and its
+// -DKF_<NAME> defines reach the shared body unchanged: no family-level define exists or is
+// needed, and a candidate's source is what the family's folder holds. The kernel libraries are
+// on the candidates' include path (kernel_include_dirs() in common/paths.h), and the artifact
+// key hashes them (ToolchainCompiler::headers_digest), so an edit there rebuilds both families.
 #pragma once
 
 #include <map>
@@ -23,7 +33,7 @@ struct TemplateVariant {
   std::string description;
   std::vector<TemplateParam> params;
   /// Element types of the first input the source compiles for (family.toml `dtypes`, default
-  /// {"f32"}); the generator passes the task's one as KF_DTYPE (include/kforge/elem.cuh).
+  /// {"f32"}); the generator passes the task's one as KF_DTYPE (kernels/cuda/common/elem.cuh).
   std::vector<std::string> dtypes{"f32"};
   /// Per element type, value lists that replace those of `params` for that type (family.toml
   /// `[variants.params_by_dtype.<dtype>]`, e.g. VEC = [8, 4, 2, 1] for f16: one 16-byte access

@@ -3,6 +3,7 @@
 // accumulator the dot product is a serial chain the compiler may not reorder (no -ffast-math);
 // with 8 or 16 the partial sums fill a SIMD register and the loop vectorizes. PARALLEL = 1
 // spreads rows over OpenMP threads. fp32 accumulate.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -20,25 +21,6 @@ static_assert(KF_PARALLEL == 0 || KF_PARALLEL == 1, "PARALLEL is 0 or 1");
 static_assert(KF_ACCUMULATORS >= 1 && KF_ACCUMULATORS <= 32, "ACCUMULATORS in [1, 32]");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 float dot(const float* __restrict__ a, const float* __restrict__ x, int64_t n) {
   constexpr int A = KF_ACCUMULATORS;
@@ -64,12 +46,12 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (a.ndim != 2 || x.ndim != 1 || y.ndim != 1) return -2;
   const int64_t rows = a.shape[0], cols = a.shape[1];
   if (x.shape[0] != cols || y.shape[0] != rows) return -2;
-  if (!is_f32(a) || !is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(a) || !is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(a) || !kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(a) || !kf::is_compact(x) || !kf::is_compact(y)) return -4;
 
-  const float* ap = data_of<const float>(a);
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* ap = kf::data_of<const float>(a);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
 #if KF_PARALLEL
 #pragma omp parallel for schedule(static)
 #endif

@@ -4,6 +4,7 @@
 // independent vector accumulators (instruction-level parallelism). Leftover rows
 // (rows % TILE_ROWS) go one at a time. PARALLEL = 1 spreads tiles over OpenMP threads.
 // fp32 accumulate.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -22,25 +23,6 @@ static_assert(KF_TILE_ROWS == 1 || KF_TILE_ROWS == 2 || KF_TILE_ROWS == 4 || KF_
               "TILE_ROWS is 1, 2, 4 or 8");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 // y[r0 .. r0 + T) from rows [r0, r0 + T) of a. Unused slots (t >= T) alias row r0.
 template <int T>
@@ -83,12 +65,12 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (a.ndim != 2 || x.ndim != 1 || y.ndim != 1) return -2;
   const int64_t rows = a.shape[0], cols = a.shape[1];
   if (x.shape[0] != cols || y.shape[0] != rows) return -2;
-  if (!is_f32(a) || !is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(a) || !is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(a) || !kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(a) || !kf::is_compact(x) || !kf::is_compact(y)) return -4;
 
-  const float* ap = data_of<const float>(a);
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* ap = kf::data_of<const float>(a);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
   constexpr int T = KF_TILE_ROWS;
   const int64_t tiles = (rows + T - 1) / T;
 #if KF_PARALLEL

@@ -3,6 +3,7 @@
 // reduction across SIMD lanes). y stays in cache while A streams through once. PARALLEL = 1
 // gives each OpenMP thread its own range of columns (no races, no combine step); every thread
 // still walks all the rows. fp32 accumulate, rows summed in order.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -21,25 +22,6 @@ namespace {
 // Column ranges start on multiples of 16 floats (one 64-byte cache line of y), so two threads
 // never write the same line of y.
 constexpr int64_t kColumnAlign = 16;
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 // y[c0, c1) = sum over rows of A[r, c] * x[r].
 void axpy_rows(const float* __restrict__ a, const float* __restrict__ x, float* __restrict__ y,
@@ -65,12 +47,12 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (a.ndim != 2 || x.ndim != 1 || y.ndim != 1) return -2;
   const int64_t rows = a.shape[0], cols = a.shape[1];
   if (x.shape[0] != rows || y.shape[0] != cols) return -2;
-  if (!is_f32(a) || !is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(a) || !is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(a) || !kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(a) || !kf::is_compact(x) || !kf::is_compact(y)) return -4;
 
-  const float* ap = data_of<const float>(a);
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* ap = kf::data_of<const float>(a);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
 #if KF_PARALLEL
 #pragma omp parallel
   {

@@ -6,6 +6,7 @@
 // rows (rows % TILE_ROWS) go one at a time. PARALLEL = 1 spreads the column blocks over OpenMP
 // threads (schedule(static): each thread owns a contiguous range of columns; no races, no
 // combine step). fp32 accumulate, rows summed in order.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -30,25 +31,6 @@ static_assert(KF_BLOCK_COLS >= 16 && KF_BLOCK_COLS <= 8192 && KF_BLOCK_COLS % 16
               "BLOCK_COLS in [16, 8192], a multiple of 16 (whole cache lines of y)");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 // Adds rows [r0, r0 + T) of columns [c0, c0 + n) into acc[0, n). Unused slots (t >= T) alias
 // row r0 with weight 0 and are never read.
@@ -106,12 +88,12 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (a.ndim != 2 || x.ndim != 1 || y.ndim != 1) return -2;
   const int64_t rows = a.shape[0], cols = a.shape[1];
   if (x.shape[0] != rows || y.shape[0] != cols) return -2;
-  if (!is_f32(a) || !is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(a) || !is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(a) || !kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(a) || !kf::is_compact(x) || !kf::is_compact(y)) return -4;
 
-  const float* ap = data_of<const float>(a);
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* ap = kf::data_of<const float>(a);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
   const int64_t blocks = (cols + KF_BLOCK_COLS - 1) / KF_BLOCK_COLS;
 #if KF_PARALLEL
 #pragma omp parallel for schedule(static)

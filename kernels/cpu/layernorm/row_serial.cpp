@@ -6,6 +6,7 @@
 //              cheaper, exact enough in double unless |mean| / std exceeds ~1e6).
 // Then the write pass. PARALLEL = 1 spreads rows over OpenMP threads (no gain with fewer rows
 // than threads: see row_split). fp32 in and out.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -24,25 +25,6 @@ static_assert(KF_PARALLEL == 0 || KF_PARALLEL == 1, "PARALLEL is 0 or 1");
 static_assert(KF_WELFORD == 0 || KF_WELFORD == 1, "WELFORD is 0 or 1");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 /// y = (x - mean) * rstd * w + b over one row, vectorized.
 void write_row(const float* __restrict__ xr, const float* __restrict__ w,
@@ -97,10 +79,11 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (w.shape[0] != cols || b.shape[0] != cols || y.shape[0] != rows || y.shape[1] != cols)
     return -2;
-  if (!is_f32(x) || !is_f32(w) || !is_f32(b) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(w) || !is_compact(b) || !is_compact(y)) return -4;
+  if (!kf::is_f32(x) || !kf::is_f32(w) || !kf::is_f32(b) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(w) || !kf::is_compact(b) || !kf::is_compact(y))
+    return -4;
   if (rows == 0 || cols == 0) return 0;
-  layernorm(data_of<const float>(x), data_of<const float>(w), data_of<const float>(b),
-            data_of<float>(y), rows, cols, args->scalars[0]);
+  layernorm(kf::data_of<const float>(x), kf::data_of<const float>(w), kf::data_of<const float>(b),
+            kf::data_of<float>(y), rows, cols, args->scalars[0]);
   return 0;
 }

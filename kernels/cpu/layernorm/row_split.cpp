@@ -18,6 +18,7 @@
 // STREAM_STORES = 1 writes y with non-temporal stores in both cases: no read-for-ownership of y
 // (a third of the write pass's memory traffic with ordinary stores) and no eviction of x, w and b
 // by lines of y that are not read again. fp32 in and out.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -44,25 +45,6 @@ static_assert(KF_WELFORD == 0 || KF_WELFORD == 1, "WELFORD is 0 or 1");
 static_assert(KF_STREAM_STORES == 0 || KF_STREAM_STORES == 1, "STREAM_STORES is 0 or 1");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 constexpr int64_t kLineFloats = 16;  // one 64-byte cache line of fp32
 // Columns per block of the write pass: 32 KiB of each of w and b, which stay in L2 while every
@@ -257,12 +239,13 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (w.shape[0] != cols || b.shape[0] != cols || y.shape[0] != rows || y.shape[1] != cols)
     return -2;
-  if (!is_f32(x) || !is_f32(w) || !is_f32(b) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(w) || !is_compact(b) || !is_compact(y)) return -4;
+  if (!kf::is_f32(x) || !kf::is_f32(w) || !kf::is_f32(b) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(w) || !kf::is_compact(b) || !kf::is_compact(y))
+    return -4;
   if (rows == 0 || cols == 0) return 0;
   const bool by_rows = rows >= omp_get_max_threads() && row_fits_l2(cols);
-  (by_rows ? layernorm_rows : layernorm_split)(data_of<const float>(x), data_of<const float>(w),
-                                               data_of<const float>(b), data_of<float>(y), rows,
-                                               cols, args->scalars[0]);
+  (by_rows ? layernorm_rows : layernorm_split)(
+      kf::data_of<const float>(x), kf::data_of<const float>(w), kf::data_of<const float>(b),
+      kf::data_of<float>(y), rows, cols, args->scalars[0]);
   return 0;
 }

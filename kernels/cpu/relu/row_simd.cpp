@@ -1,6 +1,6 @@
 // ReLU (cpu): y[i] = x[i] < 0 ? 0 : x[i] over a compact fp32 tensor of any shape. The loop, its
-// PARALLEL knob and the checks are include/kforge/elementwise.h's.
-#include <kforge/elementwise.h>
+// PARALLEL knob and the checks are kernels/cpu/common/elementwise.h's.
+#include <cpu/common/elementwise.h>
 
 namespace {
 

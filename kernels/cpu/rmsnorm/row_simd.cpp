@@ -4,6 +4,7 @@
 // SIMD loop: each segment gets its own vector accumulator, so independent FMA chains hide the
 // add latency (1 = a single vector chain). PARALLEL = 1 spreads rows over OpenMP threads.
 // fp32 accumulate.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -24,25 +25,6 @@ static_assert(KF_ACCUMULATORS == 1 || KF_ACCUMULATORS == 2 || KF_ACCUMULATORS ==
               "ACCUMULATORS is 1, 2, 4 or 8");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 // Sum of squares of x[0, n): ACCUMULATORS contiguous segments of n / ACCUMULATORS elements in
 // one SIMD loop, then the leftover elements.
@@ -98,13 +80,13 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 2 || w.ndim != 1 || y.ndim != 2) return -2;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (w.shape[0] != cols || y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!is_f32(x) || !is_f32(w) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(w) || !is_compact(y)) return -4;
+  if (!kf::is_f32(x) || !kf::is_f32(w) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(w) || !kf::is_compact(y)) return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  const float* wp = data_of<const float>(w);
-  float* yp = data_of<float>(y);
+  const float* xp = kf::data_of<const float>(x);
+  const float* wp = kf::data_of<const float>(w);
+  float* yp = kf::data_of<float>(y);
   const float eps = static_cast<float>(args->scalars[0]);
 #if KF_PARALLEL
 #pragma omp parallel for schedule(static)

@@ -6,6 +6,7 @@
 // which re-reads the C * TILE_ROWS * 4 bytes of the tile from cache. The last tile of each n
 // may be shorter. PARALLEL = 1 spreads the N * ceil(S / TILE_ROWS) tiles over OpenMP threads.
 // fp32 accumulate.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -24,25 +25,6 @@ static_assert(KF_PARALLEL == 0 || KF_PARALLEL == 1, "PARALLEL is 0 or 1");
 static_assert(KF_TILE_ROWS >= 1 && KF_TILE_ROWS <= 8192, "TILE_ROWS in [1, 8192]");
 
 namespace {
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 // Normalizes s in [s0, s0 + len) of one [C, S] plane; len <= KF_TILE_ROWS.
 void rmsnorm_tile(const float* __restrict__ x, float* __restrict__ y, int64_t c, int64_t s,
@@ -75,12 +57,12 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 3 || y.ndim != 3) return -2;
   const int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
   if (y.shape[0] != n || y.shape[1] != c || y.shape[2] != s) return -2;
-  if (!is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(y)) return -4;
   if (n == 0 || c == 0 || s == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
   const float eps = static_cast<float>(args->scalars[0]);
   constexpr int64_t T = KF_TILE_ROWS;
   const int64_t tiles_per_n = (s + T - 1) / T;

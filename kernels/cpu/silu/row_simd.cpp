@@ -1,7 +1,7 @@
 // SiLU / Swish (cpu): y[i] = x[i] * sigmoid(x[i]) = x[i] / (1 + exp(-x[i])) over a compact fp32
 // tensor of any shape (torch.nn.functional.silu). The loop, its PARALLEL knob and the checks are
-// include/kforge/elementwise.h's.
-#include <kforge/elementwise.h>
+// kernels/cpu/common/elementwise.h's.
+#include <cpu/common/elementwise.h>
 
 namespace {
 

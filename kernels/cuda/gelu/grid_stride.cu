@@ -1,8 +1,8 @@
 // GELU (erf form), grid-stride: y[i] = 0.5 x[i] (1 + erf(x[i] / sqrt(2))) over a compact tensor
 // of any shape (torch.nn.functional.gelu, approximate='none'; fp32, fp16 or bf16 as KF_DTYPE
 // says, computed in fp32). About one wave of blocks loops over the tensor; the kernel, its knobs
-// and its tails are include/kforge/elementwise.cuh's.
-#include <kforge/elementwise.cuh>
+// and its tails are kernels/cuda/common/elementwise.cuh's.
+#include <cuda/common/elementwise.cuh>
 
 namespace {
 

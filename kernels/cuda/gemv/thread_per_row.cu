@@ -6,6 +6,7 @@
 // poor fit for few rows (too few threads). Grid-stride over rows. fp32 accumulate. Vector loads
 // only when every row start is VEC*4-byte aligned (A and x aligned and cols % VEC == 0);
 // otherwise the scalar instantiation runs.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -38,25 +39,6 @@ constexpr int kRegBudget = 2 * KF_UNROLL * KF_VEC + KF_UNROLL + 32;
 // Clamped to [1, 32]: an SM holds at most 32 blocks, ptxas ignores larger values.
 constexpr int kMinBlocksRaw = 65536 / (kRegBudget * kThreads);
 constexpr int kMinBlocks = kMinBlocksRaw < 1 ? 1 : (kMinBlocksRaw > 32 ? 32 : kMinBlocksRaw);
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
@@ -129,13 +111,13 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (a.ndim != 2 || x.ndim != 1 || y.ndim != 1) return -2;
   const int64_t rows = a.shape[0], cols = a.shape[1];
   if (x.shape[0] != cols || y.shape[0] != rows) return -2;
-  if (!is_f32(a) || !is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(a) || !is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(a) || !kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(a) || !kf::is_compact(x) || !kf::is_compact(y)) return -4;
   if (rows == 0) return 0;
 
-  const float* ap = data_of<const float>(a);
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* ap = kf::data_of<const float>(a);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
 
   const int64_t blocks = (rows + kThreads - 1) / kThreads;

@@ -7,10 +7,10 @@
 // Grid: (column blocks of BLOCK_THREADS * VEC columns) x (row chunks). Few columns give few
 // column blocks, so the rows are split into SPLIT_ROWS chunks along blockIdx.y (0 = auto) whose
 // partial sums are combined by atomics (ATOMIC_COMBINE = 1) or a deterministic workspace pass
-// (include/kforge/gemv_t_split.cuh, shared with tile_transpose). fp32 accumulate. Vector loads
+// (kernels/cuda/common/gemv_t_split.cuh, shared with tile_transpose). fp32 accumulate. Vector loads
 // only when cols % VEC == 0 and A is VEC*4-byte aligned (every row start then is); otherwise the
 // scalar instantiation runs.
-#include <kforge/gemv_t_split.cuh>
+#include <cuda/common/gemv_t_split.cuh>
 
 #include <cstdint>
 

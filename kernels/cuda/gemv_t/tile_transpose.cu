@@ -8,10 +8,10 @@
 // column_per_thread for the same block size, so fewer columns still fill the device without
 // splitting the rows. The chunk's x is staged in shared memory, BLOCK_THREADS rows at a time.
 // Row chunks (SPLIT_ROWS along blockIdx.y, 0 = auto) are combined by atomics (ATOMIC_COMBINE =
-// 1) or a deterministic workspace pass (include/kforge/gemv_t_split.cuh, shared with
+// 1) or a deterministic workspace pass (kernels/cuda/common/gemv_t_split.cuh, shared with
 // column_per_thread). fp32 accumulate. Vector loads only when cols % VEC == 0 and A is
 // VEC*4-byte aligned (every row start then is); otherwise the scalar instantiation runs.
-#include <kforge/gemv_t_split.cuh>
+#include <cuda/common/gemv_t_split.cuh>
 
 #include <cstdint>
 

@@ -10,11 +10,11 @@
 // x is read from global memory once (rows up to ~56K elements on an H200; longer rows fall back
 // to re-reading). Grid-stride over rows. Vector loads only when cols % VEC == 0 and every
 // pointer is VEC * sizeof(element)-byte aligned; otherwise the scalar instantiation runs.
-// x, w, b and y are all of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16;
-// w and b have the activations' type, as LayerNorm parameters do in LLM inference); loads are
-// widened to fp32, the statistics and the affine transform are fp32, y is rounded once on the
+// x, w, b and y are all of the element type KF_DTYPE (kernels/cuda/common/elem.cuh: f32, f16 or
+// bf16; w and b have the activations' type, as LayerNorm parameters do in LLM inference); loads
+// are widened to fp32, the statistics and the affine transform are fp32, y is rounded once on the
 // store.
-#include <kforge/elem.cuh>
+#include <cuda/common/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>

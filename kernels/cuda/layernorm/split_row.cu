@@ -19,6 +19,7 @@
 // kMaxPartials partials and kMaxGroupRows rows per group; larger inputs run in several groups.
 // fp32 loads, fp32 per-thread statistics, double across blocks. Vector loads only when
 // cols % VEC == 0 and every pointer is VEC*4-byte aligned; otherwise the scalar instantiation.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -63,25 +64,6 @@ constexpr int64_t kMaxGroupRows = int64_t{1} << 16;
 __device__ float g_partials[kMaxPartials * 3];
 __device__ unsigned int g_arrived[kMaxGroupRows];  // zero at load; the last block resets it
 __device__ float2 g_row_stats[kMaxGroupRows];       // (mean, rstd) of each row of the group
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
@@ -363,14 +345,15 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
   if (w.shape[0] != cols || b.shape[0] != cols || y.shape[0] != rows || y.shape[1] != cols)
     return -2;
-  if (!is_f32(x) || !is_f32(w) || !is_f32(b) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(w) || !is_compact(b) || !is_compact(y)) return -4;
+  if (!kf::is_f32(x) || !kf::is_f32(w) || !kf::is_f32(b) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(w) || !kf::is_compact(b) || !kf::is_compact(y))
+    return -4;
   if (rows == 0 || cols == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  const float* wp = data_of<const float>(w);
-  const float* bp = data_of<const float>(b);
-  float* yp = data_of<float>(y);
+  const float* xp = kf::data_of<const float>(x);
+  const float* wp = kf::data_of<const float>(w);
+  const float* bp = kf::data_of<const float>(b);
+  float* yp = kf::data_of<float>(y);
   const float eps = static_cast<float>(args->scalars[0]);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
   constexpr int bytes = KF_VEC * 4;

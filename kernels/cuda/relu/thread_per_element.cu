@@ -1,7 +1,7 @@
 // ReLU, one thread per element group: y[i] = x[i] < 0 ? 0 : x[i] over a compact tensor of any
 // shape (fp32, fp16 or bf16 as KF_DTYPE says; computed in fp32). No loop: the grid covers the
-// tensor; the kernel, its knobs and its tails are include/kforge/elementwise.cuh's.
-#include <kforge/elementwise.cuh>
+// tensor; the kernel, its knobs and its tails are kernels/cuda/common/elementwise.cuh's.
+#include <cuda/common/elementwise.cuh>
 
 namespace {
 

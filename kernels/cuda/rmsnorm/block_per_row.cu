@@ -4,13 +4,13 @@
 // then the row is normalized. CACHE_ROW = 1 keeps the row (as fp32) in dynamic shared memory
 // between the two passes (x is read from global memory once); CACHE_ROW = 0 re-reads it (from
 // L1/L2). Grid-stride over rows.
-// x, w and y are all of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16;
+// x, w and y are all of the element type KF_DTYPE (kernels/cuda/common/elem.cuh: f32, f16 or bf16;
 // w has the activations' type, as RMSNorm weights do in LLM inference); loads are widened to
 // fp32, the sum and the scaling are fp32, y is rounded once on the store.
 // Vector loads only when every row start is VEC * sizeof(element)-byte aligned (base pointers
 // aligned and cols % VEC == 0); otherwise the scalar instantiation runs.
 // If a cached row does not fit the device's shared memory, the uncached kernel runs.
-#include <kforge/elem.cuh>
+#include <cuda/common/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>

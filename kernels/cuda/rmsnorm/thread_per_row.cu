@@ -4,12 +4,12 @@
 // loads are not coalesced and rely on L1 to reuse each 128-byte line over the following loads.
 // Meant for short rows (tens to a few hundred columns) and many rows; a poor fit for long rows
 // or few rows (too few threads). Grid-stride over rows.
-// x, w and y are all of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16;
+// x, w and y are all of the element type KF_DTYPE (kernels/cuda/common/elem.cuh: f32, f16 or bf16;
 // w has the activations' type, as RMSNorm weights do in LLM inference); loads are widened to
 // fp32, the sum and the scaling are fp32, y is rounded once on the store.
 // Vector loads only when every row start is VEC * sizeof(element)-byte aligned (base pointers
 // aligned and cols % VEC == 0); otherwise the scalar instantiation runs.
-#include <kforge/elem.cuh>
+#include <cuda/common/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>

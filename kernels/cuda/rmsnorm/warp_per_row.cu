@@ -2,12 +2,12 @@
 // Each lane sums the squares of a strided slice of the row (VEC elements per load, UNROLL loads
 // in flight), a shuffle reduction gives the row's sum, then the lanes re-read x (from L1/L2) and
 // write y. ROWS_PER_BLOCK warps per block, grid-stride over rows.
-// x, w and y are all of the element type KF_DTYPE (include/kforge/elem.cuh: f32, f16 or bf16;
+// x, w and y are all of the element type KF_DTYPE (kernels/cuda/common/elem.cuh: f32, f16 or bf16;
 // w has the activations' type, as RMSNorm weights do in LLM inference); loads are widened to
 // fp32, the sum and the scaling are fp32, y is rounded once on the store.
 // Vector loads only when every row start is VEC * sizeof(element)-byte aligned (base pointers
 // aligned and cols % VEC == 0); otherwise the scalar instantiation runs.
-#include <kforge/elem.cuh>
+#include <cuda/common/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>

@@ -11,6 +11,7 @@
 // CACHE_ROW = 1 keeps a thread's channels in registers between the two passes (at most
 // kCachedChannels per warp, i.e. C <= 8 * BLOCK_THREADS / 32; larger C runs the re-read path):
 // all of a thread's loads are issued before the first FMA, and the write pass re-reads nothing.
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -43,25 +44,6 @@ constexpr int kThreads = KF_BLOCK_THREADS;
 constexpr int kWarps = kThreads / 32;
 // Channels a thread keeps in registers with CACHE_ROW (C <= kCachedChannels * kWarps).
 constexpr int kCachedChannels = 8;
-
-bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
@@ -223,12 +205,12 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   if (x.ndim != 3 || y.ndim != 3) return -2;
   const int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
   if (y.shape[0] != n || y.shape[1] != c || y.shape[2] != s) return -2;
-  if (!is_f32(x) || !is_f32(y)) return -3;
-  if (!is_compact(x) || !is_compact(y)) return -4;
+  if (!kf::is_f32(x) || !kf::is_f32(y)) return -3;
+  if (!kf::is_compact(x) || !kf::is_compact(y)) return -4;
   if (n == 0 || c == 0 || s == 0) return 0;
 
-  const float* xp = data_of<const float>(x);
-  float* yp = data_of<float>(y);
+  const float* xp = kf::data_of<const float>(x);
+  float* yp = kf::data_of<float>(y);
   const float eps = static_cast<float>(args->scalars[0]);
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
   constexpr int bytes = KF_VEC * 4;

@@ -1,8 +1,8 @@
 // SiLU (Swish), grid-stride: y[i] = x[i] * sigmoid(x[i]) = x[i] / (1 + exp(-x[i])) over a compact
 // tensor of any shape (torch.nn.functional.silu; fp32, fp16 or bf16 as KF_DTYPE says, computed
 // in fp32). About one wave of blocks loops over the tensor; the kernel, its knobs and its tails
-// are include/kforge/elementwise.cuh's.
-#include <kforge/elementwise.cuh>
+// are kernels/cuda/common/elementwise.cuh's.
+#include <cuda/common/elementwise.cuh>
 
 namespace {
 

@@ -4,7 +4,7 @@
 // static schedule), so each core streams its own range. Element-wise: the "row" is the whole
 // flattened tensor. A family's variant file is its activation functor plus one call:
 //
-//   #include <kforge/elementwise.h>
+//   #include <cpu/common/elementwise.h>
 //   struct Relu { float operator()(float v) const { return v < 0.0f ? 0.0f : v; } };
 //   KFORGE_API int kforge_run(const kforge_args* args) { return kf::run_row_simd<Relu>(args); }
 //
@@ -15,8 +15,9 @@
 // strides.
 #pragma once
 
+#include <common/dltensor.h>
+#include <cpu/common/vmath.h>
 #include <kforge/kernel.h>
-#include <kforge/vmath.h>
 
 #include <cstdint>
 
@@ -28,31 +29,6 @@ static_assert(KF_PARALLEL == 0 || KF_PARALLEL == 1, "PARALLEL is 0 or 1");
 
 namespace kf {
 namespace elementwise_detail {
-
-inline bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-inline bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-inline int64_t element_count(const DLTensor& t) {
-  int64_t count = 1;
-  for (int i = 0; i < t.ndim; ++i) count *= t.shape[i];
-  return count;
-}
 
 inline bool same_shape(const DLTensor& a, const DLTensor& b) {
   if (a.ndim != b.ndim) return false;
@@ -73,12 +49,12 @@ int run_row_simd(const kforge_args* args) {
   const DLTensor& x = args->inputs[0];
   const DLTensor& y = args->outputs[0];
   if (!d::same_shape(x, y)) return -2;
-  if (!d::is_f32(x) || !d::is_f32(y)) return -3;
-  if (!d::is_compact(x) || !d::is_compact(y)) return -4;
-  const int64_t count = d::element_count(x);
+  if (!is_f32(x) || !is_f32(y)) return -3;
+  if (!is_compact(x) || !is_compact(y)) return -4;
+  const int64_t count = element_count(x);
 
-  const float* __restrict__ xp = d::data_of<const float>(x);
-  float* __restrict__ yp = d::data_of<float>(y);
+  const float* __restrict__ xp = data_of<const float>(x);
+  float* __restrict__ yp = data_of<float>(y);
   const Op op{};
 #if KF_PARALLEL
 #pragma omp parallel for simd schedule(static)

@@ -1,13 +1,15 @@
 // Softmax and log-softmax over the last dimension on the grid-persistent row pipeline
-// (include/kforge/row_pipeline.cuh), shared by kernels/cuda/softmax/split_row_resident.cu and
-// kernels/cuda/log_softmax/split_row_resident.cu (they differ only in the output line):
+// (kernels/cuda/common/row_pipeline.cuh), shared by kernels/cuda/softmax/split_row_resident.cu
+// and kernels/cuda/log_softmax/split_row_resident.cu, which pass their output functor to run<>
+// (kernels/common/softmax_output.h):
 //   softmax      y = exp(x - m) / s
 //   log-softmax  y = (x - m) - log(s)     (x - m first: exact near the max)
 // with m = max of the row and s = sum of exp(x - m) over it. A block's partial is its chunk's
 // online (max, rescaled sum) (Milakov & Gimelshein 2018, "Online normalizer calculation for
 // softmax", algorithm 3), the group's partials merge the same way in warp 0.
-// x and y are of the element type KF_DTYPE (f32, f16 or bf16; include/kforge/elem.cuh), the
-// statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) (x read once, y written once).
+// x and y are of the element type KF_DTYPE (f32, f16 or bf16; kernels/cuda/common/elem.cuh),
+// the statistics fp32. Bytes per call: rows * cols * 2 * sizeof(element) (x read once, y
+// written once).
 // Parameters: KF_BLOCK_THREADS, KF_VEC (elements per access), KF_UNROLL (accesses in flight
 // per thread), KF_LAG (rows the reduction runs ahead of the write), KF_BLOCKS_PER_SM, KF_ASYNC
 // (1: loads by cp.async, straight to shared memory), KF_ROW_TICKETS (1: with LAG 0 a group takes
@@ -16,8 +18,9 @@
 // else they are re-read from L2 (run_l2).
 #pragma once
 
-#include <kforge/online_softmax.cuh>
-#include <kforge/row_pipeline.cuh>
+#include <cuda/common/online_softmax.cuh>
+#include <cuda/common/row_pipeline.cuh>
+#include <cuda/common/softmax_rows/rows.cuh>
 
 #include <cfloat>
 #include <cstdint>
@@ -54,7 +57,7 @@ static_assert(KF_BLOCKS_PER_SM >= 1 && KF_BLOCKS_PER_SM <= 8, "BLOCKS_PER_SM in 
 static_assert(KF_ASYNC == 0 || KF_ASYNC == 1, "ASYNC is 0 or 1");
 static_assert(KF_ROW_TICKETS == 0 || KF_ROW_TICKETS == 1, "ROW_TICKETS is 0 or 1");
 
-namespace kf::softmax_rows {
+namespace kf::softmax_rows::split_row {
 
 constexpr int kThreads = KF_BLOCK_THREADS;
 constexpr int kWarps = KF_BLOCK_THREADS / 32;
@@ -63,8 +66,8 @@ using kf::online_softmax::accumulate;
 using kf::online_softmax::merge;
 using kf::online_softmax::warp_merge;
 
-/// The pipeline's operation (include/kforge/row_pipeline.cuh) for V-element accesses.
-template <int V, bool LOG>
+/// The pipeline's operation (kernels/cuda/common/row_pipeline.cuh) for V-element accesses.
+template <int V, class Output>
 struct SplitRowOp {
   struct State {
     float m, s;
@@ -104,7 +107,7 @@ struct SplitRowOp {
     }
     warp_merge(m, s);
     // softmax: (max, 1 / sum); log-softmax: (max, log(sum)), an accurate log once per row.
-    return make_float4(m, LOG ? logf(s) : 1.0f / s, 0.0f, 0.0f);
+    return make_float4(m, Output::row_constant(s), 0.0f, 0.0f);
   }
 
   struct Cols {};
@@ -114,47 +117,37 @@ struct SplitRowOp {
   __device__ void apply(float (&v)[V], const Cols&, float4 constants) const {
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      v[k] = LOG ? (v[k] - constants.x) - constants.y : __expf(v[k] - constants.x) * constants.y;
+      v[k] = output<Output>(v[k], constants.x, constants.y);
     }
   }
 };
 
-/// Softmax (LOG = false) or log-softmax of x [rows, cols] into y on `stream`, V elements per
-/// access (V divides cols; x and y aligned to V elements). Returns a cudaError_t.
-template <int V, bool LOG>
+/// Output (softmax or log-softmax) of x [rows, cols] into y on `stream`, V elements per access
+/// (V divides cols; x and y aligned to V elements). Returns a cudaError_t.
+template <int V, class Output>
 cudaError_t launch(const kf_elem* x, kf_elem* y, int64_t rows, int64_t cols,
                    cudaStream_t stream) {
   return kf::pipeline::launch_rows<kThreads, V, KF_UNROLL, KF_LAG, KF_BLOCKS_PER_SM, true,
-                                   KF_ASYNC != 0, KF_ROW_TICKETS != 0>(SplitRowOp<V, LOG>{}, x,
-                                                                       y, rows, cols, stream);
+                                   KF_ASYNC != 0, KF_ROW_TICKETS != 0>(SplitRowOp<V, Output>{},
+                                                                       x, y, rows, cols, stream);
 }
 
-/// The kernels' entry point (kforge_run) for softmax (LOG = false) or log-softmax: one input x
-/// [rows, cols] and one output y of the same shape, both of the compiled element type. V = KF_VEC
-/// when cols % KF_VEC == 0 and both pointers are KF_VEC-element aligned, else the scalar
-/// instantiation. Returns 0, -1 (wrong tensor count), -2 (wrong rank or shape), -3 (a dtype
-/// other than the compiled element type), -4 (non-compact strides) or a cudaError_t (a failed
-/// cooperative launch included).
-template <bool LOG>
+/// The entry point (kforge_run) of a split_row_resident variant; Output is kf::SoftmaxOutput
+/// or kf::LogSoftmaxOutput. One input x [rows, cols] and one output y of the same shape, both of
+/// the compiled element type. V = KF_VEC when cols % KF_VEC == 0 and both pointers are
+/// KF_VEC-element aligned, else the scalar instantiation. Returns 0, -1 (wrong tensor count), -2
+/// (wrong rank or shape), -3 (a dtype other than the compiled element type), -4 (non-compact
+/// strides) or a cudaError_t (a failed cooperative launch included).
+template <class Output>
 int run(const kforge_args* args) {
-  if (args->num_inputs != 1 || args->num_outputs != 1) return -1;
-  const DLTensor& x = args->inputs[0];
-  const DLTensor& y = args->outputs[0];
-  if (x.ndim != 2 || y.ndim != 2) return -2;
-  const int64_t rows = x.shape[0], cols = x.shape[1];
-  if (y.shape[0] != rows || y.shape[1] != cols) return -2;
-  if (!kf::is_elem(x) || !kf::is_elem(y)) return -3;
-  if (!kf::is_compact(x) || !kf::is_compact(y)) return -4;
-  if (rows == 0 || cols == 0) return 0;
-
-  const kf_elem* xp = kf::data_of<const kf_elem>(x);
-  kf_elem* yp = kf::data_of<kf_elem>(y);
-  cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
-  constexpr int bytes = KF_VEC * kf::kElemBytes;
-  const bool vec =
-      KF_VEC > 1 && cols % KF_VEC == 0 && kf::aligned(xp, bytes) && kf::aligned(yp, bytes);
-  if (vec) return static_cast<int>(launch<KF_VEC, LOG>(xp, yp, rows, cols, stream));
-  return static_cast<int>(launch<1, LOG>(xp, yp, rows, cols, stream));
+  Rows call;
+  if (const int error = read_rows(args, call)) return error;
+  if (call.rows == 0 || call.cols == 0) return 0;
+  if (vector_path<KF_VEC>(call)) {
+    return static_cast<int>(
+        launch<KF_VEC, Output>(call.x, call.y, call.rows, call.cols, call.stream));
+  }
+  return static_cast<int>(launch<1, Output>(call.x, call.y, call.rows, call.cols, call.stream));
 }
 
-}  // namespace kf::softmax_rows
+}  // namespace kf::softmax_rows::split_row

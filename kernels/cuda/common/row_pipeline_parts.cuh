@@ -1,11 +1,11 @@
-// Building blocks of the grid-persistent row pipeline (include/kforge/row_pipeline.cuh, which
+// Building blocks of the grid-persistent row pipeline (kernels/cuda/common/row_pipeline.cuh, which
 // says what the pipeline does and why): the workspace and its exchange slots, loads and stores
 // with cache hints, cp.async, and the host side of a cooperative launch. The row layouts are in
-// include/kforge/row_layout.h (plain C++, unit-tested on the CPU).
+// kernels/cuda/common/row_layout.h (plain C++, unit-tested on the CPU).
 #pragma once
 
-#include <kforge/elem.cuh>
-#include <kforge/row_layout.h>
+#include <cuda/common/elem.cuh>
+#include <cuda/common/row_layout.h>
 
 #include <cuda/atomic>
 

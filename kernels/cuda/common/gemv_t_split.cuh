@@ -13,7 +13,7 @@
 // workspace makes concurrent calls on two streams unsafe (one worker runs one call at a time).
 #pragma once
 
-#include <kforge/elem.cuh>
+#include <cuda/common/elem.cuh>
 
 #include <cuda_runtime.h>
 

@@ -68,7 +68,7 @@
 //                                                   x -> y in place
 #pragma once
 
-#include <kforge/row_pipeline_parts.cuh>
+#include <cuda/common/row_pipeline_parts.cuh>
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,8 @@
 // Helpers shared by kforge's built-in CUDA kernels (kernels/cuda/*): the element type a kernel
 // is compiled for, conversions to and from the fp32 it computes in, vector loads and stores of
-// VEC elements, and the DLTensor checks every entry point repeats. Kernel authors outside kforge
-// do not need it; <kforge/kernel.h> stays the only required header.
+// VEC elements, and the DLTensor checks every entry point repeats (the type-independent ones are
+// kernels/common/dltensor.h's, included here). Kernel authors outside kforge do not need it;
+// <kforge/kernel.h> stays the only required header.
 //
 // Element type: the templates generator defines KF_DTYPE from the task's first input
 // (family.toml lists each variant's `dtypes`):
@@ -12,6 +13,7 @@
 // and store kf_elem, so fp16/bf16 inputs get fp32 accumulation as the issue asks.
 #pragma once
 
+#include <common/dltensor.h>  // is_f32, is_compact, data_of, element_count
 #include <kforge/kernel.h>
 
 #include <cuda_bf16.h>
@@ -90,35 +92,6 @@ inline bool is_elem(const DLTensor& t) {
 #else
   return t.dtype.code == kDLBfloat && t.dtype.bits == 16 && t.dtype.lanes == 1;
 #endif
-}
-
-/// True when `t` is fp32 (weights and other tensors kept in fp32 whatever KF_DTYPE is).
-inline bool is_f32(const DLTensor& t) {
-  return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1;
-}
-
-/// True for compact row-major strides (or none given); size-1 dimensions may have any stride.
-inline bool is_compact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
-/// The tensor's first element (data + byte_offset) as T*.
-template <typename T>
-T* data_of(const DLTensor& t) {
-  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-}
-
-/// Number of elements (product of the shape; 1 for a 0-d tensor).
-inline int64_t element_count(const DLTensor& t) {
-  int64_t count = 1;
-  for (int i = 0; i < t.ndim; ++i) count *= t.shape[i];
-  return count;
 }
 
 /// True when p is a multiple of `bytes` (vector loads need V * kElemBytes alignment).

@@ -3,7 +3,7 @@
 // type (KF_DTYPE, see elem.cuh), op computed in fp32. A family's variant file is its activation
 // functor plus one call:
 //
-//   #include <kforge/elementwise.cuh>
+//   #include <cuda/common/elementwise.cuh>
 //   struct Relu { __device__ float operator()(float v) const { return v < 0.0f ? 0.0f : v; } };
 //   KFORGE_API int kforge_run(const kforge_args* args) { return kf::run_grid_stride<Relu>(args); }
 //
@@ -27,7 +27,7 @@
 // otherwise the cudaError_t of the launch.
 #pragma once
 
-#include <kforge/elem.cuh>
+#include <cuda/common/elem.cuh>
 
 #include <algorithm>
 #include <cstdint>

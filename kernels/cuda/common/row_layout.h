@@ -1,6 +1,6 @@
-// The row layouts of the grid-persistent row pipeline (include/kforge/row_pipeline.cuh): how few,
-// long rows are split into chunks over a grid of resident blocks, chosen on the host before a
-// launch. Plain C++ (the device code includes it too) so that CPU unit tests check it
+// The row layouts of the grid-persistent row pipeline (kernels/cuda/common/row_pipeline.cuh):
+// how few, long rows are split into chunks over a grid of resident blocks, chosen on the host
+// before a launch. Plain C++ (the device code includes it too) so that CPU unit tests check it
 // (tests/row_layout_test.cpp).
 #pragma once
 
