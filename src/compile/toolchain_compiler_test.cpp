@@ -86,11 +86,11 @@ TEST_F(ToolchainCompilerTest, AnEditedKernelLibraryHeaderChangesTheKey) {
     CompileJob job = cpu_job("#include <" + folder +
                              "/value.h>\nKFORGE_API int kforge_run(const kforge_args*) { return "
                              "KF_VALUE; }\n");
-    const Artifact first = ToolchainCompiler(options).compile(job);
+    const Artifact first = ToolchainCompiler(options, &backends::toolchain_for).compile(job);
     ASSERT_EQ(first.verdict, Verdict::ok) << first.log;
-    EXPECT_EQ(ToolchainCompiler(options).compile(job).key, first.key);
+    EXPECT_EQ(ToolchainCompiler(options, &backends::toolchain_for).compile(job).key, first.key);
     std::ofstream(library / folder / "value.h") << "#define KF_VALUE 1\n";
-    const Artifact second = ToolchainCompiler(options).compile(job);
+    const Artifact second = ToolchainCompiler(options, &backends::toolchain_for).compile(job);
     EXPECT_NE(second.key, first.key);
     EXPECT_FALSE(second.from_cache);
   }
