@@ -61,6 +61,23 @@ cases=(
   "4096 8192 f32 block_per_row warp_per_row thread_per_row"
   "4096 8192 f16 block_per_row warp_per_row"
 )
+# The builds first, as many at once as there are cores (each nvcc is single-threaded).
+jobs_max=$(nproc)
+for case in "${cases[@]}"; do
+  read -r rows cols dtype variants <<<"$case"
+  for family in softmax log_softmax; do
+    for variant in $variants; do
+      for side in base new; do
+        lib="$out/${side}_${family}_${variant}_${dtype}.so"
+        [ -f "$lib" ] && continue
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+        build "$([ $side = base ] && echo "$base" || pwd)" "$family" "$variant" "$dtype" "$lib" &
+      done
+    done
+  done
+done
+wait
+[ "$iters" = --build-only ] && exit 0
 for case in "${cases[@]}"; do
   read -r rows cols dtype variants <<<"$case"
   for family in softmax log_softmax; do
@@ -68,12 +85,10 @@ for case in "${cases[@]}"; do
     for variant in $variants; do
       for side in base new; do
         lib="$out/${side}_${family}_${variant}_${dtype}.so"
-        [ -f "$lib" ] || build "$([ $side = base ] && echo "$base" || pwd)" "$family" "$variant" \
-          "$dtype" "$lib"
+        [ -f "$lib" ] || { echo "ab_points: $lib was not built" >&2; exit 1; }
         libs+=("$lib")
       done
     done
-    [ "$iters" = --build-only ] && continue
     echo "## $family $dtype $rows x $cols (base, new per variant)" | tee -a "$out/timings.log"
     "$out/time_point" rows "$rows" "$cols" "$dtype" "$iters" "${libs[@]}" |
       tee -a "$out/timings.log"
