@@ -168,7 +168,8 @@ TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {
       kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string()});
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("cumsum.py: no built-in kernel family computes what this module "
-                               "computes, so kforge cannot optimize it yet"),
+                               "computes, so the templates generator cannot optimize it: use "
+                               "--generator llm"),
             std::string::npos)
       << result.output;
   EXPECT_FALSE(fs::exists(run / "result.json"));

@@ -64,9 +64,14 @@ LlmSession::LlmSession(const LlmCommandOptions& options, llm::LlmConfig config, 
   }
   recorder_ = std::make_unique<llm::RecordingChatClient>(live_.get(), std::move(prices), recorder);
   library_ = std::make_unique<llm::PromptLibrary>(root / "prompts");
+  // What defines the right answer is what the model is shown: a PyTorch problem's module (the
+  // torch reference worker runs it), else the backend's native reference.
+  const std::string reference_path = task.has_torch_reference()
+                                         ? task.reference_paths.at("torch")
+                                         : task.reference_paths.at(backend);
   prompts_ = std::make_unique<llm::PromptBuilder>(
       *library_, task, backend, read_file(root / "include" / "kforge" / "kernel.h"),
-      read_file(task.reference_paths.at(backend)));
+      with_context("reference " + reference_path, [&] { return read_file(reference_path); }));
 
   llm::LlmLogSink log = [this](const std::string& line, const nlohmann::json& event) {
     if (!line.empty()) std::cerr << line << "\n";

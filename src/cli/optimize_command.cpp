@@ -197,8 +197,8 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
       }
     }
     throw Error(task.source_path + ": no built-in kernel family computes what this module "
-                "computes, so kforge cannot optimize it yet (it would need --generator llm, "
-                "which does not take PyTorch problems yet)" +
+                "computes, so the templates generator cannot optimize it: use --generator llm "
+                "(a model writes a native kernel from the module)" +
                 (misses.empty() ? std::string() : "; families tried:" + misses));
   }
   if (!fs::exists(kernels / backend / task.family / "family.toml")) {
@@ -281,12 +281,6 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   const bool use_llm = options.generator == "llm";
   if (!use_llm && options.generator != "templates") {
     throw Error("unknown generator '" + options.generator + "' (expected templates or llm)");
-  }
-  if (use_llm && task.has_torch_reference()) {
-    throw Error(options.task_path + ": --generator llm does not take PyTorch problems yet (the "
-                "model would write the first native kernel from the module); use a task.toml "
-                "with a native reference, or --generator templates where a built-in family "
-                "matches (`kforge task " + options.task_path + "` shows whether one does)");
   }
   std::optional<llm::LlmConfig> llm_config;
   std::unique_ptr<generation::TemplatesGenerator> templates;

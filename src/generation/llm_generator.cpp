@@ -56,14 +56,24 @@ LlmGenerator::LlmGenerator(llm::ChatClient& client, const llm::PromptBuilder& pr
 }
 
 std::vector<Proposal> LlmGenerator::initial_proposals() {
-  // The reference is correct by definition: the first kernel the model improves.
   Proposal seed;
+  seed.job.backend = options_.backend;
+  auto native = task_.reference_paths.find(options_.backend);
+  if (native == task_.reference_paths.end()) {
+    // No native kernel to start from (a PyTorch problem): the model writes the first one from
+    // the reference in write_sources(), and its failures are repaired like any other.
+    seed.id = kFirstKernelId;
+    seed.change = "the first kernel, written by the model from the reference";
+    seed.job.source_name = seed.id + extension(options_.backend);
+    std::lock_guard lock(mutex_);
+    first_ids_.insert(seed.id);
+    return {seed};
+  }
+  // The reference is correct by definition: the first kernel the model improves.
   seed.id = "reference-seed";
   seed.change = "the task's reference, as the starting point for the model";
-  seed.job.backend = options_.backend;
-  const std::string& path = task_.reference_paths.at(options_.backend);
-  seed.job.source = read_file(path);
-  seed.job.source_name = fs::path(path).filename().string();
+  seed.job.source = read_file(native->second);
+  seed.job.source_name = fs::path(native->second).filename().string();
   return {seed};
 }
 
@@ -173,8 +183,13 @@ void LlmGenerator::write_sources(const std::vector<Proposal*>& proposals) {
   {
     std::lock_guard lock(mutex_);
     for (Proposal* p : proposals) {
+      if (!p->job.source.empty()) continue;
+      if (first_ids_.count(p->id)) {
+        jobs.push_back({p, request(prompts_.first(), "first", p->id)});
+        continue;
+      }
       auto planned = planned_.find(p->id);
-      if (!p->job.source.empty() || planned == planned_.end()) continue;
+      if (planned == planned_.end()) continue;
       llm::StrategyContext context = strategy_context(planned->second.strategy);
       llm::KernelState parent = kernel_state(planned->second.parent);
       std::string diagnosis = llm::diagnose(parent);
@@ -183,6 +198,7 @@ void LlmGenerator::write_sources(const std::vector<Proposal*>& proposals) {
       directions.push_back(planned->second.strategy.direction_id);
     }
   }
+  if (jobs.empty()) return;
   if (std::string why = stop_reason_(); !why.empty()) {
     for (Job& job : jobs) job.proposal->failure = why;
     return;

@@ -1,7 +1,10 @@
 // The `llm` generator: any OpenAI-compatible model writes and repairs kernels under HTAM's
 // guidance (DESIGN.md, "Generation plane"; issue 7).
 //
-//   initial_proposals  the task's reference, as the first correct kernel to improve
+//   initial_proposals  the task's native reference, as the first correct kernel to improve;
+//                      without one (a PyTorch problem), "llm-first": a kernel the model
+//                      writes from the reference in write_sources (prompts/first.md, no
+//                      direction or strategy), repaired like any other
 //   apply              plans a proposal "llm-<strategy>-<hash of parent>" without a source
 //                      (cheap: the policy asks it once per strategy to filter them)
 //   write_sources      renders one prompt per planned proposal (prompt_builder.h), asks the
@@ -17,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +42,9 @@ struct LlmGeneratorOptions {
 
 class LlmGenerator final : public Generator {
  public:
+  /// The id of the first kernel the model writes for a task without a native reference.
+  static constexpr const char* kFirstKernelId = "llm-first";
+
   /// Keeps references to every argument but `options`, `stop_reason` and `log`. `stop_reason`
   /// returns "" while the model may still be asked, else why not (budget, interrupt).
   LlmGenerator(llm::ChatClient& client, const llm::PromptBuilder& prompts, memory::Store& store,
@@ -80,6 +87,7 @@ class LlmGenerator final : public Generator {
 
   mutable std::mutex mutex_;
   std::map<std::string, Planned> planned_;                              // by proposal id
+  std::set<std::string> first_ids_;  // proposals to write from the reference (first.md)
   std::map<std::string, std::vector<llm::ChatMessage>> conversations_;  // by proposal id
   std::map<std::string, int> repairs_;                                  // repairs asked, by root id
   std::map<std::string, Feedback> outcomes_;                            // by proposal id

@@ -181,6 +181,39 @@ TEST_F(LlmGeneratorTest, AStopReasonFailsProposalsWithoutAsking) {
   EXPECT_TRUE(client_.requests.empty());
 }
 
+TEST_F(LlmGeneratorTest, WithoutANativeReferenceTheModelWritesTheFirstKernelAndRepairsIt) {
+  task_.reference_paths.erase("cpu");  // as for a PyTorch problem: no native kernel to start from
+  std::vector<Proposal> first = generator_.initial_proposals();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].id, LlmGenerator::kFirstKernelId);
+  EXPECT_TRUE(first[0].job.source.empty());
+  EXPECT_TRUE(first[0].parent_id.empty());
+  EXPECT_TRUE(client_.requests.empty());  // planned, not yet asked
+  client_.answer(kKernelWithoutIncludes);
+  generator_.write_sources({&first[0]});
+  ASSERT_TRUE(first[0].failure.empty()) << first[0].failure;
+  EXPECT_NE(first[0].job.source.find("KFORGE_API int kforge_run"), std::string::npos);
+  ASSERT_EQ(client_.requests.size(), 1u);
+  const llm::ChatRequest& asked = client_.requests[0];
+  EXPECT_EQ(asked.purpose, "first");
+  EXPECT_EQ(asked.label, "llm-first");
+  EXPECT_NE(asked.messages.back().content.find("Write the first native C++20"), std::string::npos)
+      << asked.messages.back().content;
+  EXPECT_EQ(asked.messages.back().content.find("Strategy to apply"), std::string::npos);
+  EXPECT_TRUE(generator_.search_state().prefix.empty());  // no direction chosen for it
+  // Its failure goes back to the model in the same conversation.
+  Feedback wrong;
+  wrong.verdict = Verdict::wrong_answer;
+  wrong.message = "output 'y' at [0, 3]: got 0, expected 0.25";
+  generator_.observe(first[0], wrong);
+  client_.answer(kKernelWithoutIncludes);
+  std::optional<Proposal> fixed = generator_.repair(first[0], wrong);
+  ASSERT_TRUE(fixed);
+  EXPECT_EQ(fixed->id, "llm-first-r1");
+  EXPECT_EQ(client_.requests.back().messages.size(), 4u);
+  EXPECT_NE(client_.requests.back().messages[3].content.find("expected 0.25"), std::string::npos);
+}
+
 TEST_F(LlmGeneratorTest, CandidatesItDidNotWriteAreNotRepaired) {
   Feedback failed;
   failed.verdict = Verdict::wrong_answer;

@@ -1,6 +1,7 @@
 #include "llm/prompt_builder.h"
 
 #include "backends/backend.h"
+#include "llm/torch_prompt.h"
 
 #include <fmt/format.h>
 
@@ -209,14 +210,28 @@ PromptValues PromptBuilder::common() const {
           {"workloads", describe_workloads(task_)},
           {"tolerance", describe_tolerance(task_)},
           {"reference_source", reference_source_},
+          {"reference_fence", task_.has_torch_reference() ? "python" : prompt.fence},
+          {"torch_mapping", describe_torch_mapping(task_)},
           {"abi_header", abi_header_}};
+}
+
+PromptValues PromptBuilder::with_task_sections() const {
+  PromptValues values = common();
+  values["task_sections"] = library_.render("task", values);
+  return values;
+}
+
+std::vector<ChatMessage> PromptBuilder::first() const {
+  PromptValues values = with_task_sections();
+  return {{"system", library_.render("system", values)},
+          {"user", library_.render("first", values)}};
 }
 
 std::vector<ChatMessage> PromptBuilder::generate(const KernelState& parent,
                                                  const StrategyContext& context,
                                                  const std::optional<FeedbackContext>& last,
                                                  const std::string& diagnosis) const {
-  PromptValues values = common();
+  PromptValues values = with_task_sections();
   values["parent_id"] = parent.id;
   values["parent_numbers"] = describe_numbers(parent);
   values["parent_source"] = parent.source;

@@ -67,11 +67,16 @@ std::string describe_strategy(const memory::Strategy& strategy);
 
 class PromptBuilder {
  public:
-  /// `abi_header` is include/kforge/kernel.h's text; `reference_source` the task's reference
-  /// for `backend`. Keeps a reference to `library`.
+  /// `abi_header` is include/kforge/kernel.h's text; `reference_source` the text of what
+  /// defines the right answer: the task's native reference for `backend`, or for a task with a
+  /// torch reference the PyTorch problem file (shown in a ```python fence with the mapping of
+  /// the signature onto the module, torch_prompt.h). Keeps a reference to `library`.
   PromptBuilder(const PromptLibrary& library, const Task& task, std::string backend,
                 std::string abi_header, std::string reference_source);
 
+  /// System message + user message asking for the task's first kernel, written from the
+  /// reference (prompts/first.md): for a task with no native reference to start from.
+  std::vector<ChatMessage> first() const;
   /// System message + user message asking to apply `context.strategy` to `parent`.
   std::vector<ChatMessage> generate(const KernelState& parent, const StrategyContext& context,
                                     const std::optional<FeedbackContext>& last_feedback,
@@ -86,6 +91,8 @@ class PromptBuilder {
 
  private:
   PromptValues common() const;
+  /// common() plus `task_sections` (prompts/task.md rendered), for kernel-writing requests.
+  PromptValues with_task_sections() const;
 
   const PromptLibrary& library_;
   const Task& task_;

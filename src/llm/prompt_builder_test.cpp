@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "task/task_loader.h"
+#include "task/torch_task.h"
 
 namespace kforge::llm {
 namespace {
@@ -121,6 +122,48 @@ TEST_F(PromptGoldenTest, SelectAmongStrategies) {
   std::vector<memory::Strategy> candidates = {context_.strategy, other};
   expect_golden("select.md", render(builder_.select("- Best kernel so far: `reference-seed`.",
                                                     context_, candidates)));
+}
+
+// A PyTorch problem no built-in family computes (python/tests/problems/linear_relu_half.py), as
+// kforge derives it: tests/data/linear_relu_half/derived.json is the output of
+//   kforge task python/tests/problems/linear_relu_half.py --json
+// without family_misses and notes, its `problem` made relative.
+class TorchPromptGoldenTest : public ::testing::Test {
+ protected:
+  TorchPromptGoldenTest()
+      : library_(source_dir() / "prompts"),
+        task_(task_from_derived(
+            nlohmann::json::parse(read_file(source_dir() / "tests/data/linear_relu_half/derived.json")),
+            "linear_relu_half.py")),
+        builder_(library_, task_, "cpu", read_file(source_dir() / "include/kforge/kernel.h"),
+                 read_file(source_dir() / "python/tests/problems/linear_relu_half.py")) {}
+
+  PromptLibrary library_;
+  Task task_;
+  PromptBuilder builder_;
+};
+
+TEST_F(TorchPromptGoldenTest, FirstKernelShowsTheModuleAndTheMapping) {
+  expect_golden("first_torch.md", render(builder_.first()));
+}
+
+TEST_F(TorchPromptGoldenTest, GenerateRefinesTheModelsKernelAgainstTheModule) {
+  KernelState parent;
+  parent.id = "llm-first-r1";
+  parent.source = "// the model's first kernel\nKFORGE_API int kforge_run(const kforge_args* a) { return 0; }";
+  parent.median_ms = 0.05;
+  parent.reference_ms = 0.08;
+  parent.bytes_moved = 4 * (48 * 192 + 80 * 192 + 80 + 48 * 80);
+  StrategyContext context;
+  context.direction.id = "parallel_decomposition";
+  context.direction.title = "Parallel decomposition";
+  context.direction.goal = "Give every core independent work.";
+  context.strategy.id = "cpu_block_rows";
+  context.strategy.direction_id = "parallel_decomposition";
+  context.strategy.title = "Block the rows";
+  context.strategy.edit_pattern = "Each thread takes a block of rows and reuses each weight row.";
+  expect_golden("generate_torch.md",
+                render(builder_.generate(parent, context, std::nullopt, diagnose(parent))));
 }
 
 TEST(PromptTemplateTest, PlaceholdersSectionsAndComments) {

@@ -95,6 +95,18 @@ std::string verdict_counts(const nlohmann::json& candidates) {
   return text.empty() ? "none was evaluated" : text;
 }
 
+/// verdict_counts, plus the proposals the generator could not write (a model's reply without
+/// code, a failed request), which never became candidates.
+std::string why_no_candidate(const nlohmann::json& result) {
+  std::string text = verdict_counts(result.at("candidates"));
+  const int unwritten = result.value("generation_failures", 0);
+  if (unwritten > 0) {
+    text += fmt::format("; {} proposal{} the generator could not write", unwritten,
+                        unwritten == 1 ? "" : "s");
+  }
+  return text;
+}
+
 /// What makes the best kernel a poor outcome, one line each: slower than the reference at the
 /// final rung (its whole confidence interval below 1x), the reference itself (the llm generator's
 /// starting point), an LLM that never answered. Empty when none applies.
@@ -145,8 +157,10 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
     text += "  budget:     " + budget + "\n";
   }
   if (result.at("best").is_null()) {
-    return text + fmt::format("  no correct candidate ({}); nothing to report as faster\n",
-                              verdict_counts(result.at("candidates")));
+    text += fmt::format("  no correct candidate ({}); nothing to report as faster\n",
+                        why_no_candidate(result));
+    const std::string stopped = result.value("stopped_early", "");
+    return stopped.empty() ? text : text + "  stopped:    " + stopped + "\n";
   }
   if (result.value("final", nlohmann::json()).is_null()) {
     return text + fmt::format("  best:       {} (final timing skipped: continue with kforge "
@@ -241,7 +255,10 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
       }
     }
   } else {
-    text += fmt::format("\nNo correct candidate ({}).\n", verdict_counts(result.at("candidates")));
+    text += fmt::format("\nNo correct candidate ({}).\n", why_no_candidate(result));
+    if (const std::string stopped = result.value("stopped_early", ""); !stopped.empty()) {
+      text += "Stopped: " + stopped + ".\n";
+    }
   }
   text += "\n## Candidates\n\n| # | step | candidate | direction / strategy | verdict | median ms | "
           "gain vs parent |\n|---|---|---|---|---|---|---|\n";

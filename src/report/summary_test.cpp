@@ -108,5 +108,26 @@ TEST(Summary, NoCorrectCandidateCountsTheVerdicts) {
             std::string::npos);
 }
 
+TEST(Summary, NoCorrectCandidateSaysWhyTheSearchStoppedAndWhatWasNeverWritten) {
+  // --generator llm on a PyTorch problem whose first kernel never passed the gate.
+  nlohmann::json result = result_with_workloads(1.2);
+  result["best"] = nullptr;
+  result["candidates"] = {{{"verdict", "compile_error"}}, {{"verdict", "wrong_answer"}}};
+  result["generation_failures"] = 1;
+  result["stopped_early"] = "no first kernel the generator wrote passed the gate";
+  const std::string console = render_console_summary(result, "linear_relu");
+  EXPECT_NE(console.find("no correct candidate (1 compile_error, 1 wrong_answer; 1 proposal the "
+                         "generator could not write)"),
+            std::string::npos)
+      << console;
+  EXPECT_NE(console.find("  stopped:    no first kernel the generator wrote passed the gate\n"),
+            std::string::npos)
+      << console;
+  const std::string markdown = render_markdown(result, "linear_relu");
+  EXPECT_NE(markdown.find("Stopped: no first kernel the generator wrote passed the gate."),
+            std::string::npos)
+      << markdown;
+}
+
 }  // namespace
 }  // namespace kforge::report

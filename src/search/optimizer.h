@@ -2,7 +2,10 @@
 // or llm), gated and timed by the evaluation plane, bounded by a budget, recorded as it happens
 // in the run database so that it can be resumed.
 //
-//   step 0   expert hints: every parallel decomposition at its default parameters (coarse cover)
+//   step 0   expert hints: every parallel decomposition at its default parameters (coarse cover);
+//            with the llm generator the task's native reference, or (none: a PyTorch problem)
+//            a first kernel the model writes from the reference, repaired like a step's move
+//            and never written to the memory (no direction or strategy produced it)
 //   step t   the policy picks (direction, strategy) pairs applicable to the current best (and,
 //            in diversity_slots of the step's proposals, to the fastest candidate of another
 //            parallel decomposition); the generator turns each into a candidate; the compile pool builds them in parallel;
@@ -265,6 +268,16 @@ class Optimizer {
 
   // optimizer_loop.cpp: the expert hints, the steps and their planning
   void run_hints();
+  /// Has the generator write the hints it planned without a source (the llm generator's first
+  /// kernel for a task with no native reference); one it could not write is a generation
+  /// failure, reported and dropped from `hints`. Returns the ids of the hints it was asked to
+  /// write: they get repair turns like a step's moves.
+  std::set<std::string> write_hints(std::vector<generation::Proposal>& hints);
+  /// Bounded repair loop after `record` (the outcome of `current`) failed: the failure goes back
+  /// to the generator, each try a new candidate, up to repair_tries or the first correct one.
+  /// Updates `current`, `record` and `feedback` to the last try.
+  void repair_until_ok(generation::Proposal& current, CandidateRecord& record,
+                       generation::Feedback& feedback, int step, const Move* move);
   void run_steps();
   /// The next step's parents in the order the planner tries them, with their quick medians.
   std::pair<std::vector<std::string>, std::map<std::string, double>> parents_in_order() const;
@@ -387,6 +400,7 @@ class Optimizer {
   std::map<std::string, compile::Artifact> artifacts_;  // candidate id -> its build
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;
+  bool first_written_by_generator_ = false;  // step 0's kernels came from the generator
 };
 
 /// The real evaluation plane and compile pool of a run, as `kforge optimize` runs them.

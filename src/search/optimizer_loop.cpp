@@ -27,8 +27,15 @@ void Optimizer::run_hints() {
   // concurrently on the pool (evaluate_batch); recorded and judged in their order either way.
   // With one worker a batch's builds all finish before any of its timings start: on cpu the
   // compilers would share the cores with the timed kernel.
-  progress_("step 0: expert hints (one kernel per parallel decomposition)");
   std::vector<generation::Proposal> hints = generator_.initial_proposals();
+  const bool any_unwritten = std::any_of(hints.begin(), hints.end(), [](const auto& hint) {
+    return hint.job.source.empty();
+  });
+  progress_(any_unwritten
+                ? "step 0: the first kernel, written by the generator from the reference"
+                : "step 0: expert hints (one kernel per parallel decomposition)");
+  const std::set<std::string> written = write_hints(hints);
+  first_written_by_generator_ = any_unwritten;
   std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
   std::vector<const generation::Proposal*> batch;
   for (size_t i = 0; i < hints.size(); ++i) {
@@ -42,8 +49,45 @@ void Optimizer::run_hints() {
   std::vector<std::optional<Evaluated>> evaluated = evaluate_batch(batch, builds);
   for (size_t i = 0; i < hints.size(); ++i) {
     if (should_stop()) return;
-    attempt(hints[i], evaluated_or_now(evaluated, builds, i), 0, nullptr, nullptr);
+    generation::Proposal current = hints[i];
+    generation::Feedback feedback;
+    CandidateRecord record =
+        attempt(current, evaluated_or_now(evaluated, builds, i), 0, nullptr, &feedback);
+    // A hint the generator wrote (a model's first kernel) is repaired like a step's move; the
+    // built-in kernels and a native reference are not.
+    if (written.count(current.id)) repair_until_ok(current, record, feedback, 0, nullptr);
   }
+}
+
+std::set<std::string> Optimizer::write_hints(std::vector<generation::Proposal>& hints) {
+  std::vector<generation::Proposal*> unwritten;
+  std::set<std::string> ids;
+  for (generation::Proposal& hint : hints) {
+    if (!hint.job.source.empty()) continue;
+    unwritten.push_back(&hint);
+    ids.insert(hint.id);
+  }
+  if (unwritten.empty()) return {};
+  generator_.write_sources(unwritten);
+  std::vector<generation::Proposal> kept;
+  for (generation::Proposal& hint : hints) {
+    if (hint.failure.empty() && ids.count(hint.id) && hint.job.source.empty()) {
+      hint.failure = "the generator wrote no source";
+    }
+    if (hint.failure.empty()) {
+      kept.push_back(std::move(hint));
+      continue;
+    }
+    progress_(fmt::format("  [---] {:<44} generation failed: {}", hint.id, hint.failure));
+    run_dir_.append_event({{"event", "generation_failed"},
+                           {"step", 0},
+                           {"id", hint.id},
+                           {"reason", hint.failure}});
+    proposals_[hint.id] = hint;
+    ++generation_failures_;
+  }
+  hints = std::move(kept);
+  return ids;
 }
 
 std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>& parents,
@@ -212,6 +256,32 @@ Optimizer::parents_in_order() const {
   return {parents, parent_ms};
 }
 
+void Optimizer::repair_until_ok(generation::Proposal& current, CandidateRecord& record,
+                                generation::Feedback& feedback, int step, const Move* move) {
+  // Bounded repair loop: the failure goes back to the generator, each try a new candidate.
+  for (int attempt_number = 1;
+       record.verdict != Verdict::ok && attempt_number <= options_.repair_tries;
+       ++attempt_number) {
+    if (should_stop(true)) break;
+    progress_(fmt::format("        repair {}/{} of {} ({})", attempt_number,
+                          options_.repair_tries, current.id, to_string(record.verdict)));
+    std::optional<generation::Proposal> repaired = generator_.repair(current, feedback);
+    if (!repaired || proposals_.count(repaired->id)) break;
+    if (!repaired->failure.empty()) {
+      progress_(fmt::format("  [---] {:<44} repair failed: {}", repaired->id, repaired->failure));
+      run_dir_.append_event({{"event", "generation_failed"}, {"step", step},
+                             {"id", repaired->id}, {"reason", repaired->failure}});
+      proposals_[repaired->id] = *repaired;
+      ++generation_failures_;
+      break;
+    }
+    current = std::move(*repaired);
+    record = attempt(current,
+                     [&] { return evaluate_now([&] { return submit_screened(current).get(); }); },
+                     step, move, &feedback);
+  }
+}
+
 void Optimizer::run_steps() {
   rng_.seed(options_.seed);
   state_ = memory::StateSummary{};
@@ -219,7 +289,11 @@ void Optimizer::run_steps() {
   state_.task_name = task_.name;
   if (result_.stopped_by != StopReason::none) return;
   if (!best_) {
-    stop(StopReason::no_correct, "no expert hint passed the gate: nothing to refine");
+    stop(StopReason::no_correct,
+         first_written_by_generator_
+             ? "no first kernel the generator wrote passed the gate (after its repairs): "
+               "nothing to refine"
+             : "no expert hint passed the gate: nothing to refine");
     return;
   }
   state_.last_feedback = diagnose(*best_);
@@ -286,28 +360,7 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
     generation::Feedback feedback;
     CandidateRecord record =
         attempt(current, evaluated_or_now(evaluated, builds, i), step, &move, &feedback);
-    // Bounded repair loop: the failure goes back to the generator, each try a new candidate.
-    for (int attempt_number = 1;
-         record.verdict != Verdict::ok && attempt_number <= options_.repair_tries;
-         ++attempt_number) {
-      if (should_stop(true)) break;
-      progress_(fmt::format("        repair {}/{} of {} ({})", attempt_number,
-                            options_.repair_tries, current.id, to_string(record.verdict)));
-      std::optional<generation::Proposal> repaired = generator_.repair(current, feedback);
-      if (!repaired || proposals_.count(repaired->id)) break;
-      if (!repaired->failure.empty()) {
-        progress_(fmt::format("  [---] {:<44} repair failed: {}", repaired->id, repaired->failure));
-        run_dir_.append_event({{"event", "generation_failed"}, {"step", step},
-                               {"id", repaired->id}, {"reason", repaired->failure}});
-        proposals_[repaired->id] = *repaired;
-        ++generation_failures_;
-        break;
-      }
-      current = std::move(*repaired);
-      record = attempt(current,
-                       [&] { return evaluate_now([&] { return submit_screened(current).get(); }); },
-                       step, &move, &feedback);
-    }
+    repair_until_ok(current, record, feedback, step, &move);
     state_.last_direction_id = move.direction_id;
     last = record;
     done.emplace_back(i, record);

@@ -1,0 +1,27 @@
+"""A test problem no built-in family computes: a linear layer, ReLU, then a halving."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """y = relu(x @ weight.T + bias) / 2 for x of shape [batch_size, in_features]."""
+
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) / 2
+
+
+batch_size = 48
+in_features = 192
+out_features = 80
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
