@@ -137,8 +137,7 @@ search::CompileBaselinePlan prepare_compile_baseline(BaselineKind kind, Baseline
             << "); torch.compile is measured in this run\n";
     }
   }
-  search::CompileBaselinePlan plan = plan_compile_baseline(kind, mode, task, cached);
-  return plan;
+  return plan_compile_baseline(kind, mode, task, cached);
 }
 
 void record_baselines(BaselineCacheMode mode, const Task& task,
