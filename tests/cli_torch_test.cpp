@@ -68,6 +68,15 @@ def get_init_inputs():
     return []
 )";
 
+// Whether KFORGE_TEST_PYTHON's PyTorch has torch.compile: Debian's 1.13 here has none; the GPU
+// machine's 2.x has it, and there the --baseline compile tests below compile for real.
+bool python_has_torch_compile() {
+  return process::run_command({KFORGE_TEST_PYTHON, "-c",
+                               "import sys, torch; sys.exit(0 if hasattr(torch, 'compile') else 3)"},
+                              120)
+             .exit_code == 0;
+}
+
 class CliTorchTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -173,6 +182,58 @@ TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {
             std::string::npos)
       << result.output;
   EXPECT_FALSE(fs::exists(run / "result.json"));
+}
+
+TEST_F(CliTorchTest, BaselineCompileIsRefusedUpFrontWithoutTorchCompileElseTimedWithTheBest) {
+  const fs::path problem = write("my_softmax.py", kOwnSoftmax);
+  const std::vector<std::string> options = {"--backend", "cpu", "--steps", "1", "--proposals",
+                                            "2", "--final-rounds", "2", "--baseline", "compile"};
+  auto optimize = [&](const fs::path& run) {
+    std::vector<std::string> args = {"optimize", problem.string(), "--run-dir", run.string()};
+    args.insert(args.end(), options.begin(), options.end());
+    return kforge(args);
+  };
+  process::CommandResult result = optimize(dir_ / "run");
+  if (!python_has_torch_compile()) {
+    // PyTorch 1.x: every number asked for would be missing, so nothing is run or written.
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_NE(result.output.find("kforge: error: " + problem.string() + ": --baseline compile: "
+                                 "PyTorch "),
+              std::string::npos)
+        << result.output;
+    EXPECT_NE(result.output.find("has no torch.compile (it came with PyTorch 2.0)"),
+              std::string::npos)
+        << result.output;
+    EXPECT_NE(result.output.find("use --baseline eager (the default)"), std::string::npos)
+        << result.output;
+    EXPECT_FALSE(fs::exists(dir_ / "run"));
+    // A suite refuses it before its first task.
+    const fs::path suite = dir_ / "suite";
+    std::vector<std::string> args = {"suite", dir_.string(), "--suite-dir", suite.string()};
+    args.insert(args.end(), options.begin(), options.end());
+    result = kforge(args);
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_NE(result.output.find("kforge: error: suite: --baseline compile: PyTorch "),
+              std::string::npos)
+        << result.output;
+    EXPECT_FALSE(fs::exists(suite));
+    return;
+  }
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("vs compile: "), std::string::npos) << result.output;
+  nlohmann::json json = nlohmann::json::parse(std::ifstream(dir_ / "run" / "result.json"));
+  EXPECT_EQ(json["baseline"], "compile");
+  EXPECT_EQ(json["compile_baseline"]["status"], "measured") << json["compile_baseline"].dump(2);
+  EXPECT_GT(json["compile_baseline"]["compile_s"].get<double>(), 0.0);
+  EXPECT_GT(json["final"]["speedup_vs_compile"]["speedup"].get<double>(), 0.0);
+  EXPECT_TRUE(fs::exists(dir_ / "cache" / "baselines.sqlite"));
+  // The same problem again: the cached compile-vs-eager ratio stands in for compiling, and the
+  // summary says from when.
+  result = optimize(dir_ / "again");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  json = nlohmann::json::parse(std::ifstream(dir_ / "again" / "result.json"));
+  EXPECT_EQ(json["compile_baseline"]["status"], "cached") << json["compile_baseline"].dump(2);
+  EXPECT_NE(result.output.find("cached from "), std::string::npos) << result.output;
 }
 
 TEST_F(CliTorchTest, BrokenProblemFilesGetOneClearMessageNamingTheFile) {

@@ -2,6 +2,7 @@
 
   worker --backend cpu|cuda [--device N]   the reference worker (worker.py)
   derive FILE [--device cpu|cuda] [-o OUT]  the derived task of a problem file (derive_cli.py)
+  compile-support                          whether torch.compile works here, as JSON (compiled.py)
 
 Exit status 2 for a bad command line (argparse's own).
 """
@@ -14,6 +15,11 @@ import sys
 def _worker(args):
     from kforge_torch import worker
     return worker.main(args.backend, args.device)
+
+
+def _compile_support(_args):
+    from kforge_torch import compiled
+    return compiled.main()
 
 
 def build_parser():
@@ -29,6 +35,10 @@ def build_parser():
     worker.add_argument("--device", type=int, default=0, metavar="N",
                         help="device index (cuda) or 0 (cpu)")
     worker.set_defaults(run=_worker)
+
+    support = commands.add_parser("compile-support", help="print whether torch.compile can be "
+                                  "used with this PyTorch and Python, as JSON")
+    support.set_defaults(run=_compile_support)
 
     # `derive` parses its own arguments (derive_cli.py); it is listed here for --help.
     commands.add_parser("derive", help="derive a kforge task (JSON) from a problem file",

@@ -19,6 +19,7 @@ COMMANDS = ("hello", "load", "run", "time", "shutdown")
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
 DISTRIBUTIONS = ("uniform", "normal", "heavy_tailed", "small", "pareto", "spike")
 REMAPS = ("none", "every_16th", "half_rows")  # InputRemap (src/worker/host_data.h)
+BASELINES = ("eager", "compile")  # TimeRequest::baseline: the module as given, torch.compile
 
 
 class ProtocolError(Exception):
@@ -183,8 +184,12 @@ def parse_time_request(j):
         max_repetitions=_field(p, "max_repetitions", int, 100),
         target_relative_noise=_field(p, "target_relative_noise", float, 0.005),
         max_seconds=_field(p, "max_seconds", float, 10.0))
+    baseline = _field(j, "baseline", str, "eager")
+    if baseline not in BASELINES:
+        raise ProtocolError("unknown baseline '%s' (expected one of %s)"
+                            % (baseline, ", ".join(BASELINES)))
     return types.SimpleNamespace(
-        input_sets=_field(j, "input_sets", int, 2), policy=policy,
+        input_sets=_field(j, "input_sets", int, 2), policy=policy, baseline=baseline,
         flush_l2=_field(j, "flush_l2", bool, True),
         checks=_field(j, "checks", list, []),
         check_path=_field(j, "check_path", str, ""), **_common(j))

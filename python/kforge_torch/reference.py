@@ -111,14 +111,20 @@ class ReferenceTask:
         key = (workload_name, seed, double, str(device))
         if self._model_key != key:
             self._model, self._model_key = None, None  # free the old one before building
-            module = self.module(workload_name)
-            torch.manual_seed(seed)
-            model = module.Model(*module.get_init_inputs())
-            model = model.to(device)
-            if double:
-                model = model.double()
-            self._model, self._model_key = model, key
+            self._model = self.build_model(workload_name, seed, double, device)
+            self._model_key = key
         return self._model
+
+    def build_model(self, workload_name, seed, double, device):
+        """A new `Model(*get_init_inputs())` as model() builds it, not kept here (the compile
+        baseline keeps its own). Exceptions of the module propagate."""
+        module = self.module(workload_name)
+        torch.manual_seed(seed)
+        model = module.Model(*module.get_init_inputs())
+        model = model.to(device)
+        if double:
+            model = model.double()
+        return model
 
     def plan(self, signature, workload):
         """Where each signature tensor lives, as a list of namespaces (spec, source, index,

@@ -1,5 +1,6 @@
-"""The `time` command of the reference worker: PyTorch eager timing of forward, with the
-measurement policy, cache flush and reply fields of the native worker (kernel_runner.cpp)."""
+"""The `time` command of the reference worker: timing of forward as PyTorch eager runs it, or of
+its torch.compile form (baseline "compile", compiled.py), with the measurement policy, cache
+flush and reply fields of the native worker (kernel_runner.cpp)."""
 
 import json
 import math
@@ -9,6 +10,7 @@ import types
 
 import torch
 
+from kforge_torch.compiled import CompileFailure, compile_entry, compiled_entry
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.reference import describe_exception
 from kforge_torch.running import ms_since
@@ -40,7 +42,8 @@ def new_time_result():
     return {"verdict": "ok", "message": "", "samples_ms": [], "host_ms": [], "sm_clock_mhz": [],
             "throttled": [], "overhead_ms": 0.0, "input_sets_used": 0, "inputs_reused": False,
             "setup_ms": 0.0, "checked": [], "stop_reason": "", "host_wall_ms": 0.0,
-            "warmup_ms": [], "check_ms": 0.0}
+            "warmup_ms": [], "check_ms": 0.0, "compile_ms": 0.0, "compile_reused": False,
+            "compile_unsupported": False}
 
 
 def _validate(request):
@@ -62,11 +65,18 @@ def _make_sets(task, device, request, plan):
     return sets
 
 
-def run_time(task, device, request, cache):
+def run_time(task, device, request, cache, compiled):
     """Answers a TimeRequest for ReferenceTask `task` on Device `device`; returns a TimeResult
     dict. Forward runs in the inputs' own dtype under torch.no_grad(). Timed call i uses input
     set i % sets (forward arguments only: parameters and buffers keep set 0's values). Checked
     calls are never asked of the trusted reference: a request with checks is refused.
+
+    With request.baseline "compile", the calls go to torch.compile of the module, compiled at
+    the first such request for this task and workload and kept in `compiled`
+    (new_compiled_cache()): compile_ms is its compile time (the first call's wall time; outside
+    the samples, the warm-up and the request's max_seconds), compile_reused says an earlier
+    request paid it. A compile that fails is runtime_error naming the problem and why, with
+    compile_unsupported when this PyTorch cannot compile at all.
 
     Raises ProtocolError for a malformed request; a failure of the module is runtime_error.
     """
@@ -82,8 +92,13 @@ def run_time(task, device, request, cache):
         return result
 
     start = time.perf_counter()
+    entry = None
     try:
-        model = task.model(request.workload.name, request.seed, False, device.torch_device)
+        if request.baseline == "compile":
+            entry = compiled_entry(compiled, task, request.workload.name, request.seed, device)
+            model = entry.model
+        else:
+            model = task.model(request.workload.name, request.seed, False, device.torch_device)
     except Exception as e:
         return fail("building the model: " + describe_exception(e))
     key = json.dumps([id(task), request.workload.name, request.workload.dims, request.seed,
@@ -104,6 +119,17 @@ def run_time(task, device, request, cache):
                 for k, s in enumerate(sets)]
     device.synchronize()
     result["setup_ms"] = ms_since(start)
+    forward = model
+    if entry is not None:
+        try:
+            result["compile_reused"] = compile_entry(entry, arg_sets[0], device)
+        except CompileFailure as e:
+            result["compile_unsupported"] = e.unsupported
+            return fail(str(e))
+        forward = entry.forward
+        result["compile_ms"] = entry.compile_ms
+        if not result["compile_reused"]:
+            start += entry.compile_ms / 1e3  # the compile does not spend max_seconds
 
     # The cost of the timing bracket itself: host minus device time with nothing inside.
     overhead = []
@@ -120,7 +146,7 @@ def run_time(task, device, request, cache):
             if ms_since(start) >= policy.max_seconds * 1000.0:
                 break
             try:
-                model(*arg_sets[i % len(arg_sets)])
+                forward(*arg_sets[i % len(arg_sets)])
                 device.synchronize()
             except Exception as e:
                 return fail("warm-up call %d: forward raised %s" % (i, describe_exception(e)))
@@ -137,7 +163,7 @@ def run_time(task, device, request, cache):
                 device.flush_cache()
             mark = device.start_timer()
             try:
-                model(*args)
+                forward(*args)
                 sample_ms = device.stop_timer_ms(mark)
                 device.synchronize()
             except Exception as e:

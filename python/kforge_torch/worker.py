@@ -3,7 +3,8 @@
 Speaks worker protocol v2 (src/worker/protocol.h) as kforge-worker does, on private copies of
 its stdin/stdout: one JSON request per line, exactly one reply line per request carrying the
 request's id and the hello's token. `load` takes a derived task file (docs/torch_tasks.md),
-`run` writes the module's outputs for kforge's generated inputs, `time` times forward.
+`run` writes the module's outputs for kforge's generated inputs, `time` times forward (as
+PyTorch eager runs it, or compiled with torch.compile: the request's baseline).
 Exit status: 0 after shutdown or EOF, 1 when it cannot start, 3 after a sticky device error.
 """
 
@@ -16,6 +17,7 @@ from kforge_torch.device import Device
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.reference import LoadFailure, ReferenceTask
 from kforge_torch.running import run_outputs
+from kforge_torch.compiled import new_compiled_cache
 from kforge_torch.timing import new_timing_cache, run_time
 
 
@@ -30,6 +32,7 @@ class Worker:
         self._tasks = {}
         self._next_handle = 1
         self._timing_cache = new_timing_cache()
+        self._compiled = new_compiled_cache()  # the compile baseline's modules
 
     def _task(self, handle):
         if handle not in self._tasks:
@@ -66,7 +69,8 @@ class Worker:
             reply = run_outputs(self._task(parsed.handle), self.device, parsed)
         elif command == "time":
             parsed = protocol.parse_time_request(request)
-            reply = run_time(self._task(parsed.handle), self.device, parsed, self._timing_cache)
+            reply = run_time(self._task(parsed.handle), self.device, parsed, self._timing_cache,
+                             self._compiled)
         else:  # shutdown
             self.shutdown = True
             return {}

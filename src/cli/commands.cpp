@@ -180,6 +180,21 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_FINAL_ROUNDS")
       ->check(whole_number(1, 1000))
       ->capture_default_str();
+  optimize->add_option("--baseline", options.baseline,
+                       "What speedups are reported against: eager (the reference as given; for "
+                       "a PyTorch problem, the module under PyTorch eager) or compile (also "
+                       "torch.compile of the module, timed with the best at the final rung; "
+                       "PyTorch 2.x)")
+      ->envname("KFORGE_BASELINE")
+      ->check(CLI::IsMember({"eager", "compile"}))
+      ->capture_default_str();
+  optimize->add_option("--baseline-cache", options.baseline_cache,
+                       "Cached torch.compile baselines (baselines.sqlite in the cache dir): use "
+                       "(a cached compile-vs-eager ratio or compile failure stands in for "
+                       "compiling again), refresh (measure and overwrite) or off")
+      ->envname("KFORGE_BASELINE_CACHE")
+      ->check(CLI::IsMember({"use", "refresh", "off"}))
+      ->capture_default_str();
   optimize->add_option("--profile", options.profile,
                        "Profile the best kernel with Nsight Compute at the end: auto (cuda, when "
                        "ncu is found), on or off")

@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "cli/optimize_baseline.h"
 #include "cli/optimize_resume.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -364,6 +365,21 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
                                          : "--devices: device " + std::to_string(devices[i]),
                  [&] { return workers[i]->device_info(); });
   }
+  // --baseline compile: refused here, before the run directory, where this PyTorch cannot
+  // compile; the baseline cache read (cli/optimize_baseline.h).
+  const BaselineKind baseline_kind = parse_baseline_kind(options.baseline);
+  const BaselineCacheMode baseline_cache = parse_baseline_cache_mode(options.baseline_cache);
+  worker::DeviceInfo reference_device;
+  if (baseline_kind == BaselineKind::compile && task.has_torch_reference()) {
+    reference_device = with_context("torch reference worker",
+                                    [&] { return reference_worker.device_info(); });
+  }
+  options.search.compile_baseline =
+      prepare_compile_baseline(baseline_kind, baseline_cache, task, options.task_path,
+                               reference_device, toolchain.cache_dir, std::cerr);
+  if (options.search.compile_baseline.source == search::CompileBaselinePlan::Source::measure) {
+    options.evaluation.baseline = BaselineKind::compile;
+  }
   auto shutdown_workers = [&] {
     for (auto& w : workers) w->shutdown();
     reference_worker.shutdown();
@@ -443,7 +459,9 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
                                {"candidate_workers", devices.size()},
                                {"started", report::utc_now_iso8601()},
                                {"kforge_version", KFORGE_VERSION},
-                               {"generator", generator.name()}};
+                               {"generator", generator.name()},
+                               {"family", task.family},
+                               {"baseline", options.baseline}};
     if (llm_session) run_json["llm"] = llm_session->describe();
     run_dir.write_json("run.json", run_json);
   }
@@ -497,6 +515,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     throw;
   }
   shutdown_workers();
+  record_baselines(baseline_cache, task, reference_device, toolchain.cache_dir, result, std::cerr);
 
   nlohmann::json json = result.to_json();
   json["workers"] = devices.size();
@@ -504,6 +523,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   json["task"] = task.name;
   json["finished"] = report::utc_now_iso8601();
   json["generator"] = generator.name();
+  json["family"] = task.family;
   if (llm_session) {
     json["llm"] = llm_session->usage_json();
     std::cerr << llm_session->usage_line() << "\n";

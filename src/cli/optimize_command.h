@@ -34,6 +34,10 @@ struct OptimizeCommandOptions {
   /// Final-rung hardware profile of the best candidate with Nsight Compute: "auto" (on cuda when
   /// ncu is found), "on" (an error when it is not), "off".
   std::string profile = "auto";
+  /// --baseline: "eager" or "compile" (core/baseline.h; cli/optimize_baseline.h says what a
+  /// compile baseline does); --baseline-cache: "use", "refresh" or "off".
+  std::string baseline = "eager";
+  std::string baseline_cache = "use";
   std::string generator = "templates";  // templates | llm
   LlmCommandOptions llm;          // --generator llm only
   std::string policy = "htam";    // --policy, parsed into search.policy by run_optimize

@@ -57,6 +57,8 @@ const RecordedOption kRecordedOptions[] = {
     {"--compile-jobs", "/compile_jobs"},
     {"--final-rounds", "/final_rounds"},
     {"--profile", "/profile"},
+    {"--baseline", "/baseline"},
+    {"--baseline-cache", "/baseline_cache"},
     {"--generator", "/generator"},
     {"--llm-config", "/llm/config_path", true},
     {"--llm-prices", "/llm/prices_path", true},
@@ -127,6 +129,8 @@ nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
           {"devices", o.devices},
           {"workers", o.workers},
           {"profile", o.profile},
+          {"baseline", o.baseline},
+          {"baseline_cache", o.baseline_cache},
           {"generator", o.generator},
           {"llm",
            {{"config_path", o.llm.config_path},
@@ -174,6 +178,9 @@ OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::str
     o.devices = j.at("devices").get<std::vector<int>>();
     o.workers = j.at("workers").get<int>();
     o.profile = j.at("profile").get<std::string>();
+    // Recorded since --baseline existed; an older run was an eager one.
+    o.baseline = j.value("baseline", "eager");
+    o.baseline_cache = j.value("baseline_cache", "use");
     o.generator = j.at("generator").get<std::string>();
     const nlohmann::json& llm = j.at("llm");
     o.llm.config_path = llm.at("config_path").get<std::string>();

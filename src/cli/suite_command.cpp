@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <deque>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "process/subprocess.h"
 #include "report/run_directory.h"
 #include "report/suite_report.h"
+#include "task/torch_task.h"
 
 namespace kforge::cli {
 namespace fs = std::filesystem;
@@ -214,6 +216,42 @@ bool read_result(const fs::path& run_dir, report::SuiteRow& row) {
   }
 }
 
+// What an unfinished run's run.json says of it (its generator and family) into `row`; nothing
+// when there is none (the run failed before writing it).
+void read_run_info(const fs::path& run_dir, report::SuiteRow& row) {
+  try {
+    report::read_run_into(nlohmann::json::parse(read_file(run_dir / "run.json")), row);
+  } catch (const std::exception&) {
+    // No readable run.json: the row says what the child's output said.
+  }
+}
+
+// True when the optimize arguments (or KFORGE_BASELINE, which every child reads) ask for
+// --baseline compile.
+bool asks_compile_baseline(const std::vector<std::string>& args) {
+  std::string value;
+  if (const char* env = std::getenv("KFORGE_BASELINE"); env != nullptr) value = env;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--baseline") value = args[i + 1];
+  }
+  return value == "compile";
+}
+
+// Refuses --baseline compile before any task runs where this PyTorch cannot compile: every
+// PyTorch problem of the suite would refuse it alike (cli/optimize_baseline.h).
+void check_compile_baseline(const std::vector<std::string>& args,
+                            const std::vector<SuiteTask>& tasks) {
+  if (!asks_compile_baseline(args)) return;
+  const bool any_problem = std::any_of(tasks.begin(), tasks.end(), [](const SuiteTask& task) {
+    return is_torch_problem(task.task_path.string());
+  });
+  if (!any_problem) return;
+  if (const std::string why = torch_compile_support(); !why.empty()) {
+    throw Error("suite: --baseline compile: " + why + "; use --baseline eager (the default), or "
+                "set KFORGE_PYTHON to a Python with PyTorch 2.x");
+  }
+}
+
 // Moves an unfinished run directory out of the way (never deletes it): SUITE_DIR/.incomplete/.
 fs::path move_aside(const fs::path& suite_dir, const fs::path& run_dir, const std::string& label) {
   fs::path aside_dir = suite_dir / ".incomplete";
@@ -260,8 +298,15 @@ class SuiteRunner {
 
   static std::string describe(const report::SuiteRow& row) {
     if (row.correct) {
-      return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x), {:.1f} s", row.speedup,
-                         row.speedup_ci_low, row.speedup_ci_high, row.wall_s);
+      std::string compile;
+      if (row.compile_speedup) {
+        compile = fmt::format(", {:.3f}x over torch.compile{}", *row.compile_speedup,
+                              row.compile_status == "cached" ? " (cached ratio)" : "");
+      } else if (row.baseline == "compile") {
+        compile = ", no torch.compile baseline: " + row.compile_note;
+      }
+      return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x){}, {:.1f} s", row.speedup,
+                         row.speedup_ci_low, row.speedup_ci_high, compile, row.wall_s);
     }
     return row.status() + ": " + row.failure;
   }
@@ -298,6 +343,7 @@ class SuiteRunner {
     ChildRun child = run_child(argv, row.log_path, options_.task_timeout_s,
                                options_.verbose ? "  " + task.label + ": " : "");
     row.wall_s = child.wall_s;
+    read_run_info(run_dir, row);
     if (child.timed_out) {
       row.exit = fmt::format("timed out after {:g} s", options_.task_timeout_s);
       row.failure = "killed at the --task-timeout-s limit; what it wrote stays in " + row.run_dir;
@@ -445,6 +491,7 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
   std::vector<SuiteTask> tasks = discover_suite_tasks(options.inputs);
   std::vector<std::string> optimize_args = collect_optimize_args(options);
   check_optimize_args(add_optimize, optimize_args, tasks.front().task_path);
+  check_compile_baseline(optimize_args, tasks);
   fs::path suite_dir = fs::absolute(options.suite_dir.empty() ? default_suite_dir(options.inputs)
                                                               : fs::path(options.suite_dir))
                            .lexically_normal();

@@ -185,6 +185,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   }
   report.floor = physical_floor(task_, timed_workload_, device_, policy_.checks.floor_slack);
   prime_check_outputs(timed_workload_);
+  report.compile = prepare_compile_baseline(report.warnings);
   report.seconds = seconds_since(start);
   return report;
 }
@@ -467,28 +468,51 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle) {
 
 Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Worker& on) {
   PairedSamples paired;
+  bool compiled = policy_.baseline == BaselineKind::compile;
+  enum class Turn { reference, candidate, compiled };
   for (int round = 0; round < policy_.final_rounds; ++round) {
-    worker::TimeResult reference = reference_worker_.time(
-        time_request(oracle_->handle(), timed_workload_, policy_.round, timing_seed_),
-        policy_.time_timeout_s);
-    if (reference.verdict != Verdict::ok) {
-      throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
-                  reference.message);
+    std::vector<Turn> turns = {Turn::reference, Turn::candidate};
+    if (compiled) {
+      turns.push_back(Turn::compiled);
+      std::rotate(turns.begin(), turns.begin() + round % 3, turns.end());
     }
-    const CheckedTiming timing = time_with_checks(on, candidate_handle, timed_workload_,
-                                                  policy_.round, timing_seed_,
-                                                  policy_.checks_per_round,
-                                                  to_string(Rung::final));
-    const worker::TimeResult& candidate = timing.result;
-    if (candidate.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
-      paired.failure = timing.verdict == Verdict::ok
-                           ? to_string(candidate.verdict) + ": " + candidate.message
-                           : to_string(timing.verdict) + ": " + timing.failure;
-      paired.candidate_rounds.clear();
-      return paired;
+    for (const Turn turn : turns) {
+      if (turn == Turn::compiled) {
+        if (!compiled) continue;  // failed earlier in this round
+        std::optional<std::vector<double>> samples = time_compiled_reference(paired.compile_failure);
+        if (samples) {
+          paired.compile_rounds.push_back(std::move(*samples));
+        } else {
+          compiled = false;
+          paired.compile_rounds.clear();
+        }
+        continue;
+      }
+      if (turn == Turn::reference) {
+        worker::TimeResult reference = reference_worker_.time(
+            time_request(oracle_->handle(), timed_workload_, policy_.round, timing_seed_),
+            policy_.time_timeout_s);
+        if (reference.verdict != Verdict::ok) {
+          throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
+                      reference.message);
+        }
+        paired.reference_rounds.push_back(reference.samples_ms);
+        continue;
+      }
+      const CheckedTiming timing = time_with_checks(on, candidate_handle, timed_workload_,
+                                                    policy_.round, timing_seed_,
+                                                    policy_.checks_per_round,
+                                                    to_string(Rung::final));
+      const worker::TimeResult& candidate = timing.result;
+      if (candidate.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
+        paired.failure = timing.verdict == Verdict::ok
+                             ? to_string(candidate.verdict) + ": " + candidate.message
+                             : to_string(timing.verdict) + ": " + timing.failure;
+        paired.candidate_rounds.clear();
+        return paired;
+      }
+      paired.candidate_rounds.push_back(candidate.samples_ms);
     }
-    paired.reference_rounds.push_back(reference.samples_ms);
-    paired.candidate_rounds.push_back(candidate.samples_ms);
   }
   return paired;
 }

@@ -25,6 +25,7 @@
 
 #include "common/scratch_dir.h"
 #include "compile/compiler.h"
+#include "core/baseline.h"
 #include "core/ladder.h"
 #include "evaluation/comparison.h"
 #include "evaluation/gate.h"
@@ -64,6 +65,14 @@ struct EvaluationPolicy {
   TimingChecks checks;
   double acceptance_level = 0.95;  // confidence of the acceptance interval
   double min_gain = 0.01;          // a new best must be faster by more than this, with confidence
+  /// compile: torch.compile of the reference module is compiled and quick-timed at prepare(),
+  /// and timed in every round of rung 3 (time_paired) besides the reference and the best. Only
+  /// for a PyTorch reference; prepare() falls back to eager, with a warning, when the module
+  /// fails to compile.
+  BaselineKind baseline = BaselineKind::eager;
+  /// A timing request that may compile (baseline compile): tracing, code generation and
+  /// autotuning of a large module take minutes, far past time_timeout_s.
+  double compile_timeout_s = 1800.0;
 };
 
 /// What one rung did to one candidate, for the run directory.
@@ -88,6 +97,17 @@ struct CandidateEvaluation {
   std::vector<RungRecord> rungs;
 };
 
+/// Baseline compile at prepare(): torch.compile of the reference module compiled (its compile
+/// time) and quick-timed once on the primary timed workload.
+struct CompileProbe {
+  bool ran = false;         // the policy asked for it (and the reference is a PyTorch module)
+  bool ok = false;          // compiled and timed; else `message` says why (the run goes on
+                            // against eager alone)
+  std::string message;      // "<verdict>: <the worker's message, naming the problem and why>"
+  double compile_ms = 0.0;  // torch.compile plus the first call, wall time (TimeResult)
+  double median_ms = 0.0;   // the compiled module's quick-rung median
+};
+
 /// What preparing the task found.
 struct TaskReport {
   SelfTestReport self_test;
@@ -95,6 +115,7 @@ struct TaskReport {
   PhysicalFloor floor;                // of the primary timed workload
   worker::DeviceInfo device;
   double seconds = 0.0;
+  CompileProbe compile;               // baseline compile only
 };
 
 /// A comparison of two candidates; `paired` is empty when either failed to time, and then
@@ -132,10 +153,15 @@ class EvaluationPlane {
 
   /// Rung 3's rounds: each times the reference, then the candidate on the same inputs, so that
   /// drift affects both alike. `failure` is set ("<verdict>: <why>") if the candidate fails.
+  /// With baseline compile, each round also times torch.compile of the reference module
+  /// (`compile_rounds`, one per round); a compiled module that fails in a round leaves
+  /// `compile_rounds` empty and `compile_failure` saying why, and the rounds go on without it.
   struct PairedSamples {
     std::vector<std::vector<double>> reference_rounds;
     std::vector<std::vector<double>> candidate_rounds;
+    std::vector<std::vector<double>> compile_rounds;
     std::string failure;
+    std::string compile_failure;
     std::vector<double> reference_ms() const;
     std::vector<double> candidate_ms() const;
   };
@@ -214,6 +240,8 @@ class Evaluator : public EvaluationPlane {
 
   /// Rung 3: `final_rounds` rounds, each timing the reference (its worker) then the candidate
   /// on the same inputs, so drift affects both alike. `failure` is set if the candidate fails.
+  /// With baseline compile, torch.compile of the reference takes a turn in each round too, the
+  /// first of a round rotating over the three (an order effect favours none).
   PairedSamples time_paired(int candidate_handle);
   PairedSamples time_paired(int candidate_handle, worker::Worker& on) override;
 
@@ -231,6 +259,15 @@ class Evaluator : public EvaluationPlane {
   worker::TimeRequest time_request(int handle, const Workload& workload,
                                    const worker::MeasurementPolicy& measurement,
                                    uint64_t seed) const;
+  // evaluator_baseline.cpp: the torch.compile baseline
+  /// Baseline compile at prepare(): compiles and quick-times the reference module compiled; a
+  /// module that fails to compile turns the policy's baseline back to eager with a warning in
+  /// `warnings`. Throws Error when this PyTorch cannot compile at all (the CLI refuses that up
+  /// front; this is the backstop).
+  CompileProbe prepare_compile_baseline(std::vector<std::string>& warnings);
+  /// One rung-3 turn of the compiled reference module: its samples, or nullopt with `failure`
+  /// set ("<verdict>: <why>").
+  std::optional<std::vector<double>> time_compiled_reference(std::string& failure);
   /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing
   /// (rung `rung`: quick or full); a wrong checked output becomes wrong_answer.
   TimingVerdict time_checked(worker::Worker& on, int handle, const Workload& workload,

@@ -72,6 +72,31 @@ SpeedupEstimate estimate_speedup(std::span<const double> baseline_ms,
   return estimate;
 }
 
+SpeedupEstimate speedup_through(const SpeedupEstimate& candidate_over_reference,
+                                const SpeedupEstimate& baseline_over_reference) {
+  for (const SpeedupEstimate* e : {&candidate_over_reference, &baseline_over_reference}) {
+    for (const double value : {e->speedup, e->ci_low, e->ci_high}) {
+      if (!std::isfinite(value) || value <= 0.0) {
+        throw Error("speedup_through: expected speedups and interval ends > 0, got " +
+                    std::to_string(value));
+      }
+    }
+  }
+  const SpeedupEstimate& a = candidate_over_reference;
+  const SpeedupEstimate& b = baseline_over_reference;
+  const double log_speedup = std::log(a.speedup) - std::log(b.speedup);
+  // Lower end: the candidate's low side with the baseline's high side (a larger B/R ratio
+  // lowers B / candidate), and the reverse for the upper end.
+  const double below = std::hypot(std::log(a.speedup / a.ci_low), std::log(b.ci_high / b.speedup));
+  const double above = std::hypot(std::log(a.ci_high / a.speedup), std::log(b.speedup / b.ci_low));
+  SpeedupEstimate through;
+  through.speedup = std::exp(log_speedup);
+  through.ci_low = std::exp(log_speedup - below);
+  through.ci_high = std::exp(log_speedup + above);
+  through.level = a.level;
+  return through;
+}
+
 BootstrapInterval bootstrap_interval(
     std::span<const double> values,
     const std::function<double(std::span<const double>)>& statistic, double level,
@@ -99,6 +124,13 @@ void to_json(nlohmann::json& j, const SampleSummary& s) {
 
 void to_json(nlohmann::json& j, const SpeedupEstimate& s) {
   j = {{"speedup", s.speedup}, {"ci_low", s.ci_low}, {"ci_high", s.ci_high}, {"level", s.level}};
+}
+
+void from_json(const nlohmann::json& j, SpeedupEstimate& s) {
+  s.speedup = j.at("speedup").get<double>();
+  s.ci_low = j.at("ci_low").get<double>();
+  s.ci_high = j.at("ci_high").get<double>();
+  s.level = j.value("level", 0.95);
 }
 
 }  // namespace kforge::evaluation

@@ -41,6 +41,19 @@ SpeedupEstimate estimate_speedup(std::span<const double> baseline_ms,
                                  std::span<const double> candidate_ms, double level = 0.95,
                                  int resamples = 2000, uint64_t seed = 1);
 
+/// The speedup of a candidate over a baseline B that was not timed with it, through the reference
+/// R that was: (R / candidate) / (R / B) = B / candidate, from `candidate_over_reference` (timed
+/// now, e.g. rung 3's paired rounds) and `baseline_over_reference` (timed at another time, e.g.
+/// torch.compile against eager in an earlier run, from the baseline cache). Each ratio comes from
+/// its own interleaved measurement, so drift between the two times cancels within each. The
+/// interval treats the two as independent estimates on the log scale (delta method: variances of
+/// logs add): each end's distance from ln(speedup) is the root of the sum of the squares of the
+/// matching distances of the two intervals (the candidate's lower with the baseline's upper, and
+/// the reverse). `level` is `candidate_over_reference`'s. Throws Error when a speedup or interval
+/// end is not finite and > 0.
+SpeedupEstimate speedup_through(const SpeedupEstimate& candidate_over_reference,
+                                const SpeedupEstimate& baseline_over_reference);
+
 /// A percentile-bootstrap confidence interval of `statistic` over `values` (Efron & Tibshirani,
 /// 1993, ch. 13, as estimate_speedup): `values` is resampled with replacement `resamples` times
 /// with a fixed seed, `statistic` is taken of each resample, and the (1-level)/2 and
@@ -58,5 +71,7 @@ BootstrapInterval bootstrap_interval(
 
 void to_json(nlohmann::json& j, const SampleSummary& s);
 void to_json(nlohmann::json& j, const SpeedupEstimate& s);
+/// Reads what to_json wrote; throws nlohmann's exception for a missing or mistyped field.
+void from_json(const nlohmann::json& j, SpeedupEstimate& s);
 
 }  // namespace kforge::evaluation

@@ -1,5 +1,6 @@
 #include "evaluation/statistics.h"
 
+#include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -51,6 +52,37 @@ TEST(Statistics, NoisierSamplesGiveAWiderInterval) {
   }
   SpeedupEstimate narrow = estimate_speedup(base, t), wide = estimate_speedup(base, l);
   EXPECT_LT(narrow.ci_high - narrow.ci_low, wide.ci_high - wide.ci_low);
+}
+
+TEST(Statistics, SpeedupThroughTheReferenceDividesAndWidensTheInterval) {
+  // The best is 3x faster than eager [2.7, 3.3]; torch.compile 1.5x faster than eager
+  // [1.4, 1.6]: the best is 2x faster than torch.compile.
+  const SpeedupEstimate best{3.0, 2.7, 3.3, 0.95};
+  const SpeedupEstimate compiled{1.5, 1.4, 1.6, 0.95};
+  const SpeedupEstimate through = speedup_through(best, compiled);
+  EXPECT_DOUBLE_EQ(through.speedup, 2.0);
+  EXPECT_DOUBLE_EQ(through.level, 0.95);
+  // Wider than either: log distances add in quadrature.
+  const double below = std::hypot(std::log(3.0 / 2.7), std::log(1.6 / 1.5));
+  const double above = std::hypot(std::log(3.3 / 3.0), std::log(1.5 / 1.4));
+  EXPECT_NEAR(through.ci_low, 2.0 * std::exp(-below), 1e-12);
+  EXPECT_NEAR(through.ci_high, 2.0 * std::exp(above), 1e-12);
+  EXPECT_LT(through.ci_low, 2.0 * 2.7 / 3.0);
+  EXPECT_GT(through.ci_high, 2.0 * 3.3 / 3.0);
+  // An exact baseline ratio leaves the candidate's interval, scaled.
+  const SpeedupEstimate exact = speedup_through(best, {1.5, 1.5, 1.5, 0.95});
+  EXPECT_NEAR(exact.ci_low, 1.8, 1e-12);
+  EXPECT_NEAR(exact.ci_high, 2.2, 1e-12);
+  EXPECT_THROW(speedup_through(best, {0.0, 0.0, 0.0, 0.95}), Error);
+}
+
+TEST(Statistics, SpeedupEstimateReadsBackItsJson) {
+  const SpeedupEstimate e{1.25, 1.1, 1.4, 0.9};
+  const SpeedupEstimate back = nlohmann::json(e).get<SpeedupEstimate>();
+  EXPECT_DOUBLE_EQ(back.speedup, 1.25);
+  EXPECT_DOUBLE_EQ(back.ci_low, 1.1);
+  EXPECT_DOUBLE_EQ(back.ci_high, 1.4);
+  EXPECT_DOUBLE_EQ(back.level, 0.9);
 }
 
 TEST(Statistics, BootstrapIntervalBracketsTheStatisticWithinTheValuesRange) {

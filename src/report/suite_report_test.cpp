@@ -93,6 +93,8 @@ SuiteRow correct_row(const std::string& name, double speedup, double wall_s) {
   row.candidates = 4;
   row.correct_candidates = 3;
   row.wall_s = wall_s;
+  row.generator = "templates";
+  row.family = name.substr(0, name.find('_'));
   return row;
 }
 
@@ -106,6 +108,8 @@ TEST(SuiteReport, MarkdownTableGolden) {
   incorrect.completed = true;
   incorrect.candidates = 2;
   incorrect.wall_s = 5.0;
+  incorrect.generator = "templates";
+  incorrect.family = "softmax";
   incorrect.exit = "exit code 0";
   incorrect.failure = "no candidate passed the correctness gate (2 evaluated)";
   rows.push_back(incorrect);
@@ -135,14 +139,17 @@ TEST(SuiteReport, MarkdownTableGolden) {
       "- device time: not reported\n"
       "- LLM cost: not reported\n"
       "\n"
-      "| task | run | correct | speedup | CI | best | candidates (correct) | wall s | device s | "
-      "LLM $ |\n"
-      "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n"
-      "| gemv | completed | yes | 1.500x | 1.400-1.600x | best-gemv | 4 (3) | 10.0 | - | - |\n"
-      "| rmsnorm | earlier run | yes | 1.500x | 1.400-1.600x | best-rmsnorm | 4 (3) | 20.0 | - | - "
-      "|\n"
-      "| softmax | completed | no | - | - | - | 2 (0) | 5.0 | - | - |\n"
-      "| broken | error | no | - | - | - | - | 0.5 | - | - |\n"
+      "| task | run | correct | speedup | CI | generator | family | best | candidates (correct) | "
+      "wall s | device s | LLM $ | why no correct candidate |\n"
+      "| --- | --- | --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n"
+      "| gemv | completed | yes | 1.500x | 1.400-1.600x | templates | gemv | best-gemv | 4 (3) | "
+      "10.0 | - | - | - |\n"
+      "| rmsnorm | earlier run | yes | 1.500x | 1.400-1.600x | templates | rmsnorm | best-rmsnorm "
+      "| 4 (3) | 20.0 | - | - | - |\n"
+      "| softmax | completed | no | - | - | templates | softmax | - | 2 (0) | 5.0 | - | - | no "
+      "candidate passed the correctness gate (2 evaluated) |\n"
+      "| broken | error | no | - | - | - | - | - | - | 0.5 | - | - | task.toml: inputs[0].dtype: "
+      "unknown dtype 'float32' (expected f32\\|f16) |\n"
       "\n"
       "Errors (the run did not finish; counted as not correct):\n"
       "- broken (exit code 1): task.toml: inputs[0].dtype: unknown dtype 'float32' (expected "
@@ -152,6 +159,136 @@ TEST(SuiteReport, MarkdownTableGolden) {
       "Not correct:\n"
       "- softmax: no candidate passed the correctness gate (2 evaluated)\n";
   EXPECT_EQ(text, expected);
+}
+
+// --baseline compile: rows with a measured, a cached and a failed torch.compile baseline, and a
+// problem no family serves. Equal speedups keep the bootstrap intervals degenerate.
+std::vector<SuiteRow> compile_rows() {
+  std::vector<SuiteRow> rows = {correct_row("softmax_23", 1.5, 10.0),
+                                correct_row("rmsnorm_36", 1.5, 20.0),
+                                correct_row("layernorm_40", 1.5, 30.0)};
+  for (SuiteRow& row : rows) {
+    row.baseline = "compile";
+    row.compile_status = "measured";
+    row.compile_speedup = 1.2;
+    row.compile_ci_low = 1.1;
+    row.compile_ci_high = 1.3;
+  }
+  rows[1].compile_status = "cached";
+  rows[1].compile_note = "cached from 2025-06-01T10:00:00Z (run /runs/a)";
+  rows[2].compile_status = "failed";
+  rows[2].compile_speedup.reset();
+  rows[2].compile_note = "runtime_error: torch.compile of layernorm_40.py failed: no lowering";
+  SuiteRow unserved;
+  unserved.name = "cumsum_89";
+  unserved.wall_s = 0.5;
+  unserved.exit = "exit code 1";
+  unserved.failure = "cumsum_89.py: no built-in kernel family computes what this module computes";
+  unserved.log_path = "/s/logs/cumsum_89.log";
+  rows.push_back(unserved);
+  return rows;
+}
+
+TEST(SuiteReport, CompileBaselineMarkdownGolden) {
+  const std::vector<SuiteRow> rows = compile_rows();
+  std::vector<SuiteTaskOutcome> outcomes;
+  for (const SuiteRow& row : rows) outcomes.push_back(row.outcome());
+  const std::string text = render_suite_markdown(rows, compute_suite_metrics(outcomes));
+  const std::string expected =
+      "# kforge suite: 4 tasks\n"
+      "\n"
+      "| baseline | tasks | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | geomean speedup "
+      "(correct tasks) |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+      "| eager | 4 | 75.0% (3) | 75.0% | 75.0% | 0.0% | 0.0% | 1.500x (95% CI 1.500x-1.500x, 3 "
+      "tasks) |\n"
+      "| torch.compile | 3 | 66.7% (2) | 66.7% | 66.7% | 0.0% | 0.0% | 1.200x (95% CI "
+      "1.200x-1.200x, 2 tasks) |\n"
+      "\n"
+      "fast_p: share of all tasks that are correct with speedup > p (KernelBench); the geomean is "
+      "over correct tasks, its interval a bootstrap over tasks.\n"
+      "torch.compile: the best against torch.compile of the reference, timed with it at the "
+      "final rung (or through a cached compile/eager ratio, marked); 1 task without a "
+      "torch.compile baseline left out (listed below).\n"
+      "\n"
+      "Cost:\n"
+      "- wall time: 15.1 s per task, 60.5 s in all (4 of 4 tasks reported it)\n"
+      "- device time: not reported\n"
+      "- LLM cost: not reported\n"
+      "\n"
+      "| task | run | correct | speedup | CI | vs compile | CI | generator | family | best | "
+      "candidates (correct) | wall s | device s | LLM $ | why no correct candidate |\n"
+      "| --- | --- | --- | ---: | --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: "
+      "| --- |\n"
+      "| softmax_23 | completed | yes | 1.500x | 1.400-1.600x | 1.200x | 1.100-1.300x | "
+      "templates | softmax | best-softmax_23 | 4 (3) | 10.0 | - | - | - |\n"
+      "| rmsnorm_36 | completed | yes | 1.500x | 1.400-1.600x | 1.200x (cached) | 1.100-1.300x | "
+      "templates | rmsnorm | best-rmsnorm_36 | 4 (3) | 20.0 | - | - | - |\n"
+      "| layernorm_40 | completed | yes | 1.500x | 1.400-1.600x | none | - | templates | "
+      "layernorm | best-layernorm_40 | 4 (3) | 30.0 | - | - | - |\n"
+      "| cumsum_89 | error | no | - | - | - | - | - | - | - | - | 0.5 | - | - | cumsum_89.py: no "
+      "built-in kernel family computes what this module computes |\n"
+      "\n"
+      "Errors (the run did not finish; counted as not correct):\n"
+      "- cumsum_89 (exit code 1): cumsum_89.py: no built-in kernel family computes what this "
+      "module computes\n"
+      "  log: /s/logs/cumsum_89.log\n"
+      "\n"
+      "No torch.compile baseline (left out of the torch.compile row):\n"
+      "- layernorm_40: runtime_error: torch.compile of layernorm_40.py failed: no lowering\n";
+  EXPECT_EQ(text, expected);
+}
+
+TEST(SuiteReport, ReadsTheCompileBaselineGeneratorAndFamilyFromAResult) {
+  nlohmann::json result = result_json(true);
+  result["generator"] = "templates";
+  result["family"] = "softmax";
+  result["baseline"] = "compile";
+  result["compile_baseline"] = {{"status", "cached"},
+                                {"message", ""},
+                                {"cached", {{"measured_at", "2025-06-01T10:00:00Z"},
+                                            {"run_dir", "/runs/a"}}}};
+  result["final"]["speedup_vs_compile"] = {
+      {"speedup", 1.25}, {"ci_low", 1.2}, {"ci_high", 1.3}, {"level", 0.95}};
+  SuiteRow row;
+  read_result_into(result, row);
+  EXPECT_EQ(row.generator, "templates");
+  EXPECT_EQ(row.family, "softmax");
+  EXPECT_EQ(row.baseline, "compile");
+  EXPECT_EQ(row.compile_status, "cached");
+  ASSERT_TRUE(row.compile_speedup);
+  EXPECT_DOUBLE_EQ(*row.compile_speedup, 1.25);
+  EXPECT_DOUBLE_EQ(row.compile_ci_high, 1.3);
+  EXPECT_EQ(row.compile_note, "cached from 2025-06-01T10:00:00Z (run /runs/a)");
+  const nlohmann::json j = row.to_json();
+  EXPECT_DOUBLE_EQ(j["speedup_vs_compile"]["speedup"].get<double>(), 1.25);
+  // A result.json from before --baseline: eager, no compile numbers.
+  SuiteRow old;
+  read_result_into(result_json(true), old);
+  EXPECT_EQ(old.baseline, "eager");
+  EXPECT_FALSE(old.compile_speedup);
+  // A run that did not finish: its run.json says what served it.
+  SuiteRow unfinished;
+  read_run_into({{"generator", "llm"}, {"family", ""}}, unfinished);
+  EXPECT_EQ(unfinished.generator, "llm");
+}
+
+TEST(SuiteReport, SuiteJsonCarriesTheAggregateAgainstTorchCompile) {
+  const std::vector<SuiteRow> rows = compile_rows();
+  std::vector<SuiteTaskOutcome> outcomes;
+  for (const SuiteRow& row : rows) outcomes.push_back(row.outcome());
+  const nlohmann::json j = suite_json(rows, compute_suite_metrics(outcomes), "/s", {});
+  EXPECT_EQ(j["aggregate"]["tasks"], 4);
+  EXPECT_EQ(j["aggregate_vs_compile"]["tasks"], 3);
+  EXPECT_EQ(j["aggregate_vs_compile"]["left_out"], 1);
+  EXPECT_EQ(j["aggregate_vs_compile"]["correct"], 2);
+  EXPECT_DOUBLE_EQ(j["aggregate_vs_compile"]["geomean_speedup"]["geomean"].get<double>(), 1.2);
+  // Without --baseline compile there is no such aggregate.
+  std::vector<SuiteRow> eager = {correct_row("gemv", 2.5, 3.0)};
+  EXPECT_TRUE(suite_json(eager, compute_suite_metrics(std::vector<SuiteTaskOutcome>{
+                                    eager[0].outcome()}),
+                         "/s", {})["aggregate_vs_compile"]
+                  .is_null());
 }
 
 TEST(SuiteReport, SuiteJsonHoldsRowsAndAggregate) {

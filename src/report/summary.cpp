@@ -123,6 +123,11 @@ std::vector<std::string> outcome_warnings(const nlohmann::json& result) {
           speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95)));
     }
   }
+  if (const auto compile = result.find("compile_baseline");
+      compile != result.end() && compile->is_object() &&
+      !compile->value("drift_warning", "").empty()) {
+    lines.push_back(compile->value("drift_warning", ""));
+  }
   if (result.at("best").value("id", "") == "reference-seed") {
     lines.push_back("the best is the task's reference itself: no generated kernel was correct "
                     "and faster");
@@ -138,6 +143,48 @@ std::vector<std::string> outcome_warnings(const nlohmann::json& result) {
     }
   }
   return lines;
+}
+
+/// --baseline compile: how the best compares with torch.compile of the reference, one sentence
+/// ("1.40x [95% CI 1.30x .. 1.50x]; torch.compile 0.8000 ms median, compiled in 23.4 s (not in
+/// any sample)"), or why there is no such number. Empty under --baseline eager. `x` formats a
+/// speedup ("{:.2f}x" on the console, "{:.3f}x" in report.md).
+std::string compile_sentence(const nlohmann::json& result, const char* x) {
+  const auto found = result.find("compile_baseline");
+  if (found == result.end() || !found->is_object()) return "";
+  const nlohmann::json& compile = *found;
+  const std::string status = compile.value("status", "");
+  const nlohmann::json none;
+  const nlohmann::json& speedup = compile.contains("best_speedup") ? compile["best_speedup"] : none;
+  auto times = [&](double value) { return fmt::format(fmt::runtime(x), value); };
+  if (speedup.is_object()) {
+    std::string text = fmt::format("{} [{:.0f}% CI {} .. {}]", times(speedup.value("speedup", 0.0)),
+                                   100 * speedup.value("level", 0.95),
+                                   times(speedup.value("ci_low", 0.0)),
+                                   times(speedup.value("ci_high", 0.0)));
+    if (status == "cached") {
+      const nlohmann::json& cached = compile.at("cached");
+      return text + fmt::format(
+                        "; through torch.compile's {} over eager cached from {} (run {}), "
+                        "compiled then in {:.1f} s",
+                        times(cached.at("over_eager").value("speedup", 0.0)),
+                        cached.value("measured_at", "?"), cached.value("run_dir", "?"),
+                        cached.value("compile_s", 0.0));
+    }
+    const nlohmann::json& final = compile.contains("final") ? compile["final"] : none;
+    return text + fmt::format("; torch.compile {} ms median ({} over eager), compiled in "
+                              "{:.1f} s (not in any sample)",
+                              ms(final.is_object() ? final.value("median_ms", nlohmann::json())
+                                                   : nlohmann::json()),
+                              compile.contains("over_eager") && compile["over_eager"].is_object()
+                                  ? times(compile["over_eager"].value("speedup", 0.0))
+                                  : "-",
+                              compile.value("compile_s", 0.0));
+  }
+  if (status == "failed" || status == "not_applicable") {
+    return "none: " + compile.value("message", "");
+  }
+  return "none: the final rung did not time it";
 }
 
 }  // namespace
@@ -177,6 +224,9 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
   text += fmt::format("  speedup:    {:.2f}x  [{:.0f}% CI {:.2f}x .. {:.2f}x]\n",
                       speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
                       speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+  if (const std::string compile = compile_sentence(result, "{:.2f}x"); !compile.empty()) {
+    text += "  vs compile: " + compile + "\n";
+  }
   for (const std::string& line : outcome_warnings(result)) text += "  warning:    " + line + "\n";
   if (const auto [all, slower] = workload_lines(result.at("best")); !all.empty()) {
     text += fmt::format("  workloads:  {} (rung 2, geomean {:.2f}x)\n", all,
@@ -225,6 +275,12 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
                         ms(final["reference"]["median_ms"]), ms(final["reference"]["min_ms"]),
                         ms(final["reference"]["max_ms"]), final["reference"].value("count", 0),
                         final.value("reference_gbps", 0.0));
+    if (final.contains("compile") && final["compile"].is_object()) {
+      const nlohmann::json& compiled = final["compile"];
+      text += fmt::format("| torch.compile | {} | {} | {} | {} | - |\n", ms(compiled["median_ms"]),
+                          ms(compiled["min_ms"]), ms(compiled["max_ms"]),
+                          compiled.value("count", 0));
+    }
     text += fmt::format("| best | {} | {} | {} | {} | {:.1f} |\n\n", ms(final["best"]["median_ms"]),
                         ms(final["best"]["min_ms"]), ms(final["best"]["max_ms"]),
                         final["best"].value("count", 0), final.value("achieved_gbps", 0.0));
@@ -232,6 +288,9 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
                         "timed in interleaved rounds).\n",
                         speedup.value("speedup", 0.0), 100 * speedup.value("level", 0.95),
                         speedup.value("ci_low", 0.0), speedup.value("ci_high", 0.0));
+    if (const std::string compile = compile_sentence(result, "{:.3f}x"); !compile.empty()) {
+      text += "\nOver torch.compile of the reference: " + compile + ".\n";
+    }
     for (const std::string& line : outcome_warnings(result)) {
       text += "\n**Warning:** " + line + ".\n";
     }

@@ -90,6 +90,76 @@ TEST(Summary, WarnsWhenTheBestIsTheReferenceAndTheLlmNeverAnswered) {
   EXPECT_EQ(render_console_summary(result, "rowmax").find("LLM endpoint"), std::string::npos);
 }
 
+// result.json's parts of --baseline compile (OptimizeResult::to_json, CompileBaselineResult).
+nlohmann::json with_compile(nlohmann::json result, const std::string& status) {
+  const nlohmann::json interval = {{"speedup", 1.4}, {"ci_low", 1.3}, {"ci_high", 1.5}, {"level", 0.95}};
+  nlohmann::json compile = {{"status", status}, {"message", ""}, {"compile_s", 23.44},
+                            {"drift_warning", ""}, {"final", nullptr}, {"over_eager", nullptr},
+                            {"best_speedup", nullptr}, {"cached", nullptr}};
+  result["baseline"] = "compile";
+  if (status == "measured") {
+    compile["final"] = {{"median_ms", 0.8}, {"min_ms", 0.79}, {"max_ms", 0.83}, {"count", 50}};
+    compile["over_eager"] = {{"speedup", 1.5}, {"ci_low", 1.45}, {"ci_high", 1.55}, {"level", 0.95}};
+    compile["best_speedup"] = interval;
+    result["final"]["compile"] = compile["final"];
+  } else if (status == "cached") {
+    compile["best_speedup"] = interval;
+    compile["cached"] = {{"ok", true}, {"over_eager", {{"speedup", 1.5}, {"ci_low", 1.4},
+                                                       {"ci_high", 1.6}, {"level", 0.95}}},
+                         {"compile_s", 31.0}, {"measured_at", "2025-06-01T10:00:00Z"},
+                         {"run_dir", "/runs/earlier"}};
+  } else {
+    compile["message"] = "runtime_error: torch.compile of /p/x.py (workload 'problem') failed: "
+                         "InductorError: no lowering";
+  }
+  result["compile_baseline"] = compile;
+  result["final"]["speedup_vs_compile"] = compile["best_speedup"];
+  return result;
+}
+
+TEST(Summary, NamesTheSpeedupOverTorchCompileAndItsCompileTimeApart) {
+  const nlohmann::json result = with_compile(result_with_workloads(1.2), "measured");
+  const std::string console = render_console_summary(result, "softmax");
+  EXPECT_NE(console.find("  vs compile: 1.40x [95% CI 1.30x .. 1.50x]; torch.compile 0.8000 ms "
+                         "median (1.50x over eager), compiled in 23.4 s (not in any sample)\n"),
+            std::string::npos)
+      << console;
+  const std::string markdown = render_markdown(result, "softmax");
+  EXPECT_NE(markdown.find("| torch.compile | 0.8000 | 0.7900 | 0.8300 | 50 | - |"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("Over torch.compile of the reference: 1.400x [95% CI 1.300x .. 1.500x]"),
+            std::string::npos)
+      << markdown;
+  // --baseline eager says nothing of torch.compile.
+  const std::string eager = render_console_summary(result_with_workloads(1.2), "softmax");
+  EXPECT_EQ(eager.find("compile"), std::string::npos) << eager;
+}
+
+TEST(Summary, SaysWhenTheCompileBaselineCameFromTheCacheAndFromWhen) {
+  nlohmann::json result = with_compile(result_with_workloads(1.2), "cached");
+  std::string console = render_console_summary(result, "softmax");
+  EXPECT_NE(console.find("vs compile: 1.40x [95% CI 1.30x .. 1.50x]; through torch.compile's 1.50x "
+                         "over eager cached from 2025-06-01T10:00:00Z (run /runs/earlier), "
+                         "compiled then in 31.0 s"),
+            std::string::npos)
+      << console;
+  EXPECT_EQ(console.find("warning:"), std::string::npos) << console;
+  result["compile_baseline"]["drift_warning"] = "the reference (eager) takes 0.2 ms now";
+  console = render_console_summary(result, "softmax");
+  EXPECT_NE(console.find("warning:    the reference (eager) takes 0.2 ms now"), std::string::npos)
+      << console;
+}
+
+TEST(Summary, SaysWhyThereIsNoSpeedupOverTorchCompile) {
+  const nlohmann::json result = with_compile(result_with_workloads(1.2), "failed");
+  EXPECT_NE(render_console_summary(result, "softmax")
+                .find("  vs compile: none: runtime_error: torch.compile of /p/x.py (workload "
+                      "'problem') failed: InductorError: no lowering\n"),
+            std::string::npos);
+  EXPECT_NE(render_markdown(result, "softmax").find("Over torch.compile of the reference: none: "),
+            std::string::npos);
+}
+
 TEST(Summary, NoCorrectCandidateCountsTheVerdicts) {
   nlohmann::json result = result_with_workloads(1.2);
   result["best"] = nullptr;

@@ -218,7 +218,10 @@ void Optimizer::run_final() {
     progress_("final: skipped (second Ctrl-C); --resume measures it later");
     return;
   }
-  progress_(fmt::format("final: timing reference and {} interleaved ({} rounds)", best.id,
+  const bool compiled = result_.compile_baseline &&
+                        result_.compile_baseline->status == CompileBaselineStatus::measured;
+  progress_(fmt::format("final: timing reference{} and {} interleaved ({} rounds)",
+                        compiled ? ", torch.compile of it" : "", best.id,
                         evaluation_policy().final_rounds));
   const double started = now_s_();
   const size_t on = home_of(best.id);
@@ -242,10 +245,22 @@ void Optimizer::run_final() {
                                              policy.acceptance_level, policy.min_gain,
                                              policy.gate.base_seed)
                         .speedup;
-  const nlohmann::json final = {{"best", best.id},
-                                {"reference_median_ms", result_.reference_final.median_ms},
-                                {"best_median_ms", result_.best_final.median_ms},
-                                {"speedup", result_.speedup.speedup}};
+  nlohmann::json final = {{"best", best.id},
+                          {"reference_median_ms", result_.reference_final.median_ms},
+                          {"best_median_ms", result_.best_final.median_ms},
+                          {"speedup", result_.speedup.speedup}};
+  if (result_.compile_baseline) {
+    CompileBaselineResult& compile = *result_.compile_baseline;
+    finish_compile_baseline(compile, paired, result_.speedup, result_.reference_final.median_ms,
+                            policy.acceptance_level, policy.gate.base_seed);
+    if (compile.best_speedup) {
+      final["speedup_vs_compile"] = compile.best_speedup->speedup;
+      if (compile.final) final["compile_median_ms"] = compile.final->median_ms;
+    } else if (compile.status == CompileBaselineStatus::failed) {
+      progress_("warning: no torch.compile baseline: " + compile.message);
+    }
+    if (!compile.drift_warning.empty()) progress_("warning: " + compile.drift_warning);
+  }
   journal_->record_rung(best.id, Rung::final, Verdict::ok, now_s_() - started, final);
   nlohmann::json event = final;
   event["event"] = "final";

@@ -79,9 +79,18 @@ nlohmann::json OptimizeResult::to_json() const {
                   {"achieved_gbps", bytes_moved / seconds * 1e-9},
                   {"reference_gbps", bytes_moved / (reference_final.median_ms * 1e-3) * 1e-9}};
     if (flops) j["final"]["achieved_gflops"] = *flops / seconds * 1e-9;
+    // --baseline compile: the best over torch.compile of the reference (null when none).
+    const bool compared = compile_baseline && compile_baseline->best_speedup;
+    j["final"]["speedup_vs_compile"] =
+        compared ? nlohmann::json(*compile_baseline->best_speedup) : nlohmann::json();
+    j["final"]["compile"] = compared && compile_baseline->final
+                                ? nlohmann::json(*compile_baseline->final)
+                                : nlohmann::json();
   } else {
     j["final"] = nullptr;
   }
+  j["baseline"] = compile_baseline ? "compile" : "eager";
+  j["compile_baseline"] = compile_baseline ? compile_baseline->to_json() : nlohmann::json();
   j["profile"] = profile ? profile->to_json() : nlohmann::json();
   return j;
 }

@@ -170,6 +170,10 @@ void Optimizer::prepare_reference() {
     peak_flops_per_s_ = peak->second;
   }
   result_.task_warnings = task_report.warnings;
+  if (options_.compile_baseline.source != CompileBaselinePlan::Source::none) {
+    result_.compile_baseline = start_compile_baseline(options_.compile_baseline, task_report.compile);
+    describe_compile_baseline(*result_.compile_baseline);
+  }
   run_dir_.append_event({{"event", "task_prepared"},
                          {"warnings", task_report.warnings},
                          {"floor_ms", task_report.floor.floor_ms},
@@ -190,6 +194,30 @@ void Optimizer::prepare_reference() {
   journal_->record_reference({reference_ms_, copy_bytes_per_s_, peak_flops_per_s_});
   progress_(fmt::format("reference on '{}': {:.4f} ms (median of {})", timed.name, reference_ms_,
                         reference_quick.samples_ms.size()));
+}
+
+void Optimizer::describe_compile_baseline(const CompileBaselineResult& compile) {
+  switch (compile.status) {
+    case CompileBaselineStatus::measured:
+      progress_(fmt::format("torch.compile of the reference: compiled in {:.1f} s, {:.4f} ms on "
+                            "'{}'; timed again with the best at the final rung",
+                            compile.compile_s, compile.probe_median_ms,
+                            evaluator_.timed_workload().name));
+      return;
+    case CompileBaselineStatus::cached:
+      progress_(fmt::format("torch.compile of the reference: {:.3f}x faster than eager, cached "
+                            "from {} (run {}); not compiled in this run",
+                            compile.cached->over_eager.speedup, compile.cached->measured_at,
+                            compile.cached->run_dir));
+      return;
+    case CompileBaselineStatus::failed:
+      // A failed probe is among the task's warnings already.
+      if (compile.cached) progress_("warning: no torch.compile baseline: " + compile.message);
+      return;
+    case CompileBaselineStatus::not_applicable:
+      progress_("note: " + compile.message);
+      return;
+  }
 }
 
 bool Optimizer::should_stop(bool generator_boundary) {

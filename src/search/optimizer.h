@@ -95,6 +95,7 @@
 #include "memory/store.h"
 #include "report/run_directory.h"
 #include "search/budget.h"
+#include "search/compile_baseline.h"
 #include "search/decisions.h"
 #include "search/run_journal.h"
 #include "search/scheduler.h"
@@ -131,6 +132,9 @@ struct OptimizeOptions {
   BudgetLimits budget;                  // besides `steps`
   /// Continue the run recorded in the run directory's run.sqlite (see the header comment).
   bool resume = false;
+  /// --baseline compile: measure torch.compile of the reference (the evaluation policy's
+  /// baseline is then compile too), or take the baseline cache's entry (compile_baseline.h).
+  CompileBaselinePlan compile_baseline;
   /// The options that decide the search, for the run database's meta, with the two knobs of
   /// the run's evaluation policy that the meta has always carried (min_gain: a candidate
   /// replaces the best only if faster by more than it; final_rounds).
@@ -206,6 +210,9 @@ struct OptimizeResult {
   std::array<int, kRungCount> rung_occupancy = {0, 0, 0, 0};
   std::string fidelity = "ladder";
   double eta = 3.0;
+  /// --baseline compile: the torch.compile baseline (its speedup over it at rung 3, its compile
+  /// time, or why there is none); nullopt under --baseline eager.
+  std::optional<CompileBaselineResult> compile_baseline;
   nlohmann::json to_json() const;
 };
 
@@ -252,6 +259,8 @@ class Optimizer {
   // optimizer.cpp: setup, stops, progress
   void open_journal();
   void prepare_reference();
+  /// One progress line on the torch.compile baseline as prepare() left it.
+  void describe_compile_baseline(const CompileBaselineResult& compile);
   /// True (after recording why) when the search must stop before the next candidate: Ctrl-C,
   /// a spent budget, or (at a `generator_boundary`: a step's start, before a repair) an
   /// exhausted generator.

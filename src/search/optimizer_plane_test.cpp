@@ -38,7 +38,18 @@ class SimulatedPlane : public evaluation::EvaluationPlane {
     return 12.0 / (at == std::string::npos ? 1.0 : std::stod(path.substr(at + 16)));
   }
 
-  evaluation::TaskReport prepare(const compile::Artifact&) override { return {}; }
+  // Baseline compile: prepare() "compiles" the reference (23.4 s, or fails) and time_paired()
+  // gives it a turn in each round at compiled_ms.
+  evaluation::TaskReport prepare(const compile::Artifact&) override {
+    evaluation::TaskReport report;
+    if (policy_.baseline != BaselineKind::compile) return report;
+    report.compile.ran = true;
+    report.compile.ok = compiled_ms.has_value();
+    report.compile.compile_ms = 23400.0;
+    report.compile.median_ms = compiled_ms.value_or(0.0);
+    if (!compiled_ms) report.compile.message = "runtime_error: torch.compile of p.py failed: X";
+    return report;
+  }
   std::string screen(const std::string&, const std::string&, const std::string&) const override {
     return "";
   }
@@ -96,6 +107,10 @@ class SimulatedPlane : public evaluation::EvaluationPlane {
     for (int round = 0; round < policy_.final_rounds; ++round) {
       paired.reference_rounds.push_back(samples(kReferenceMs));
       paired.candidate_rounds.push_back(samples(ms_.at(handle)));
+      if (policy_.baseline == BaselineKind::compile && compiled_ms) {
+        ++compile_turns;
+        paired.compile_rounds.push_back(samples(*compiled_ms));
+      }
     }
     return paired;
   }
@@ -116,6 +131,8 @@ class SimulatedPlane : public evaluation::EvaluationPlane {
   int loaded = 0;
   int full_rungs = 0;
   int comparisons = 0;
+  int compile_turns = 0;
+  std::optional<double> compiled_ms;  // torch.compile of the reference; nullopt: fails
 
  private:
   static std::vector<double> samples(double ms) { return {ms, ms * 1.001, ms * 1.002, ms}; }
@@ -222,6 +239,88 @@ TEST_F(OptimizerPlaneTest, AResumedRunReplaysEveryDecisionWithoutMeasuringAgain)
   ASSERT_TRUE(resumed.best);
   EXPECT_EQ(resumed.best->id, recorded.best->id);
   EXPECT_EQ(resumed.best->full_geomean_speedup, recorded.best->full_geomean_speedup);
+}
+
+TEST_F(OptimizerPlaneTest, TimesTorchCompileWithTheBestAndReportsItsCompileTimeApart) {
+  evaluation::EvaluationPolicy policy = simulated_policy();
+  policy.baseline = BaselineKind::compile;
+  SimulatedPlane plane(task_, policy);
+  plane.compiled_ms = 10.0;  // twice as fast as eager
+  InstantBuilds builds;
+  OptimizeOptions options;
+  options.steps = 2;
+  options.compile_baseline.source = CompileBaselinePlan::Source::measure;
+  const OptimizeResult result = run_simulated(plane, builds, options, root_ / "compiled");
+  ASSERT_TRUE(result.best && result.compile_baseline);
+  const CompileBaselineResult& compile = *result.compile_baseline;
+  EXPECT_EQ(compile.status, CompileBaselineStatus::measured);
+  EXPECT_DOUBLE_EQ(compile.compile_s, 23.4);
+  EXPECT_EQ(plane.compile_turns, 3);  // one per final round
+  ASSERT_TRUE(compile.over_eager && compile.best_speedup && compile.final);
+  EXPECT_NEAR(compile.over_eager->speedup, 2.0, 1e-9);
+  const double best_ms = SimulatedPlane::recorded_ms(result.best->artifact_key);
+  EXPECT_NEAR(compile.best_speedup->speedup, 10.0 / best_ms, 0.01 * 10.0 / best_ms);
+  EXPECT_NEAR(result.speedup.speedup, kReferenceMs / best_ms, 0.05);  // eager's, unchanged
+  EXPECT_EQ(compile.compile_samples_ms.size(), 12u);
+  const nlohmann::json json = result.to_json();
+  EXPECT_EQ(json["baseline"], "compile");
+  EXPECT_EQ(json["compile_baseline"]["status"], "measured");
+  EXPECT_NEAR(json["final"]["speedup_vs_compile"]["speedup"].get<double>(),
+              compile.best_speedup->speedup, 1e-12);
+  EXPECT_NEAR(json["final"]["compile"]["median_ms"].get<double>(), 10.0, 0.02);
+}
+
+TEST_F(OptimizerPlaneTest, ACachedCompileRatioStandsInForCompilingAndSaysFromWhen) {
+  SimulatedPlane plane(task_, simulated_policy());  // eager: nothing is compiled
+  plane.compiled_ms = 10.0;
+  InstantBuilds builds;
+  OptimizeOptions options;
+  options.steps = 2;
+  options.compile_baseline.source = CompileBaselinePlan::Source::cache;
+  CachedCompileBaseline cached;
+  cached.over_eager = {2.0, 1.9, 2.1, 0.95};
+  cached.eager_median_ms = kReferenceMs;
+  cached.compile_s = 31.0;
+  cached.measured_at = "2025-06-01T10:00:00Z";
+  cached.run_dir = "/runs/earlier";
+  options.compile_baseline.cached = cached;
+  OptimizeResult result = run_simulated(plane, builds, options, root_ / "cached");
+  ASSERT_TRUE(result.best && result.compile_baseline);
+  EXPECT_EQ(plane.compile_turns, 0);
+  EXPECT_EQ(result.compile_baseline->status, CompileBaselineStatus::cached);
+  ASSERT_TRUE(result.compile_baseline->best_speedup);
+  EXPECT_NEAR(result.compile_baseline->best_speedup->speedup, result.speedup.speedup / 2.0, 1e-9);
+  EXPECT_LT(result.compile_baseline->best_speedup->ci_low, result.speedup.ci_low / 2.0);
+  EXPECT_TRUE(result.compile_baseline->drift_warning.empty());
+  EXPECT_EQ(result.to_json()["compile_baseline"]["cached"]["measured_at"], "2025-06-01T10:00:00Z");
+
+  // The eager reference took half as long when the ratio was cached: said, not hidden.
+  cached.eager_median_ms = kReferenceMs / 2;
+  options.compile_baseline.cached = cached;
+  SimulatedPlane again(task_, simulated_policy());
+  InstantBuilds again_builds;
+  result = run_simulated(again, again_builds, options, root_ / "drifted");
+  ASSERT_TRUE(result.compile_baseline);
+  EXPECT_NE(result.compile_baseline->drift_warning.find("the cached ratio may not hold"),
+            std::string::npos)
+      << result.compile_baseline->drift_warning;
+}
+
+TEST_F(OptimizerPlaneTest, AModuleThatFailsToCompileLeavesTheRunAgainstEager) {
+  evaluation::EvaluationPolicy policy = simulated_policy();
+  policy.baseline = BaselineKind::compile;
+  SimulatedPlane plane(task_, policy);  // compiled_ms unset: the compile fails
+  InstantBuilds builds;
+  OptimizeOptions options;
+  options.steps = 1;
+  options.compile_baseline.source = CompileBaselinePlan::Source::measure;
+  const OptimizeResult result = run_simulated(plane, builds, options, root_ / "failed");
+  ASSERT_TRUE(result.best && result.compile_baseline);
+  EXPECT_EQ(result.compile_baseline->status, CompileBaselineStatus::failed);
+  EXPECT_EQ(result.compile_baseline->message, "runtime_error: torch.compile of p.py failed: X");
+  EXPECT_FALSE(result.compile_baseline->best_speedup);
+  EXPECT_GT(result.speedup.speedup, 1.0);
+  EXPECT_TRUE(result.to_json()["final"]["speedup_vs_compile"].is_null());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -271,6 +272,30 @@ json derive_torch_task(const std::string& path, double timeout_s) {
   } catch (const json::exception& e) {
     throw Error(path + ": the derivation printed no valid JSON (" + std::string(e.what()) + ")");
   }
+}
+
+std::string torch_compile_support(double timeout_s) {
+  static std::mutex mutex;
+  static std::optional<std::string> answered;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (answered) return *answered;
+  const std::string python = torch_python();
+  const Finished probe = run_captured({python, "-m", "kforge_torch", "compile-support"},
+                                      torch_environment(inherited_environment()), timeout_s);
+  if (probe.timed_out || !probe.status.exited || probe.status.exit_code != 0) {
+    throw Error("asking " + python + " whether torch.compile works failed (" +
+                (probe.timed_out ? "no answer in " + std::to_string(int(timeout_s)) + " s"
+                                 : probe.status.describe()) +
+                "): " + last_line(probe.err));
+  }
+  try {
+    const json answer = json::parse(probe.out);
+    answered = answer.at("available").get<bool>() ? "" : answer.at("why").get<std::string>();
+  } catch (const json::exception& e) {
+    throw Error(python + " -m kforge_torch compile-support printed no valid answer (" +
+                std::string(e.what()) + ")");
+  }
+  return *answered;
 }
 
 Task task_from_derived(const json& derived, const std::string& source_path) {

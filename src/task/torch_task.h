@@ -40,6 +40,12 @@ std::vector<std::string> torch_worker_command();
 /// fails, and a timeout message after `timeout_s` seconds.
 nlohmann::json derive_torch_task(const std::string& path, double timeout_s = 300.0);
 
+/// "" when torch.compile can be used by torch_python() (PyTorch 2.x, Dynamo supported on its
+/// Python), else one sentence saying why not (e.g. "PyTorch 1.13.0 has no torch.compile (it came
+/// with PyTorch 2.0) ..."). Asks `python -m kforge_torch compile-support` once per process (it
+/// imports torch: seconds). Throws Error when no Python has torch or the probe fails.
+std::string torch_compile_support(double timeout_s = 120.0);
+
 /// The Task of a derived task JSON (format "kforge-torch-task", version 1). `source_path` is the
 /// problem file (or the TOML file that holds the derivation). Validates what load_task validates
 /// (every shape bound by every workload, a timed workload, unique names) and that the torch

@@ -304,7 +304,8 @@ void to_json(json& j, const TimeRequest& v) {
        {"flush_l2", v.flush_l2},
        {"checks", v.checks},
        {"verified", v.verified},
-       {"check_path", v.check_path}};
+       {"check_path", v.check_path},
+       {"baseline", v.baseline}};
 }
 
 void from_json(const json& j, TimeRequest& v) {
@@ -320,6 +321,7 @@ void from_json(const json& j, TimeRequest& v) {
   v.checks = j.value("checks", std::vector<TimedCheck>{});
   v.verified = j.value("verified", std::vector<VerifiedDigest>{});
   v.check_path = j.value("check_path", defaults.check_path);
+  v.baseline = j.value("baseline", defaults.baseline);
 }
 
 void to_json(json& j, const TimeResult& v) {
@@ -340,7 +342,10 @@ void to_json(json& j, const TimeResult& v) {
        {"check_ms", number_to_json(v.check_ms)},
        {"guard_violation", v.guard_violation},
        {"foreign_work", v.foreign_work},
-       {"work_audited", v.work_audited}};
+       {"work_audited", v.work_audited},
+       {"compile_ms", number_to_json(v.compile_ms)},
+       {"compile_reused", v.compile_reused},
+       {"compile_unsupported", v.compile_unsupported}};
 }
 
 void from_json(const json& j, TimeResult& v) {
@@ -362,6 +367,9 @@ void from_json(const json& j, TimeResult& v) {
   v.guard_violation = j.value("guard_violation", "");
   v.foreign_work = j.value("foreign_work", "");
   v.work_audited = j.value("work_audited", false);
+  v.compile_ms = number_or(j, "compile_ms", 0.0);
+  v.compile_reused = j.value("compile_reused", false);
+  v.compile_unsupported = j.value("compile_unsupported", false);
 }
 
 }  // namespace kforge::worker

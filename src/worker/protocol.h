@@ -210,6 +210,11 @@ struct TimeRequest {
   std::vector<TimedCheck> checks;
   std::vector<VerifiedDigest> verified;
   std::string check_path;  // base name of the check files; "<check_path>.<k>" must exist
+  /// What runs (BaselineKind's string, core/baseline.h): "eager", the loaded kernel or module as
+  /// given; "compile", torch.compile of the loaded PyTorch module, compiled at the first such
+  /// request for that module and workload (TimeResult::compile_ms). Only the torch reference
+  /// worker serves "compile"; kforge-worker refuses it (ok: false).
+  std::string baseline = "eager";
 };
 struct TimeResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error
@@ -238,6 +243,14 @@ struct TimeResult {
   /// stream 14"): checked calls run inside the backend's work audit.
   std::string foreign_work;
   bool work_audited = false;       // at least one checked call ran inside a work audit
+  /// Baseline "compile": the wall time of torch.compile plus the first call of the compiled
+  /// module (tracing, code generation, autotuning; that call's own run too), ms. Never in the
+  /// samples, the warm-up or max_seconds. 0 for "eager".
+  double compile_ms = 0.0;
+  bool compile_reused = false;       // an earlier request compiled it (compile_ms is that one's)
+  /// Baseline "compile" failed because this PyTorch cannot compile at all (no torch.compile,
+  /// Dynamo unsupported on this Python), not because of the module: verdict runtime_error.
+  bool compile_unsupported = false;
 };
 
 void to_json(nlohmann::json& j, const HelloRequest& v);

@@ -165,9 +165,13 @@ TEST(Protocol, TimeMessagesRoundTripAndDefault) {
   ASSERT_EQ(back.verified.size(), 1u);
   EXPECT_EQ(back.verified[0].digest, 0xfedcba9876543210ULL);  // above 2^53: sent as hex
   EXPECT_EQ(back.check_path, "/dev/shm/r.bin");
+  EXPECT_EQ(back.baseline, "eager");
+  request.baseline = "compile";
+  EXPECT_EQ(round_trip(request).baseline, "compile");
 
   json minimal = json(request);
-  for (const char* key : {"seed", "policy", "flush_l2", "checks", "verified", "input_sets"}) {
+  for (const char* key :
+       {"seed", "policy", "flush_l2", "checks", "verified", "input_sets", "baseline"}) {
     minimal.erase(key);
   }
   const TimeRequest defaults = minimal.get<TimeRequest>();
@@ -176,6 +180,7 @@ TEST(Protocol, TimeMessagesRoundTripAndDefault) {
   EXPECT_TRUE(defaults.checks.empty());
   EXPECT_TRUE(defaults.verified.empty());
   EXPECT_TRUE(defaults.flush_l2);
+  EXPECT_EQ(defaults.baseline, "eager");  // a client from before the field asks for eager
 
   TimeResult result;
   result.samples_ms = {0.5, 0.25, 0.125};
@@ -202,6 +207,27 @@ TEST(Protocol, TimeMessagesRoundTripAndDefault) {
   EXPECT_EQ(result_back.sm_clock_mhz, result.sm_clock_mhz);
   EXPECT_EQ(result_back.stop_reason, "noise");
   EXPECT_EQ(result_back.host_wall_ms, 1.5);
+  EXPECT_EQ(result_back.compile_ms, 0.0);
+  EXPECT_FALSE(result_back.compile_reused);
+}
+
+TEST(Protocol, TimeResultCarriesTheCompileBaseline) {
+  TimeResult result;
+  result.compile_ms = 23456.5;
+  result.compile_reused = true;
+  result.compile_unsupported = true;
+  const TimeResult back = round_trip(result);
+  EXPECT_EQ(back.compile_ms, 23456.5);
+  EXPECT_TRUE(back.compile_reused);
+  EXPECT_TRUE(back.compile_unsupported);
+  // A reply of a worker from before the fields (kforge-worker's own, a torch worker of another
+  // version) reads as "nothing compiled".
+  json old = json(result);
+  for (const char* key : {"compile_ms", "compile_reused", "compile_unsupported"}) old.erase(key);
+  const TimeResult defaults = old.get<TimeResult>();
+  EXPECT_EQ(defaults.compile_ms, 0.0);
+  EXPECT_FALSE(defaults.compile_reused);
+  EXPECT_FALSE(defaults.compile_unsupported);
 }
 
 TEST(Protocol, HelloCarriesTheTokenAndTheMeasuredDevice) {

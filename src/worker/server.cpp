@@ -110,6 +110,11 @@ json Server::dispatch(Command command, const json& request) {
     }
     case Command::time: {
       const auto time = request.get<TimeRequest>();
+      if (time.baseline != "eager") {
+        throw Error("time: baseline '" + time.baseline + "' is served by the torch reference "
+                    "worker only (kforge-worker times the loaded kernel as given: baseline "
+                    "'eager')");
+      }
       return run_time(*backend_, kernel(time.handle), time, &timing_cache_);
     }
     case Command::shutdown:

@@ -60,6 +60,21 @@ TEST_F(ServerTest, UnknownHandleIsAnError) {
   EXPECT_NE(reply.at("error").get<std::string>().find("unknown kernel handle"), std::string::npos);
 }
 
+TEST_F(ServerTest, CompileBaselineIsForTheTorchWorkerOnly) {
+  TimeRequest request;
+  request.handle = 1;
+  request.baseline = "compile";
+  json body = request;
+  body["cmd"] = "time";
+  body["id"] = 10;
+  const json reply = ask(body);
+  EXPECT_EQ(reply.at("ok"), false);
+  EXPECT_NE(reply.at("error").get<std::string>().find(
+                "baseline 'compile' is served by the torch reference worker only"),
+            std::string::npos)
+      << reply.dump();
+}
+
 TEST_F(ServerTest, LoadChecksTheEntryPointAndAbi) {
   const std::string good = build_cpu_kernel("server_good", cpu_unary_kernel(""));
   json reply = ask({{"cmd", "load"}, {"id", 1}, {"path", good}});
