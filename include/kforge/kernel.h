@@ -10,6 +10,9 @@
  * (a cudaStream_t); it must not synchronize the device or create streams. On the `cpu` backend
  * tensors live in host memory and `stream` is NULL. The candidate picks its own grid and block.
  *
+ * Element types: f32, f64, f16 ({kDLFloat, 16}), bf16 ({kDLBfloat, 16}), i32, i64, and bool as
+ * {kDLUInt, 8} holding 0 or 1 (a PyTorch mask; DLPack 0.6 has no bool code).
+ *
  * Return 0 on success; any other value is reported as a runtime_error with that code.
  * Output tensors are poisoned (NaN) before each call, so every element must be written.
  */

@@ -98,6 +98,7 @@ def _derive(path, options, match_family):
 
     rules, distributions, rule_notes = _input_rules(tensors, gates, generate)
     notes += rule_notes
+    provided = {r["tensor"] for r in rules if r["rule"] == "problem"}
     tolerance, tolerance_notes = tolerance_of(tensors, gates, generate, distributions, shapes_at)
     notes += tolerance_notes
     double, double_note = double_reference(first)
@@ -111,7 +112,8 @@ def _derive(path, options, match_family):
         "problem_sha256": hashlib.sha256(source).hexdigest(),
         "family": "", "family_match": None, "family_misses": {},
         "signature": {
-            "tensors": [_tensor_json(e, symbolic[e.name], first) for e in tensors],
+            "tensors": [_tensor_json(e, symbolic[e.name], first, e.name in provided)
+                        for e in tensors],
             "scalars": [{"name": s["name"], "dtype": s["dtype"], "value": s["value"]}
                         for s in scalars]},
         "workloads": [{"name": w, "dims": dims[w], "timed": w == "problem"} for w in workloads],
@@ -172,14 +174,17 @@ def _shapes(tensors, built, outputs):
     return [tuple(input_rules.value_of(e, built, outputs).shape) for e in tensors]
 
 
-def _tensor_json(entry, shape, gate):
+def _tensor_json(entry, shape, gate, provided=False):
     role = "output" if entry.source == "output" else "input"
     dtype = entry.dtype
     if dtype is None:  # an output: its dtype is what the forward returned
         dtype = gate.outputs[entry.key].dtype
     what = f"{entry.source} '{entry.name}'"
-    return {"name": entry.name, "role": role,
-            "dtype": signature_entries.dtype_name(dtype, what), "shape": shape}
+    tensor = {"name": entry.name, "role": role,
+              "dtype": signature_entries.dtype_name(dtype, what), "shape": shape}
+    if provided:
+        tensor["provided"] = True
+    return tensor
 
 
 def _source_json(entry):
@@ -201,14 +206,26 @@ def _description(model_class):
 
 
 def _input_rules(tensors, gates, generate):
-    """(input_rules JSON, distributions, notes); DeriveError for an input kforge cannot make."""
+    """(input_rules JSON, distributions, notes). An input or buffer whose values are constrained
+    (input_rules.constrained), or that must be non-negative, follows rule "problem": its values
+    come from the problem's own get_inputs() / Model() under each seed (a provided input,
+    src/worker/provided_inputs.h); the others are generated. DeriveError when no distribution
+    keeps the forward finite."""
     positions = {e.name: i for i, e in enumerate(tensors)}
     constrained = input_rules.constrained(tensors, gates)
     generated = [e for e in tensors if e.source != "output" and e.name not in constrained
                  and e.dtype is not None and e.dtype.is_floating_point]
     distributions, notes, non_negative = input_rules.choose_distributions(
         gates, generated, positions, generate)
-    constrained.update(non_negative)
+    if non_negative:
+        # Those entries are provided from now on: the distributions are those under which the
+        # rest, still generated, keep the forward finite.
+        constrained.update(non_negative)
+        generated = [e for e in generated if e.name not in non_negative]
+        distributions, notes, _ = input_rules.choose_distributions(
+            gates, generated, positions, generate)
+        if not generated:
+            distributions = list(input_rules.BASE_DISTRIBUTIONS)
     rules = []
     for entry in tensors:
         if entry.source == "output":
@@ -225,8 +242,7 @@ def _input_rules(tensors, gates, generate):
             entry = next(e for e in tensors if e.name == rule["tensor"])
             origin = ("the problem's own get_inputs()" if entry.source == "input"
                       else "the problem's own Model()")
-            raise DeriveError(f"{entry.source} '{entry.name}' ({rule['why']}) must come from "
-                              f"{origin}; kforge cannot pass problem-made inputs to kernels yet")
+            rule["why"] += f": values from {origin} under each seed"
     if not distributions:
         raise DeriveError("the forward gives non-finite outputs under every input distribution "
                           "kforge generates (uniform, normal, heavy_tailed)")

@@ -16,7 +16,7 @@ import torch
 ABI_VERSION = 2
 
 # Numbering of DType (src/core/task.h) and InputDistribution (src/worker/host_data.h).
-DTYPE_NUMBERS = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5}
+DTYPE_NUMBERS = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5, "bool": 6}
 DISTRIBUTION_NUMBERS = {"uniform": 0, "normal": 1, "heavy_tailed": 2, "small": 3, "pareto": 4,
                         "spike": 5}
 # Numbering of InputRemap (src/worker/host_data.h): the self-test probes' index remaps.
@@ -28,8 +28,9 @@ TORCH_DTYPES = {
     "bf16": torch.bfloat16,
     "i32": torch.int32,
     "i64": torch.int64,
+    "bool": torch.bool,
 }
-ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8}
+ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}
 # Integer views of the same element size: bitwise comparisons and raw bytes (numpy has no bf16).
 _BIT_VIEWS = {
     torch.float32: torch.int32,

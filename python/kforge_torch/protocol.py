@@ -15,8 +15,8 @@ PROTOCOL_VERSION = 2
 EXIT_HARNESS_ERROR = 1  # could not start (no device, bad fds)
 EXIT_USAGE = 2          # bad command line
 EXIT_DEVICE_LOST = 3    # sticky device error: the client respawns the worker
-COMMANDS = ("hello", "load", "run", "time", "shutdown")
-DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
+COMMANDS = ("hello", "load", "run", "time", "provide", "shutdown")
+DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "bool")
 DISTRIBUTIONS = ("uniform", "normal", "heavy_tailed", "small", "pareto", "spike")
 REMAPS = ("none", "every_16th", "half_rows")  # InputRemap (src/worker/host_data.h)
 BASELINES = ("eager", "compile")  # TimeRequest::baseline: the module as given, torch.compile
@@ -74,7 +74,8 @@ def _field(j, key, kind, default=None, required=False):
 
 
 def parse_tensor(j):
-    """A TensorSpec: name, role ("input"|"output"), dtype, shape (list of str), strided."""
+    """A TensorSpec: name, role ("input"|"output"), dtype, shape (list of str), strided,
+    provided (its values come from the problem, not kforge's generator)."""
     if not isinstance(j, dict):
         raise ProtocolError("a signature tensor must be an object")
     role = _field(j, "role", str, required=True)
@@ -88,7 +89,8 @@ def parse_tensor(j):
         raise ProtocolError("tensor shape entries must be strings")
     return types.SimpleNamespace(name=_field(j, "name", str, required=True), role=role,
                                  dtype=dtype, shape=shape,
-                                 strided=_field(j, "strided", bool, False))
+                                 strided=_field(j, "strided", bool, False),
+                                 provided=_field(j, "provided", bool, False))
 
 
 def parse_signature(j):
@@ -193,6 +195,18 @@ def parse_time_request(j):
         flush_l2=_field(j, "flush_l2", bool, True),
         checks=_field(j, "checks", list, []),
         check_path=_field(j, "check_path", str, ""), **_common(j))
+
+
+def parse_provide_request(j):
+    """A ProvideRequest: handle, signature, workload, seeds (list of uint64), dir."""
+    seeds = _field(j, "seeds", list, required=True)
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ProtocolError("field 'seeds': expected a list of integers")
+    return types.SimpleNamespace(
+        handle=_field(j, "handle", int, required=True),
+        signature=parse_signature(_field(j, "signature", dict, required=True)),
+        workload=parse_workload(_field(j, "workload", dict, required=True)),
+        seeds=[s & 0xFFFFFFFFFFFFFFFF for s in seeds], dir=_field(j, "dir", str, required=True))
 
 
 # ---------------------------------------------------------------- channels

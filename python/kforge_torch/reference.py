@@ -83,6 +83,8 @@ class ReferenceTask:
         self._modules = {}
         self._model_key = None
         self._model = None
+        self._provided_key = None
+        self._provided = None
         try:
             load_problem(self.problem, {})
         except Exception as e:
@@ -156,14 +158,69 @@ class ReferenceTask:
 
     # ------------------------------------------------------------ inputs and calls
 
-    def generate_inputs(self, plan, seed, distribution, device, host=False, remap="none"):
+    def provided_values(self, plan, workload_name, seed):
+        """{signature index: contiguous 1-D CPU tensor} of the provided entries of `plan`
+        (TensorSpec.provided) at (workload, seed): for an input, element `index` of get_inputs()
+        called right after torch.manual_seed(seed); for a parameter or buffer, that of
+        Model(*get_init_inputs()) built right after torch.manual_seed(seed). The last
+        (workload, seed) is kept. Exceptions of the module propagate; ProtocolError when a value
+        is not a tensor of the signature's dtype and element count."""
+        key = (workload_name, seed)
+        if self._provided_key == key:
+            return self._provided
+        self._provided_key, self._provided = None, None
+        wanted = [(i, e) for i, e in enumerate(plan) if e.spec.provided]
+        module = self.module(workload_name)
+        given, held = [], {}
+        if any(e.source == "input" for _, e in wanted):
+            torch.manual_seed(seed)
+            given = list(module.get_inputs())
+        if any(e.source in ("parameter", "buffer") for _, e in wanted):
+            torch.manual_seed(seed)
+            model = module.Model(*module.get_init_inputs())
+            held = {("parameter", n): t for n, t in model.named_parameters()}
+            held.update({("buffer", n): t for n, t in model.named_buffers()})
+        made = {}
+        for i, entry in wanted:
+            if entry.source == "input":
+                value = given[entry.index] if entry.index < len(given) else None
+                where = "element %d of get_inputs()" % entry.index
+            elif entry.source in ("parameter", "buffer"):
+                value = held.get((entry.source, entry.name))
+                where = "%s '%s' of Model()" % (entry.source, entry.name)
+            else:
+                raise ProtocolError("tensor '%s' is provided but is an output" % entry.spec.name)
+            expected = kinputs.TORCH_DTYPES[entry.spec.dtype]
+            if not isinstance(value, torch.Tensor) or value.dtype != expected or \
+                    value.numel() != entry.numel:
+                got = ("%s of %d elements" % (value.dtype, value.numel())
+                       if isinstance(value, torch.Tensor) else type(value).__name__)
+                raise ProtocolError(
+                    "provided input '%s': %s at workload '%s', seed %d is %s, the signature "
+                    "expects %s of %d elements" % (entry.spec.name, where, workload_name, seed, got,
+                                                   expected, entry.numel))
+            made[i] = value.detach().to("cpu").contiguous().reshape(-1)
+        self._provided_key, self._provided = key, made
+        return made
+
+    def generate_inputs(self, plan, seed, distribution, device, host=False, remap="none",
+                        workload_name=None):
         """{signature index: tensor} for every input/parameter/buffer, in the signature's dtype,
         viewed as the module's shape, on `device` (generated on the host and uploaded when
         `host`), with the self-test probe `remap` applied (rows: the signature's first
-        dimension)."""
+        dimension). Provided entries (TensorSpec.provided) hold provided_values at
+        (`workload_name`, seed), a copy of them, never remapped."""
         made = {}
+        provided = {}
+        if any(e.spec.provided for e in plan):
+            if workload_name is None:
+                raise ProtocolError("provided inputs need the workload's name")
+            provided = self.provided_values(plan, workload_name, seed)
         for i, entry in enumerate(plan):
             if entry.source == "output":
+                continue
+            if i in provided:
+                made[i] = provided[i].to(device, copy=True).view(entry.module_shape)
                 continue
             where = "cpu" if host else device
             rows = entry.shape[0] if entry.shape else 1

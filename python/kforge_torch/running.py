@@ -67,8 +67,14 @@ def run_outputs(task, device, request):
         model = task.model(request.workload.name, request.seed, double, device.torch_device)
     except Exception as e:  # the module's own code: a verdict, not a harness error
         return fail("building the model: " + describe_exception(e))
-    values = task.generate_inputs(plan, request.seed, request.distribution, device.torch_device,
-                                  host=request.host_inputs, remap=request.remap)
+    try:
+        values = task.generate_inputs(plan, request.seed, request.distribution,
+                                      device.torch_device, host=request.host_inputs,
+                                      remap=request.remap, workload_name=request.workload.name)
+    except ProtocolError:
+        raise
+    except Exception as e:  # get_inputs() of a provided input: the module's own code
+        return fail("making the provided inputs: " + describe_exception(e))
     if double:
         # Upcast after generation, so the values are those of the inputs' own dtype.
         values = {i: (v.double() if v.is_floating_point() else v) for i, v in values.items()}

@@ -9,7 +9,8 @@ from kforge_torch.input_rules import Entry
 from kforge_torch.problem_run import DeriveError, describe, run_forward
 
 DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
-               torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64"}
+               torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64",
+               torch.bool: "bool"}
 
 
 def identifier(name):

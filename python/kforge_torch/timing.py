@@ -57,11 +57,13 @@ def _validate(request):
 def _make_sets(task, device, request, plan):
     """Input sets for seeds seed, seed+1, ...: as many as asked while each new one fits twice in
     free memory (at least one). Each set: {signature index: tensor}."""
-    sets = [task.generate_inputs(plan, request.seed, request.distribution, device.torch_device)]
+    name = request.workload.name
+    sets = [task.generate_inputs(plan, request.seed, request.distribution, device.torch_device,
+                                 workload_name=name)]
     set_bytes = sum(t.numel() * t.element_size() for t in sets[0].values())
     while len(sets) < request.input_sets and set_bytes * 2 < device.free_memory_bytes():
         sets.append(task.generate_inputs(plan, request.seed + len(sets), request.distribution,
-                                         device.torch_device))
+                                         device.torch_device, workload_name=name))
     return sets
 
 
@@ -109,7 +111,12 @@ def run_time(task, device, request, cache, compiled):
         sets, result["inputs_reused"] = cache.sets, True
     cache.key, cache.sets = None, None  # frees another key's memory before allocating
     if sets is None:
-        sets = _make_sets(task, device, request, plan)
+        try:
+            sets = _make_sets(task, device, request, plan)
+        except ProtocolError:
+            raise
+        except Exception as e:  # get_inputs() of a provided input: the module's own code
+            return fail("making the provided inputs: " + describe_exception(e))
     result["input_sets_used"] = len(sets)
     held = task.module_tensors(model, plan)
     with torch.no_grad():

@@ -4,7 +4,8 @@ Speaks worker protocol v2 (src/worker/protocol.h) as kforge-worker does, on priv
 its stdin/stdout: one JSON request per line, exactly one reply line per request carrying the
 request's id and the hello's token. `load` takes a derived task file (docs/torch_tasks.md),
 `run` writes the module's outputs for kforge's generated inputs, `time` times forward (as
-PyTorch eager runs it, or compiled with torch.compile: the request's baseline).
+PyTorch eager runs it, or compiled with torch.compile: the request's baseline),
+`provide` writes the provided inputs (get_inputs() values) candidate workers read.
 Exit status: 0 after shutdown or EOF, 1 when it cannot start, 3 after a sticky device error.
 """
 
@@ -16,6 +17,7 @@ from kforge_torch import protocol
 from kforge_torch.device import Device
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.reference import LoadFailure, ReferenceTask
+from kforge_torch.provided import provide_inputs
 from kforge_torch.running import run_outputs
 from kforge_torch.compiled import new_compiled_cache
 from kforge_torch.timing import new_timing_cache, run_time
@@ -71,6 +73,9 @@ class Worker:
             parsed = protocol.parse_time_request(request)
             reply = run_time(self._task(parsed.handle), self.device, parsed, self._timing_cache,
                              self._compiled)
+        elif command == "provide":
+            parsed = protocol.parse_provide_request(request)
+            reply = provide_inputs(self._task(parsed.handle), parsed)
         else:  # shutdown
             self.shutdown = True
             return {}

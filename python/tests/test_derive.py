@@ -201,13 +201,26 @@ class DeriveErrorTest(unittest.TestCase):
         for fragment in fragments:
             self.assertIn(fragment, message)
 
-    def test_int_input_cannot_be_generated(self):
-        self.assert_error("int_targets.py", "input 'targets' (int64 values",
-                          "must come from the problem's own get_inputs(); kforge cannot pass "
-                          "problem-made inputs to kernels yet")
+    def test_int_input_is_provided_by_the_problem(self):
+        derived = derive_quietly("int_targets.py")
+        tensors = {t["name"]: t for t in derived["signature"]["tensors"]}
+        self.assertTrue(tensors["targets"].get("provided"))
+        self.assertEqual(tensors["targets"]["dtype"], "i64")
+        self.assertNotIn("provided", tensors["scores"])
+        rules = {r["tensor"]: r for r in derived["input_rules"]}
+        self.assertEqual(rules["targets"]["rule"], "problem")
+        self.assertIn("int64 values in [0, ", rules["targets"]["why"])
+        self.assertIn("values from the problem's own get_inputs() under each seed",
+                      rules["targets"]["why"])
+        self.assertEqual(rules["scores"]["rule"], "generated")
 
-    def test_sqrt_input_is_non_negative_only(self):
-        self.assert_error("sqrt_input.py", "input 'x' (non-negative values")
+    def test_sqrt_input_is_non_negative_only_and_provided(self):
+        derived = derive_quietly("sqrt_input.py")
+        rules = {r["tensor"]: r for r in derived["input_rules"]}
+        self.assertEqual(rules["x"]["rule"], "problem")
+        self.assertIn("non-negative values", rules["x"]["why"])
+        x = next(t for t in derived["signature"]["tensors"] if t["name"] == "x")
+        self.assertTrue(x.get("provided"))
 
     def test_not_a_problem(self):
         self.assert_error("bad_not_a_problem.py", "expected a class Model",
@@ -297,7 +310,7 @@ class GeneratedValuesTest(unittest.TestCase):
 
 
 # Messages a sample problem may fail with (the documented clear errors).
-KNOWN_ERRORS = ("must come from the problem's own", "no small binding of the size constants runs",
+KNOWN_ERRORS = ("no small binding of the size constants runs",
                 "forward raised", "too large for the", "imports '", "forward returned")
 
 

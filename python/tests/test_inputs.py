@@ -15,7 +15,7 @@ import torch
 from kforge_torch import inputs
 
 NUMPY_RAW = {"f32": np.uint32, "f64": np.uint64, "f16": np.uint16, "bf16": np.uint16,
-             "i32": np.uint32, "i64": np.uint64}
+             "i32": np.uint32, "i64": np.uint64, "bool": np.uint8}
 
 
 def setUpModule():

@@ -16,7 +16,9 @@ DType parse_dtype(const std::string& name) {
   if (name == "bf16") return DType::bf16;
   if (name == "i32") return DType::i32;
   if (name == "i64") return DType::i64;
-  throw Error("unknown dtype '" + name + "' (expected one of f32, f64, f16, bf16, i32, i64)");
+  if (name == "bool") return DType::b8;
+  throw Error("unknown dtype '" + name +
+              "' (expected one of f32, f64, f16, bf16, i32, i64, bool)");
 }
 
 std::string to_string(DType dtype) {
@@ -27,6 +29,7 @@ std::string to_string(DType dtype) {
     case DType::bf16: return "bf16";
     case DType::i32: return "i32";
     case DType::i64: return "i64";
+    case DType::b8: return "bool";
   }
   return "unknown";
 }
@@ -39,8 +42,13 @@ int dtype_size(DType dtype) {
     case DType::bf16: return 2;
     case DType::i32: return 4;
     case DType::i64: return 8;
+    case DType::b8: return 1;
   }
   return 0;
+}
+
+bool is_floating(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
 }
 
 std::vector<int64_t> bind_shape(const TensorSpec& spec, const Workload& workload) {
@@ -118,6 +126,7 @@ void to_json(nlohmann::json& j, const TensorSpec& t) {
        {"dtype", to_string(t.dtype)},
        {"shape", t.shape},
        {"strided", t.strided}};
+  if (t.provided) j["provided"] = true;
 }
 
 void from_json(const nlohmann::json& j, TensorSpec& t) {
@@ -128,6 +137,7 @@ void from_json(const nlohmann::json& j, TensorSpec& t) {
   t.dtype = parse_dtype(j.at("dtype").get<std::string>());
   t.shape = j.at("shape").get<std::vector<std::string>>();
   t.strided = j.value("strided", false);
+  t.provided = j.value("provided", false);
 }
 
 void to_json(nlohmann::json& j, const ScalarSpec& s) {

@@ -17,14 +17,18 @@
 
 namespace kforge {
 
-/// Element types a tensor may have. Scalars are always passed to kernels as double.
-enum class DType { f32, f64, f16, bf16, i32, i64 };
+/// Element types a tensor may have. Scalars are always passed to kernels as double. `b8` is a
+/// boolean of one byte holding 0 or 1 (PyTorch's torch.bool), named "bool" in task files; kernels
+/// see it as DLPack {kDLUInt, 8, 1} (the DLPack of Debian 12 predates kDLBool).
+enum class DType { f32, f64, f16, bf16, i32, i64, b8 };
 
-/// "f32", "f64", ... ; throws Error on an unknown name.
+/// "f32", "f64", ..., "bool" for b8; throws Error on an unknown name.
 DType parse_dtype(const std::string& name);
 std::string to_string(DType dtype);
 /// Bytes per element.
 int dtype_size(DType dtype);
+/// True for f32, f64, f16 and bf16; false for the integer types and bool, which compare exactly.
+bool is_floating(DType dtype);
 
 enum class TensorRole { input, output };
 
@@ -38,6 +42,12 @@ struct TensorSpec {
   /// Input only: kernels must honour DLTensor strides for it. The gate then also passes it
   /// non-contiguous (padded rows; every other element for a 1-D tensor).
   bool strided = false;
+  /// Input only: its values are provided by the task's reference under each seed instead of
+  /// kforge's generator: a PyTorch problem's own get_inputs() (or Model() for a buffer) for
+  /// inputs whose meaning constrains them (class ids, masks, symmetric or triangular matrices).
+  /// The reference worker writes them to files that candidate workers read
+  /// (worker/provided_inputs.h). Only a task with a PyTorch reference may have such tensors.
+  bool provided = false;
 };
 
 /// A scalar argument with the value every call receives (e.g. eps = 1e-6).

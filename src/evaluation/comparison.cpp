@@ -262,6 +262,8 @@ Totals check_any(DType dtype, const std::byte* got, const std::byte* expected, i
       return check_parallel(got, expected, elements, rule, CastDecoder<int32_t>{});
     case DType::i64:
       return check_parallel(got, expected, elements, rule, CastDecoder<int64_t>{});
+    case DType::b8:
+      return check_parallel(got, expected, elements, rule, CastDecoder<uint8_t>{});
   }
   throw Error("compare_output: unknown dtype");
 }
@@ -320,6 +322,7 @@ NormCheck check_norm(const Totals& totals, const Rule& rule) {
 std::string element_text(DType dtype, const std::byte* data, int64_t index) {
   if (dtype == DType::i32) return std::to_string(load<int32_t>(data, index));
   if (dtype == DType::i64) return std::to_string(load<int64_t>(data, index));
+  if (dtype == DType::b8) return std::to_string(load<uint8_t>(data, index));
   return format_value(worker::element_as_double(dtype, data, index), dtype);
 }
 
@@ -340,7 +343,7 @@ std::string describe_element_failure(DType dtype, const std::byte* got, const st
             "element (outputs are filled with NaN before each call)";
   } else if (std::isinf(g)) {
     text += "an infinity where the reference is finite";
-  } else if ((dtype == DType::i32 || dtype == DType::i64) && t.atol == 0 && t.rtol == 0) {
+  } else if (!is_floating(dtype) && t.atol == 0 && t.rtol == 0) {
     text += "integer outputs must match exactly";
   } else {
     const double allowed = t.atol + t.rtol * std::fabs(e);
@@ -390,6 +393,7 @@ ToleranceSpec default_tolerance(DType dtype) {
       return {1e-2, 1e-2, 5e-3};
     case DType::i32:
     case DType::i64:
+    case DType::b8:
       return {0.0, 0.0, 0.0};
   }
   throw Error("default_tolerance: unknown dtype");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -15,13 +16,14 @@
 #include "evaluation/tolerance.h"
 #include "worker/host_data.h"
 #include "worker/kernel_runner.h"
+#include "worker/provided_inputs.h"
 
 namespace kforge::evaluation {
 namespace {
 
 /// Flat index of the first NaN or infinite element of a `dtype` buffer, or -1 (integers: -1).
 int64_t first_non_finite(DType dtype, std::span<const std::byte> bytes) {
-  if (dtype == DType::i32 || dtype == DType::i64) return -1;
+  if (!is_floating(dtype)) return -1;
   const auto elements = static_cast<int64_t>(bytes.size()) / dtype_size(dtype);
   for (int64_t e = 0; e < elements; ++e) {
     if (!std::isfinite(worker::element_as_double(dtype, bytes.data(), e))) return e;
@@ -55,9 +57,12 @@ nlohmann::json timing_json(const TimingVerdict& timing) {
 
 /// Room the exchanged files need at once: the largest workload's outputs kept as expected (for
 /// its gate case and for each rotated input set that checked calls run on), the candidate's two
-/// calls, and the outputs of a timing request's checked calls.
+/// calls, and the outputs of a timing request's checked calls; plus the provided inputs
+/// (Evaluator::provide_inputs), kept for the run: on a timed workload its gate case's and each
+/// rotated set's.
 int64_t scratch_bytes_needed(const Task& task, const EvaluationPolicy& policy) {
   int64_t needed = 0;
+  int64_t provided = 0;
   for (const Workload& workload : task.workloads) {
     int64_t bytes = 0;
     for (const OutputLayout& output : output_layout(task.signature, workload)) bytes += output.bytes;
@@ -66,8 +71,14 @@ int64_t scratch_bytes_needed(const Task& task, const EvaluationPolicy& policy) {
                          policy.rotation_limit_bytes;
     const int sets = rotated ? policy.input_sets : 1;
     needed = std::max(needed, (4 + sets + policy.checks_per_request) * bytes);
+    if (!workload.timed) continue;
+    for (int i : worker::provided_tensors(task.signature)) {
+      const TensorSpec& spec = task.signature.tensors[static_cast<size_t>(i)];
+      provided += (1 + sets) * worker::element_count(bind_shape(spec, workload)) *
+                  dtype_size(spec.dtype);
+    }
   }
-  return needed;
+  return needed + provided;
 }
 
 }  // namespace
@@ -140,6 +151,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
     }
   }
   oracle_->load(reference);
+  provide_inputs();
   drop_non_finite_adversarial(report.warnings);
   std::vector<std::vector<std::vector<std::byte>>> input_bytes;  // kept alive for the spans
   std::vector<SelfTestInput> self_test_inputs;
@@ -154,9 +166,17 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
       const TensorSpec& spec = task_.signature.tensors[i];
       if (spec.role != TensorRole::input) continue;
       const std::vector<int64_t> shape = bind_shape(spec, gate_case.workload);
-      inputs.push_back(worker::make_input(spec.dtype, worker::element_count(shape), gate_case.seed,
-                                          static_cast<int>(i),
-                                          worker::parse_input_distribution(gate_case.distribution)));
+      if (spec.provided) {
+        std::vector<std::byte>& bytes = inputs.emplace_back(
+            static_cast<size_t>(worker::element_count(shape) * dtype_size(spec.dtype)));
+        worker::read_provided_input(oracle_->provided_dir(), gate_case.workload.name,
+                                    gate_case.seed, static_cast<int>(i), spec.name, bytes.data(),
+                                    static_cast<int64_t>(bytes.size()));
+      } else {
+        inputs.push_back(worker::make_input(
+            spec.dtype, worker::element_count(shape), gate_case.seed, static_cast<int>(i),
+            worker::parse_input_distribution(gate_case.distribution)));
+      }
       input.inputs.push_back({spec.name, spec.dtype, shape, inputs.back()});
     }
     for (const OutputLayout& output : output_layout(task_.signature, gate_case.workload)) {
@@ -188,6 +208,34 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   report.compile = prepare_compile_baseline(report.warnings);
   report.seconds = seconds_since(start);
   return report;
+}
+
+void Evaluator::provide_inputs() {
+  if (worker::provided_tensors(task_.signature).empty()) return;
+  // Every seed a candidate request can use, made once now: the gate cases', and on a timed
+  // workload the rotated sets' (timing_seed_ + s). A checked call that overwrites a set runs
+  // on its workload's timed gate case, whose seed is among the gate cases'.
+  std::map<std::string, std::pair<Workload, std::set<uint64_t>>> seeds;
+  for (const GateCase& gate_case : gate_cases_) {
+    auto& entry = seeds[gate_case.workload.name];
+    entry.first = gate_case.workload;
+    entry.second.insert(gate_case.seed);
+  }
+  for (const Workload& workload : task_.workloads) {
+    if (!workload.timed) continue;
+    auto& entry = seeds[workload.name];
+    entry.first = workload;
+    for (int s = 0; s < input_sets_for(workload); ++s) {
+      entry.second.insert(timing_seed_ + static_cast<uint64_t>(s));
+    }
+  }
+  for (const auto& [name, entry] : seeds) {
+    oracle_->provide(entry.first, {entry.second.begin(), entry.second.end()});
+  }
+}
+
+ProfileInputs Evaluator::profile_inputs() const {
+  return {timing_seed_, oracle_->provided_dir()};
 }
 
 void Evaluator::drop_non_finite_adversarial(std::vector<std::string>& warnings) {
@@ -258,6 +306,7 @@ worker::TimeRequest Evaluator::time_request(int handle, const Workload& workload
   request.input_sets = input_sets_for(workload);
   request.policy = measurement;
   request.flush_l2 = policy_.flush_l2;
+  request.provided_dir = oracle_->provided_dir();
   return request;
 }
 

@@ -30,6 +30,7 @@
 #include "evaluation/comparison.h"
 #include "evaluation/gate.h"
 #include "evaluation/measurement.h"
+#include "evaluation/profiler.h"
 #include "evaluation/self_check.h"
 #include "evaluation/reference_oracle.h"
 #include "evaluation/statistics.h"
@@ -193,6 +194,8 @@ class EvaluationPlane {
   virtual const Workload& timed_workload() const = 0;
   /// The policy this plane measures with: the run's only copy.
   virtual const EvaluationPolicy& policy() const = 0;
+  /// The seed and provided inputs a profiled call of the timed workload runs on.
+  virtual ProfileInputs profile_inputs() const { return {}; }
 };
 
 class Evaluator : public EvaluationPlane {
@@ -252,6 +255,7 @@ class Evaluator : public EvaluationPlane {
   CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) override;
 
   const Workload& timed_workload() const override { return timed_workload_; }
+  ProfileInputs profile_inputs() const override;
   const EvaluationPolicy& policy() const override { return policy_; }
   const worker::DeviceInfo& device() const { return device_; }
 
@@ -297,6 +301,8 @@ class Evaluator : public EvaluationPlane {
   /// Removes from gate_cases_ every case of an adversarial distribution (GatePlan) on which the
   /// reference's outputs are not finite somewhere, with one warning per distribution.
   void drop_non_finite_adversarial(std::vector<std::string>& warnings);
+  /// Has the reference write the provided inputs of every seed candidates will run on.
+  void provide_inputs();
   /// The self-test probes (SelfTestProbe) of compact gate case `gate_case`: the reference on its
   /// inputs remapped every_16th and half_rows, each left out where it would change no input.
   std::vector<SelfTestProbe> probes(const GateCase& gate_case);

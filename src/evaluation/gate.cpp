@@ -130,6 +130,7 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     request.padded = gate_case.padded;
     request.late_write_wait_ms = gate_case.late_write_check ? 2.0 : 0.0;
     request.digest = gate_case.workload.timed && !gate_case.padded;
+    request.provided_dir = oracle.provided_dir();
     request.output_path = scratch.next_file("candidate");
     create_private_file(request.output_path);
     Unlink remove_later{request.output_path};

@@ -273,7 +273,7 @@ NcuProfiler::NcuProfiler(worker::ProcessWorkerConfig worker, std::string ncu_pat
       timeout_s_(timeout_s) {}
 
 ProfileReport NcuProfiler::profile(const compile::Artifact& candidate, const Task& task,
-                                   const Workload& workload) {
+                                   const Workload& workload, const ProfileInputs& inputs) {
   const auto start = std::chrono::steady_clock::now();
   ProfileReport report;
   report.workload = workload.name;
@@ -304,7 +304,8 @@ ProfileReport NcuProfiler::profile(const compile::Artifact& candidate, const Tas
     run.handle = loaded.handle;
     run.signature = task.signature;
     run.workload = workload;
-    run.seed = 1;
+    run.seed = inputs.seed;
+    run.provided_dir = inputs.provided_dir;
     run.calls = 1;
     run.late_write_wait_ms = 0.0;
     run.host_inputs = true;

@@ -65,14 +65,22 @@ std::vector<KernelProfile> parse_ncu_csv(std::string_view text);
 std::vector<std::string> diagnose(const std::vector<KernelProfile>& kernels,
                                   double minimum_bytes);
 
+/// The inputs of the profiled call: the seed, and where the task's provided inputs of that
+/// seed are (worker/provided_inputs.h; "" when it has none). EvaluationPlane::profile_inputs.
+struct ProfileInputs {
+  uint64_t seed = 1;
+  std::string provided_dir;
+};
+
 /// Runs candidates under Nsight Compute. The seam tests fake.
 class Profiler {
  public:
   virtual ~Profiler() = default;
-  /// Profiles one call of `candidate` on `workload`. Never throws for a profiling failure (the
-  /// report carries it); throws Error only for a programming error (no such workload).
+  /// Profiles one call of `candidate` on `workload` with `inputs`. Never throws for a profiling
+  /// failure (the report carries it); throws Error only for a programming error (no such
+  /// workload).
   virtual ProfileReport profile(const compile::Artifact& candidate, const Task& task,
-                                const Workload& workload) = 0;
+                                const Workload& workload, const ProfileInputs& inputs) = 0;
 };
 
 /// Where ncu is: $PATH, then $CUDA_HOME/bin and /usr/local/cuda/bin; nullopt when absent.
@@ -85,7 +93,7 @@ class NcuProfiler final : public Profiler {
   NcuProfiler(worker::ProcessWorkerConfig worker, std::string ncu_path, ScratchDir& scratch,
               double timeout_s = 300.0);
   ProfileReport profile(const compile::Artifact& candidate, const Task& task,
-                        const Workload& workload) override;
+                        const Workload& workload, const ProfileInputs& inputs) override;
 
  private:
   worker::ProcessWorkerConfig worker_;

@@ -91,7 +91,7 @@ TEST(NcuProfiler, AFailingProfilerIsReportedNotThrown) {
   compile::Artifact artifact;
   artifact.path = "/nonexistent.so";
   const ProfileReport report =
-      profiler.profile(artifact, task, worker::testing::workload_n("small", 16));
+      profiler.profile(artifact, task, worker::testing::workload_n("small", 16), {});
   EXPECT_FALSE(report.ok);
   EXPECT_NE(report.message.find("could not run the candidate under ncu"), std::string::npos)
       << report.message;
@@ -133,7 +133,7 @@ TEST(GpuProfiler, ProfilesTheCandidatesKernelOnly) {
   ScratchDir scratch;
   NcuProfiler profiler(config, *ncu, scratch, 300);
   const ProfileReport report =
-      profiler.profile(artifact, task, worker::testing::workload_n("large", 1 << 26));
+      profiler.profile(artifact, task, worker::testing::workload_n("large", 1 << 26), {});
   if (!report.ok && report.message.find("no counter") != std::string::npos) {
     GTEST_SKIP() << "ncu cannot read counters here: " << report.message;
   }

@@ -1,6 +1,9 @@
 #include "evaluation/reference_oracle.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +16,7 @@
 #include "evaluation/comparison.h"
 #include "evaluation/tolerance.h"
 #include "worker/host_data.h"
+#include "worker/provided_inputs.h"
 
 namespace kforge::evaluation {
 namespace {
@@ -152,6 +156,7 @@ const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
   request.padded = gate_case.padded;
   request.late_write_wait_ms = 0.0;
   request.remap = gate_case.remap;
+  request.provided_dir = provided_dir_;
   request.output_path = scratch_.next_file("expected");
   create_private_file(request.output_path);
   worker::RunResult run = worker_.run(request, timeout_s_);
@@ -187,6 +192,33 @@ const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
     }
   }
   return *cache_.emplace(key, std::move(outputs)).first->second;
+}
+
+void ReferenceOracle::provide(const Workload& workload, const std::vector<uint64_t>& seeds) {
+  if (worker::provided_tensors(task_.signature).empty()) return;
+  if (handle_ < 0) throw Error("reference oracle: no reference loaded");
+  worker::ProvideRequest request;
+  request.handle = handle_;
+  request.signature = task_.signature;
+  request.workload = workload;
+  for (uint64_t seed : seeds) {
+    if (!provided_.contains({workload.name, seed})) request.seeds.push_back(seed);
+  }
+  if (request.seeds.empty()) return;
+  if (provided_dir_.empty()) {
+    const std::string dir = scratch_.path() + "/provided";
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw Error("cannot make " + dir + ": " + std::strerror(errno));
+    }
+    provided_dir_ = dir;
+  }
+  request.dir = provided_dir_;
+  const worker::ProvideResult result = worker_.provide(request, timeout_s_);
+  if (result.verdict != Verdict::ok) {
+    throw Error("the task's reference could not make the provided inputs of workload '" +
+                workload.name + "': " + to_string(result.verdict) + ": " + result.message);
+  }
+  for (uint64_t seed : request.seeds) provided_.insert({workload.name, seed});
 }
 
 void ReferenceOracle::forget(const std::string& workload_name) {

@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/mapped_file.h"
@@ -72,12 +74,23 @@ class ReferenceOracle {
   /// Drops kept outputs of `workload` (e.g. the large timed workload after the self-test).
   void forget(const std::string& workload_name);
 
+  /// Has the reference worker write the provided inputs (TensorSpec::provided) of `workload`
+  /// under each of `seeds` into provided_dir() (a folder of the scratch directory, made on first
+  /// use; worker/provided_inputs.h), skipping (workload, seed) pairs written before. A task
+  /// without provided inputs needs none: a no-op. Throws Error naming the workload and the
+  /// reference's message when it cannot (get_inputs() raised, the worker is not a PyTorch one).
+  void provide(const Workload& workload, const std::vector<uint64_t>& seeds);
+  /// Where provide() writes; "" until it wrote something. Candidate requests name it.
+  const std::string& provided_dir() const { return provided_dir_; }
+
  private:
   worker::Worker& worker_;
   const Task& task_;
   ScratchDir& scratch_;
   double timeout_s_;
   int handle_ = -1;
+  std::string provided_dir_;
+  std::set<std::pair<std::string, uint64_t>> provided_;  // (workload, seed) written
   std::map<std::string, std::unique_ptr<ExpectedOutputs>> cache_;
 };
 

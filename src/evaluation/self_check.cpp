@@ -284,6 +284,8 @@ void store_element(DType dtype, std::byte* data, int64_t index, double value) {
       return store(data, index, saturating_round<int32_t>(value));
     case DType::i64:
       return store(data, index, saturating_round<int64_t>(value));
+    case DType::b8:
+      return store(data, index, static_cast<uint8_t>(value != 0.0));
   }
 }
 

@@ -270,7 +270,8 @@ void Optimizer::run_final() {
                           evaluator_.timed_workload().name));
     handle_on(best.id, home_of(best.id));  // its artifact
     result_.profile =
-        profiler_->profile(artifacts_.at(best.id), task_, evaluator_.timed_workload());
+        profiler_->profile(artifacts_.at(best.id), task_, evaluator_.timed_workload(),
+                           evaluator_.profile_inputs());
     run_dir_.append_event({{"event", "profile"}, {"best", best.id},
                            {"profile", result_.profile->to_json()}});
     if (!result_.profile->ok) progress_("final: no profile: " + result_.profile->message);

@@ -27,7 +27,8 @@ using namespace kforge::search::fakes;  // NOLINT: the shared fakes
 class FakeProfiler : public evaluation::Profiler {
  public:
   evaluation::ProfileReport profile(const compile::Artifact& candidate, const Task&,
-                                    const Workload& workload) override {
+                                    const Workload& workload,
+                                    const evaluation::ProfileInputs&) override {
     profiled.push_back(candidate.path);
     evaluation::ProfileReport report;
     report.ok = true;

@@ -99,7 +99,7 @@ std::vector<TensorSpec> read_tensors(const FieldReader& reader, const toml::tabl
   for (size_t i = 0; i < array.size(); ++i) {
     const toml::table& table = *array[i].as_table();
     std::string field = indexed(key, i);
-    reject_unknown_keys(reader, table, field, {"name", "dtype", "shape", "strided"});
+    reject_unknown_keys(reader, table, field, {"name", "dtype", "shape", "strided", "provided"});
     TensorSpec spec;
     spec.role = role;
     spec.name = reader.string(table, "name", field + ".name");
@@ -118,12 +118,20 @@ std::vector<TensorSpec> read_tensors(const FieldReader& reader, const toml::tabl
       }
     }
     if (const toml::node* strided = table.get("strided")) {
-      auto value = strided->value<bool>();
+      auto value = strided->value_exact<bool>();
       if (!value) reader.fail(field + ".strided", "expected true or false");
       if (role != TensorRole::input) {
         reader.fail(field + ".strided", "only inputs may be strided (outputs are always compact)");
       }
       spec.strided = *value;
+    }
+    if (const toml::node* provided = table.get("provided")) {
+      auto value = provided->value_exact<bool>();
+      if (!value) reader.fail(field + ".provided", "expected true or false");
+      if (role != TensorRole::input) {
+        reader.fail(field + ".provided", "only inputs may be provided by the reference");
+      }
+      spec.provided = *value;
     }
     tensors.push_back(std::move(spec));
   }
@@ -394,6 +402,13 @@ Task load_task(const std::string& path) {
   check_unique_names(reader, task);
   check_bindings(reader, task);
   read_torch_reference(reader, root, task);
+  for (size_t i = 0; i < task.signature.tensors.size(); ++i) {
+    if (task.signature.tensors[i].provided && !task.has_torch_reference()) {
+      reader.fail("inputs." + task.signature.tensors[i].name + ".provided",
+                  "provided inputs need a PyTorch reference ([reference] torch = ...), whose "
+                  "get_inputs() makes them; a native reference cannot");
+    }
+  }
   return task;
 }
 

@@ -219,6 +219,40 @@ TEST_F(TaskLoaderTest, AKeyBelowATableHeaderThatBelongsAtTheTopIsRefused) {
   EXPECT_NE(message.find("move it above the first [[...]] header"), std::string::npos) << message;
 }
 
+TEST_F(TaskLoaderTest, ProvidedInputsNeedATorchReferenceAndBoolIsADtype) {
+  // A native reference cannot make a problem's own values: provided inputs are refused there.
+  const std::string message = error_of(replace(
+      kValidTask, "shape = [\"rows\", \"cols\"]\n[[outputs]]",
+      "shape = [\"rows\", \"cols\"]\nprovided = true\n[[outputs]]"));
+  EXPECT_NE(message.find("inputs.x.provided: provided inputs need a PyTorch reference"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(error_of(replace(kValidTask, "shape = [\"rows\", \"cols\"]\n[[scalars]]",
+                             "shape = [\"rows\", \"cols\"]\nprovided = true\n[[scalars]]"))
+                .find("only inputs may be provided"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kValidTask, "shape = [\"rows\", \"cols\"]\n[[outputs]]",
+                             "shape = [\"rows\", \"cols\"]\nprovided = 1\n[[outputs]]"))
+                .find("inputs[0].provided: expected true or false"),
+            std::string::npos);
+  const Task task = load_task(write(replace(kValidTask, "dtype = \"f32\"", "dtype = \"bool\"")));
+  EXPECT_EQ(task.signature.tensors[0].dtype, DType::b8);
+  EXPECT_EQ(to_string(DType::b8), "bool");
+  EXPECT_EQ(dtype_size(DType::b8), 1);
+  EXPECT_FALSE(is_floating(DType::b8));
+  EXPECT_TRUE(is_floating(DType::bf16));
+}
+
+TEST(Task, ProvidedTravelsThroughJsonAndIsLeftOutWhenFalse) {
+  TensorSpec spec{"mask", TensorRole::input, DType::b8, {"rows"}};
+  EXPECT_FALSE(nlohmann::json(spec).contains("provided"));
+  spec.provided = true;
+  const nlohmann::json j = spec;
+  EXPECT_TRUE(j.at("provided").get<bool>());
+  EXPECT_TRUE(j.get<TensorSpec>().provided);
+  EXPECT_EQ(j.get<TensorSpec>().dtype, DType::b8);
+}
+
 TEST(Expression, EvaluatesArithmeticOverDims) {
   std::map<std::string, int64_t> dims = {{"rows", 8}, {"cols", 4}};
   EXPECT_DOUBLE_EQ(evaluate_expression("2*rows*cols + rows", dims), 72.0);

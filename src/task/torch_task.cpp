@@ -127,6 +127,10 @@ void validate_torch_section(const Task& task, const json& torch_section, const s
       throw Error(at + ".source: expected input, parameter, buffer or output, got '" + source + "'");
     }
     const bool is_output = task.signature.tensors[i].role == TensorRole::output;
+    if (is_output && task.signature.tensors[i].provided) {
+      throw Error(where + ": output '" + task.signature.tensors[i].name +
+                  "' is marked provided: only inputs can be");
+    }
     if (is_output != (source == "output")) {
       throw Error(at + ".source: '" + source + "' for " + (is_output ? "output" : "input") +
                   " tensor '" + task.signature.tensors[i].name + "'");

@@ -71,6 +71,7 @@ void write_tensors(std::ostringstream& out, const Task& task, TensorRole role) {
     out << "dtype = " << quoted(to_string(tensor.dtype)) << "\n";
     out << "shape = " << inline_value(json(tensor.shape)) << "\n";
     if (tensor.strided) out << "strided = true\n";
+    if (tensor.provided) out << "provided = true  # values from the problem's get_inputs()\n";
   }
 }
 

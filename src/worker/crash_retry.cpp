@@ -19,6 +19,10 @@ RunResult CrashRetry::run(const RunRequest& request, double timeout_s) {
   return once_more_on_crash<RunResult>([&] { return inner_.run(request, timeout_s); });
 }
 
+ProvideResult CrashRetry::provide(const ProvideRequest& request, double timeout_s) {
+  return once_more_on_crash<ProvideResult>([&] { return inner_.provide(request, timeout_s); });
+}
+
 TimeResult CrashRetry::time(const TimeRequest& request, double timeout_s) {
   return once_more_on_crash<TimeResult>([&] { return inner_.time(request, timeout_s); });
 }

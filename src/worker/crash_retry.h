@@ -24,6 +24,7 @@ class CrashRetry : public Worker {
   LoadResult load(const LoadRequest& request, double timeout_s) override;
   RunResult run(const RunRequest& request, double timeout_s) override;
   TimeResult time(const TimeRequest& request, double timeout_s) override;
+  ProvideResult provide(const ProvideRequest& request, double timeout_s) override;
   void shutdown() override { inner_.shutdown(); }
 
   /// Calls repeated so far.

@@ -81,6 +81,8 @@ DLDataType to_dl_dtype(DType dtype) {
       return DLDataType{kDLInt, 32, 1};
     case DType::i64:
       return DLDataType{kDLInt, 64, 1};
+    case DType::b8:
+      return DLDataType{kDLUInt, 8, 1};
   }
   return DLDataType{kDLFloat, 32, 1};
 }
@@ -105,6 +107,8 @@ double element_as_double(DType dtype, const std::byte* data, int64_t index) {
       return load<int32_t>(data, index);
     case DType::i64:
       return static_cast<double>(load<int64_t>(data, index));
+    case DType::b8:
+      return load<uint8_t>(data, index);
   }
   return 0.0;
 }
@@ -120,7 +124,8 @@ static_assert(static_cast<int>(Element::f32) == static_cast<int>(DType::f32) &&
               static_cast<int>(Element::f16) == static_cast<int>(DType::f16) &&
               static_cast<int>(Element::bf16) == static_cast<int>(DType::bf16) &&
               static_cast<int>(Element::i32) == static_cast<int>(DType::i32) &&
-              static_cast<int>(Element::i64) == static_cast<int>(DType::i64));
+              static_cast<int>(Element::i64) == static_cast<int>(DType::i64) &&
+              static_cast<int>(Element::b8) == static_cast<int>(DType::b8));
 static_assert(static_cast<int>(Distribution::uniform) ==
                   static_cast<int>(InputDistribution::uniform) &&
               static_cast<int>(Distribution::normal) == static_cast<int>(InputDistribution::normal) &&
@@ -246,6 +251,9 @@ struct InputStream {
       case DType::i64:
         return store_each<int64_t>(out, begin, end,
                                    [this](int64_t e) { return integer_element(stream, e); });
+      case DType::b8:
+        return store_each<uint8_t>(out, begin, end,
+                                   [this](int64_t e) { return boolean_element(stream, e); });
     }
   }
 };

@@ -39,7 +39,7 @@ enum class Distribution : int {
 enum class Remap : int { none = 0, every_16th = 1, half_rows = 2 };
 /// Element types; the same numbering as DType (task.h), which this header does not include so
 /// that nvcc never sees the task module's headers (host_data.cpp checks the numbering).
-enum class Element : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3, i32 = 4, i64 = 5 };
+enum class Element : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3, i32 = 4, i64 = 5, b8 = 6 };
 
 constexpr double kLn2 = 0.69314718055994530942;
 constexpr double kLog2Of10 = 3.32192809488736234787;
@@ -373,6 +373,13 @@ KF_HD int64_t integer_element(const Stream& s, int64_t e) {
   return is_zero_draw(bits) ? 0 : (magnitude ^ -negative) + negative;  // negated when negative
 }
 
+/// A bool element: 1 when the draw's bit 32 (an integer's sign bit) is set and it is not one of
+/// the 1% zero draws, else 0; about half the elements are 1 whatever the distribution.
+KF_HD uint8_t boolean_element(const Stream& s, int64_t e) {
+  const uint64_t bits = stream_value(s.element_key, e);
+  return is_zero_draw(bits) ? 0 : static_cast<uint8_t>((bits >> 32) & 1);
+}
+
 /// Writes element `e` of a `dtype` tensor to `out` (dtype_size bytes, any alignment).
 KF_HD void store_element(const Tables& t, const Stream& s, Element dtype, int64_t e,
                          unsigned char* out) {
@@ -407,6 +414,9 @@ KF_HD void store_element(const Tables& t, const Stream& s, Element dtype, int64_
       std::memcpy(out, &v, sizeof v);
       return;
     }
+    case Element::b8:
+      *out = boolean_element(s, e);
+      return;
   }
 }
 

@@ -24,8 +24,8 @@ int fail(std::string message) {
 
 // The dtype and distribution numbers of the C ABI, checked against the enums they mirror.
 bool valid_arguments(int dtype, int distribution, int64_t elements, const void* out) {
-  if (dtype < 0 || dtype > static_cast<int>(kforge::DType::i64)) {
-    fail("unknown dtype number " + std::to_string(dtype) + " (expected 0..5: f32 f64 f16 bf16 i32 i64)");
+  if (dtype < 0 || dtype > static_cast<int>(kforge::DType::b8)) {
+    fail("unknown dtype number " + std::to_string(dtype) + " (expected 0..6: f32 f64 f16 bf16 i32 i64 bool)");
     return false;
   }
   if (distribution < 0 ||

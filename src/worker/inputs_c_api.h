@@ -4,7 +4,8 @@
  * (seed, tensor, distribution). A C ABI rather than a Python extension so that one build serves
  * every Python version (3.11 here, 3.12 on the GPU machine). docs/torch_tasks.md describes it.
  *
- * dtype numbering is DType's (src/core/task.h): 0 f32, 1 f64, 2 f16, 3 bf16, 4 i32, 5 i64.
+ * dtype numbering is DType's (src/core/task.h): 0 f32, 1 f64, 2 f16, 3 bf16, 4 i32, 5 i64,
+ * 6 bool (one byte, 0 or 1).
  * distribution numbering is InputDistribution's (src/worker/host_data.h): 0 uniform, 1 normal,
  * 2 heavy_tailed, 3 small, 4 pareto, 5 spike. remap numbering is InputRemap's: 0 none,
  * 1 every_16th, 2 half_rows. Values: host_data.h, make_input and fill_input_remapped. */

@@ -129,6 +129,7 @@ RunResult run_outputs(DeviceBackend& backend, KernelEntry kernel, const RunReque
   auto start = Clock::now();
   TensorSet set(backend, request.signature, request.workload, request.padded);
   set.remap_inputs(parse_input_remap(request.remap));
+  set.provide_from(request.provided_dir);
   const FilledInputs inputs = set.fill_inputs(request.seed, distribution, !request.host_inputs);
   backend.synchronize();
   result.input_ms = ms_since(start);
@@ -376,7 +377,8 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
                              {"workload", request.workload},
                              {"seed", request.seed},
                              {"distribution", request.distribution},
-                             {"input_sets", request.input_sets}};
+                             {"input_sets", request.input_sets},
+                             {"provided_dir", request.provided_dir}};
   const std::string key = key_json.dump();
   std::vector<TensorSet> sets;
   if (cache != nullptr && cache->key == key && !cache->sets.empty()) {
@@ -396,6 +398,7 @@ TimeResult run_time(DeviceBackend& backend, KernelEntry kernel, const TimeReques
       sets.emplace_back(backend, request.signature, request.workload);
     }
     for (size_t s = 0; s < sets.size(); ++s) {
+      sets[s].provide_from(request.provided_dir);
       sets[s].fill_inputs(request.seed + s, distribution);
     }
   }

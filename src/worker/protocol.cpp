@@ -13,11 +13,12 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<Command, const char*>, 5> kCommandNames = {{
+constexpr std::array<std::pair<Command, const char*>, 6> kCommandNames = {{
     {Command::hello, "hello"},
     {Command::load, "load"},
     {Command::run, "run"},
     {Command::time, "time"},
+    {Command::provide, "provide"},
     {Command::shutdown, "shutdown"},
 }};
 
@@ -182,6 +183,7 @@ void to_json(json& j, const RunRequest& v) {
        {"host_inputs", v.host_inputs},
        {"remap", v.remap},
        {"digest", v.digest}};
+  if (!v.provided_dir.empty()) j["provided_dir"] = v.provided_dir;
 }
 
 void from_json(const json& j, RunRequest& v) {
@@ -198,6 +200,7 @@ void from_json(const json& j, RunRequest& v) {
   v.host_inputs = j.value("host_inputs", false);
   v.remap = j.value("remap", defaults.remap);
   v.digest = j.value("digest", defaults.digest);
+  v.provided_dir = j.value("provided_dir", defaults.provided_dir);
 }
 
 void to_json(json& j, const RunResult& v) {
@@ -306,6 +309,7 @@ void to_json(json& j, const TimeRequest& v) {
        {"verified", v.verified},
        {"check_path", v.check_path},
        {"baseline", v.baseline}};
+  if (!v.provided_dir.empty()) j["provided_dir"] = v.provided_dir;
 }
 
 void from_json(const json& j, TimeRequest& v) {
@@ -322,6 +326,37 @@ void from_json(const json& j, TimeRequest& v) {
   v.verified = j.value("verified", std::vector<VerifiedDigest>{});
   v.check_path = j.value("check_path", defaults.check_path);
   v.baseline = j.value("baseline", defaults.baseline);
+  v.provided_dir = j.value("provided_dir", defaults.provided_dir);
+}
+
+void to_json(json& j, const ProvideRequest& v) {
+  j = {{"handle", v.handle},
+       {"signature", v.signature},
+       {"workload", v.workload},
+       {"seeds", v.seeds},
+       {"dir", v.dir}};
+}
+
+void from_json(const json& j, ProvideRequest& v) {
+  v.handle = j.at("handle").get<int>();
+  v.signature = j.at("signature").get<Signature>();
+  v.workload = j.at("workload").get<Workload>();
+  v.seeds = j.at("seeds").get<std::vector<uint64_t>>();
+  v.dir = j.at("dir").get<std::string>();
+}
+
+void to_json(json& j, const ProvideResult& v) {
+  j = {{"verdict", to_string(v.verdict)},
+       {"message", v.message},
+       {"bytes_written", v.bytes_written},
+       {"seconds", v.seconds}};
+}
+
+void from_json(const json& j, ProvideResult& v) {
+  v.verdict = parse_verdict(j.at("verdict").get<std::string>());
+  v.message = j.value("message", std::string());
+  v.bytes_written = j.value("bytes_written", int64_t{0});
+  v.seconds = j.value("seconds", 0.0);
 }
 
 void to_json(json& j, const TimeResult& v) {

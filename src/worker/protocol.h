@@ -6,7 +6,8 @@
 // not errors). The first exchange is always `hello`, which hands the worker a random session
 // token; every later reply must carry it, so a line a candidate forges on the result channel is
 // recognised as forged. A client refuses a worker whose protocol_version differs.
-// Commands: hello, load, run, time, shutdown.
+// Commands: hello, load, run, time, provide, shutdown (provide: reference workers of PyTorch
+// tasks only).
 //
 // The worker never judges correctness (version 1 did): `run` writes a kernel's outputs to a file
 // and kforge's orchestrator compares them with expected outputs computed by a different worker
@@ -38,7 +39,7 @@ inline constexpr int kWorkerExitHarnessError = 1;  // could not start (no device
 inline constexpr int kWorkerExitUsage = 2;         // bad command line
 inline constexpr int kWorkerExitDeviceLost = 3;    // sticky device error: respawn before reuse
 
-enum class Command { hello, load, run, time, shutdown };
+enum class Command { hello, load, run, time, provide, shutdown };
 std::string to_string(Command command);
 Command parse_command(const std::string& name);  // throws Error on unknown names
 
@@ -117,6 +118,9 @@ struct RunRequest {
   /// Hash each call's outputs (output_digest, kernel_runner.h) into RunResult::digests, so that
   /// outputs the orchestrator verified here need not be read back when a timed call repeats them.
   bool digest = false;
+  /// Where the provided inputs (TensorSpec::provided) of this workload and seed are
+  /// (provided_inputs.h); "" when the signature has none.
+  std::string provided_dir;
 };
 struct RunResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device
@@ -215,6 +219,27 @@ struct TimeRequest {
   /// request for that module and workload (TimeResult::compile_ms). Only the torch reference
   /// worker serves "compile"; kforge-worker refuses it (ok: false).
   std::string baseline = "eager";
+  /// Where the provided inputs of every seed this request uses are (the sets' seed + s and the
+  /// checks' seeds; provided_inputs.h); "" when the signature has none.
+  std::string provided_dir;
+};
+
+/// Asks a reference worker to write the provided inputs (TensorSpec::provided) of `workload`
+/// under each of `seeds` into `dir` (provided_input_file names; the folder exists, the files
+/// are created there), with the values the reference itself computes with for that seed. Only
+/// the PyTorch reference worker answers it; kforge-worker refuses it (ok: false).
+struct ProvideRequest {
+  int handle = -1;  // the loaded task (the reference worker's load of the derived task)
+  Signature signature;
+  Workload workload;
+  std::vector<uint64_t> seeds;
+  std::string dir;
+};
+struct ProvideResult {
+  Verdict verdict = Verdict::ok;  // ok, or runtime_error when the problem's code raised
+  std::string message;
+  int64_t bytes_written = 0;      // over every file
+  double seconds = 0.0;           // the worker's time making and writing them
 };
 struct TimeResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error
@@ -277,5 +302,9 @@ void to_json(nlohmann::json& j, const TimeRequest& v);
 void from_json(const nlohmann::json& j, TimeRequest& v);
 void to_json(nlohmann::json& j, const TimeResult& v);
 void from_json(const nlohmann::json& j, TimeResult& v);
+void to_json(nlohmann::json& j, const ProvideRequest& v);
+void from_json(const nlohmann::json& j, ProvideRequest& v);
+void to_json(nlohmann::json& j, const ProvideResult& v);
+void from_json(const nlohmann::json& j, ProvideResult& v);
 
 }  // namespace kforge::worker

@@ -27,7 +27,8 @@ Signature sample_signature() {
 
 TEST(Protocol, CommandNamesRoundTrip) {
   for (Command command :
-       {Command::hello, Command::load, Command::run, Command::time, Command::shutdown}) {
+       {Command::hello, Command::load, Command::run, Command::time, Command::provide,
+        Command::shutdown}) {
     EXPECT_EQ(parse_command(to_string(command)), command);
   }
   EXPECT_EQ(to_string(Command::time), "time");
@@ -115,6 +116,46 @@ TEST(Protocol, RunMessagesRoundTrip) {
   EXPECT_EQ(without_guard.get<RunResult>().guard_violation, "");
   EXPECT_TRUE(result_back.foreign_work.empty());
   EXPECT_FALSE(result_back.work_audited);
+}
+
+TEST(Protocol, ProvidedInputsTravelInRunTimeAndProvideMessages) {
+  RunRequest run;
+  run.signature = sample_signature();
+  run.signature.tensors[0].provided = true;
+  run.output_path = "/dev/shm/x.bin";
+  EXPECT_FALSE(nlohmann::json(run).contains("provided_dir"));  // absent when unused
+  run.provided_dir = "/dev/shm/kforge-eval-1/provided";
+  RunRequest run_back = round_trip(run);
+  EXPECT_EQ(run_back.provided_dir, run.provided_dir);
+  EXPECT_TRUE(run_back.signature.tensors[0].provided);
+  EXPECT_FALSE(run_back.signature.tensors[1].provided);
+  TimeRequest time;
+  time.signature = run.signature;
+  time.provided_dir = "/tmp/p";
+  EXPECT_EQ(round_trip(time).provided_dir, "/tmp/p");
+
+  ProvideRequest provide;
+  provide.handle = 3;
+  provide.signature = run.signature;
+  provide.workload.name = "gate_small";
+  provide.workload.dims = {{"rows", 5}};
+  provide.seeds = {1, 0xFFFFFFFFFFFFFFFFull};
+  provide.dir = "/tmp/p";
+  const ProvideRequest provide_back = round_trip(provide);
+  EXPECT_EQ(provide_back.handle, 3);
+  EXPECT_EQ(provide_back.seeds, provide.seeds);
+  EXPECT_EQ(provide_back.dir, "/tmp/p");
+  EXPECT_EQ(provide_back.workload.dims.at("rows"), 5);
+  ProvideResult result;
+  result.verdict = Verdict::runtime_error;
+  result.message = "get_inputs() raised";
+  result.bytes_written = 12;
+  result.seconds = 0.5;
+  const ProvideResult result_back = round_trip(result);
+  EXPECT_EQ(result_back.verdict, Verdict::runtime_error);
+  EXPECT_EQ(result_back.message, result.message);
+  EXPECT_EQ(result_back.bytes_written, 12);
+  EXPECT_THROW(nlohmann::json({{"handle", 1}}).get<ProvideRequest>(), nlohmann::json::exception);
 }
 
 TEST(Protocol, RunResultCarriesTheWorkAudit) {

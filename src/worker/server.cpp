@@ -117,6 +117,9 @@ json Server::dispatch(Command command, const json& request) {
       }
       return run_time(*backend_, kernel(time.handle), time, &timing_cache_);
     }
+    case Command::provide:
+      throw Error("kforge-worker cannot write provided inputs: only the reference worker of a "
+                  "PyTorch task (python3 -m kforge_torch worker) runs the problem's get_inputs()");
     case Command::shutdown:
       shutdown_ = true;
       return json::object();

@@ -11,7 +11,9 @@
 #include <thread>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "worker/device_backend.h"
@@ -19,6 +21,7 @@
 #include "worker/guard_bands.h"
 #include "worker/host_data.h"
 #include "worker/input_generator.h"
+#include "worker/provided_inputs.h"
 
 namespace kforge::worker {
 
@@ -52,7 +55,7 @@ class TensorSet {
   /// Throws DeviceError when the device cannot allocate or fill the buffers.
   TensorSet(DeviceBackend& backend, const Signature& signature, const Workload& workload,
             bool padded = false)
-      : backend_(backend), signature_(signature) {
+      : backend_(backend), signature_(signature), workload_name_(workload.name) {
     for (const TensorSpec& spec : signature.tensors) {
       shapes_.push_back(bind_shape(spec, workload));
       strides_.push_back(padded && spec.strided ? padded_strides(shapes_.back())
@@ -128,8 +131,18 @@ class TensorSet {
   const void* data(size_t i) const { return buffers_[i].data(); }
 
   /// Every later fill_inputs / make_inputs applies `remap` (InputRemap: the self-test probes),
-  /// with each tensor's first dimension as its rows.
+  /// with each tensor's first dimension as its rows. Provided inputs are never remapped.
   void remap_inputs(InputRemap remap) { remap_ = remap; }
+
+  /// Every later fill_inputs / make_inputs reads the provided inputs (TensorSpec::provided) of
+  /// a seed from `dir` (provided_inputs.h) instead of generating them.
+  void provide_from(std::string dir) { provided_dir_ = std::move(dir); }
+
+  /// True when some input's values are provided (they are then read on the host and uploaded).
+  bool has_provided() const {
+    return std::any_of(signature_.tensors.begin(), signature_.tensors.end(),
+                       [](const TensorSpec& spec) { return spec.provided; });
+  }
 
   /// Total bytes of every output, in signature order.
   int64_t output_bytes() const {
@@ -146,10 +159,8 @@ class TensorSet {
       host[i].bytes = bytes(i);
       host[i].data = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes(i)));
       const DType dtype = signature_.tensors[i].dtype;
-      const int64_t rows = shapes_[i].empty() ? 1 : shapes_[i].front();
       if (strides_[i].empty()) {
-        fill_input_remapped({host[i].begin(), static_cast<size_t>(bytes(i))}, dtype, seed,
-                            static_cast<int>(i), distribution, remap_, rows);
+        logical_values(i, seed, distribution, {host[i].begin(), static_cast<size_t>(bytes(i))});
         continue;
       }
       // The same logical values as the compact layout, scattered; the gaps hold NaN bytes, so
@@ -157,7 +168,7 @@ class TensorSet {
       const int64_t element = dtype_size(dtype);
       const int64_t count = element_count(shapes_[i]);
       std::vector<std::byte> logical(static_cast<size_t>(count * element));
-      fill_input_remapped(logical, dtype, seed, static_cast<int>(i), distribution, remap_, rows);
+      logical_values(i, seed, distribution, logical);
       std::memset(host[i].begin(), 0xFF, static_cast<size_t>(bytes(i)));
       const std::vector<int64_t>& shape = shapes_[i];
       for (int64_t e = 0; e < count; ++e) {
@@ -203,7 +214,7 @@ class TensorSet {
   FilledInputs fill_inputs(uint64_t seed, InputDistribution distribution,
                            bool allow_in_place = true) {
     FilledInputs filled{seed, distribution, {}};
-    bool in_place = allow_in_place;
+    bool in_place = allow_in_place && !has_provided();
     for (size_t i = 0; i < size() && in_place; ++i) {
       if (!is_input(i)) continue;
       const auto tensor = generated(i, seed, distribution);
@@ -305,8 +316,24 @@ class TensorSet {
   }
 
  private:
+  /// Input `i`'s row-major values under (seed, distribution) into `out` (its compact bytes):
+  /// read from the provided folder for a provided input, generated (and remapped) otherwise.
+  void logical_values(size_t i, uint64_t seed, InputDistribution distribution,
+                      std::span<std::byte> out) const {
+    const TensorSpec& spec = signature_.tensors[i];
+    if (spec.provided) {
+      read_provided_input(provided_dir_, workload_name_, seed, static_cast<int>(i), spec.name,
+                          out.data(), static_cast<int64_t>(out.size()));
+      return;
+    }
+    const int64_t rows = shapes_[i].empty() ? 1 : shapes_[i].front();
+    fill_input_remapped(out, spec.dtype, seed, static_cast<int>(i), distribution, remap_, rows);
+  }
+
   DeviceBackend& backend_;
   Signature signature_;  // a copy: sets may outlive the request (TimingCache)
+  std::string workload_name_;
+  std::string provided_dir_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<std::vector<int64_t>> strides_;  // empty: compact
   std::vector<DeviceBuffer> buffers_;

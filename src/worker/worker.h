@@ -21,6 +21,15 @@ class Worker {
   /// Runs a kernel and leaves its outputs in request.output_path (protocol.h, RunRequest).
   virtual RunResult run(const RunRequest& request, double timeout_s) = 0;
   virtual TimeResult time(const TimeRequest& request, double timeout_s) = 0;
+  /// Writes provided inputs (protocol.h, ProvideRequest): only a PyTorch task's reference
+  /// worker can. The default answers runtime_error, as kforge-worker does.
+  virtual ProvideResult provide(const ProvideRequest& /*request*/, double /*timeout_s*/) {
+    ProvideResult refused;
+    refused.verdict = Verdict::runtime_error;
+    refused.message = "this worker cannot write provided inputs (only the reference worker of a "
+                      "PyTorch task runs the problem's get_inputs())";
+    return refused;
+  }
   /// Asks the worker to exit and reaps it; idempotent.
   virtual void shutdown() = 0;
 };

@@ -357,6 +357,14 @@ TimeResult ProcessWorker::time(const TimeRequest& request, double timeout_s) {
   return decode<TimeResult>(exchange(Command::time, sent, timeout_s), Command::time);
 }
 
+ProvideResult ProcessWorker::provide(const ProvideRequest& request, double timeout_s) {
+  ProvideRequest sent = request;
+  if (auto failure = resolve(request.handle, timeout_s, &sent.handle)) {
+    return decode<ProvideResult>(std::move(*failure), Command::load);
+  }
+  return decode<ProvideResult>(exchange(Command::provide, sent, timeout_s), Command::provide);
+}
+
 void ProcessWorker::shutdown() {
   lost_cause_.clear();  // a deliberate end: the next start is no restart
   if (!process_) return;

@@ -94,6 +94,7 @@ class ProcessWorker final : public Worker {
   /// worker is killed and the result carries the verdict rejected_by_policy.
   RunResult run(const RunRequest& request, double timeout_s) override;
   TimeResult time(const TimeRequest& request, double timeout_s) override;
+  ProvideResult provide(const ProvideRequest& request, double timeout_s) override;
   /// Sends shutdown and reaps the worker (killing its group if it does not exit within
   /// exit_timeout_s). Idempotent, never throws; handles stay valid (a later call respawns).
   void shutdown() override;

@@ -130,6 +130,8 @@ int generate(void* device, const GeneratedTensor& tensor, void* stream_handle) {
   if (tensor.storage_elements == 0) return cudaSuccess;
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   switch (tensor.element_bytes) {
+    case 1:
+      return launch_generate<uint8_t>(tables, device, tensor, stream);
     case 2:
       return launch_generate<uint16_t>(tables, device, tensor, stream);
     case 4:
@@ -150,6 +152,9 @@ int first_difference(const void* device, const GeneratedTensor& tensor, void* st
   cudaError_t status = cudaMemsetAsync(slot, 0xFF, sizeof *slot, stream);
   if (status == cudaSuccess) {
     switch (tensor.element_bytes) {
+      case 1:
+        status = launch_difference<uint8_t>(tables, device, tensor, stream, slot);
+        break;
       case 2:
         status = launch_difference<uint16_t>(tables, device, tensor, stream, slot);
         break;
