@@ -54,8 +54,9 @@ void prepare(Harness& harness, const std::string& backend) {
     harness.skip = "the " + backend + " backend is not in this build";
     return;
   }
-  ::setenv("KFORGE_PYTHON", KFORGE_TEST_PYTHON, 1);
-  ::setenv("KFORGE_INPUTS_LIB", KFORGE_INPUTS_LIB_PATH, 1);
+  // The Python with torch is found as kforge finds it (KFORGE_PYTHON, python3, /usr/bin/python3):
+  // the one this build was configured with need not be the one on the GPU machine.
+  ::setenv("KFORGE_INPUTS_LIB", KFORGE_INPUTS_LIB_PATH, 0);
   harness.candidates =
       std::make_unique<worker::ProcessWorker>(worker::testing::worker_path(), backend, 0);
   try {
