@@ -33,7 +33,11 @@ Verdict parse_verdict(const std::string& name) {
   for (const auto& [value, known] : kVerdictNames) {
     if (name == known) return value;
   }
-  throw Error("unknown verdict '" + name + "'");
+  std::string known;
+  for (const auto& [value, verdict_name] : kVerdictNames) {
+    known += (known.empty() ? "" : ", ") + std::string(verdict_name);
+  }
+  throw Error("unknown verdict '" + name + "' (expected one of " + known + ")");
 }
 
 }  // namespace kforge
