@@ -278,6 +278,29 @@ TEST_F(CliLlmTorchTest, AModelThatNeverWritesACorrectKernelEndsTheRunWithExitCod
   EXPECT_NE(read_file(run / "report.md").find("Stopped: no first kernel"), std::string::npos);
 }
 
+TEST_F(CliLlmTorchTest, ProvidedInputsReachTheModelsKernelThroughTheWholeRun) {
+  // masked_pick's bool mask and class ids come from its get_inputs() (provided inputs): the
+  // model is told so, its kernel reads them in every rung, and the run verifies it.
+  FakeOpenAiServer server;
+  ScriptedModel model("masked_pick_cpu.md", "no_code.md", "no_code.md");
+  server.set_responder(model);
+  const fs::path run = dir_ / "run";
+  std::vector<std::string> args = optimize_args(run);
+  args[1] = (fs::path(KFORGE_SOURCE_DIR) / "python/tests/problems/masked_pick.py").string();
+  process::CommandResult result = kforge(args, endpoint(server));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json json = nlohmann::json::parse(read_file(run / "result.json"));
+  ASSERT_FALSE(json["best"].is_null()) << json.dump(2);
+  EXPECT_EQ(json["best"]["id"], "llm-first");
+  EXPECT_GT(json["final"]["speedup"]["speedup"].get<double>(), 0.0);
+  ASSERT_EQ(model.prompts().first.size(), 1u);
+  const std::string& prompt = model.prompts().first[0];
+  EXPECT_NE(prompt.find("`args->inputs[1]` = `mask`: bool"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("the problem's own get_inputs()"), std::string::npos) << prompt;
+  // The derived task the run keeps marks them.
+  EXPECT_NE(read_file(run / "task.toml").find("provided = true"), std::string::npos);
+}
+
 TEST_F(CliLlmTorchTest, WithTheTemplatesGeneratorTheProblemIsARowThatSaysToUseTheLlm) {
   const fs::path problems = dir_ / "problems";
   fs::create_directories(problems);
