@@ -1,0 +1,256 @@
+// The Evaluator's timing rungs (evaluator.h): the timing requests and their checked calls, the
+// reference's times, rung 2 over every timed workload, rung 3's interleaved rounds with the
+// reference (and torch.compile), and the acceptance comparison. Split from evaluator.cpp, which
+// keeps preparing the task and the gate.
+#include "evaluation/evaluator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "common/mapped_file.h"
+#include "worker/kernel_runner.h"
+
+namespace kforge::evaluation {
+worker::TimeRequest Evaluator::time_request(int handle, const Workload& workload,
+                                            const worker::MeasurementPolicy& measurement,
+                                            uint64_t seed) const {
+  worker::TimeRequest request;
+  request.handle = handle;
+  request.signature = task_.signature;
+  request.workload = workload;
+  request.seed = seed;
+  request.distribution = task_.distributions.front();
+  request.input_sets = input_sets_for(workload);
+  request.policy = measurement;
+  request.flush_l2 = policy_.flush_l2;
+  request.provided_dir = oracle_->provided_dir();
+  return request;
+}
+
+void Evaluator::prime_check_outputs(const Workload& workload) {
+  if (!policy_.recheck_timed_outputs) return;
+  // The worker may hold fewer sets than asked (memory): those it holds are a prefix of these.
+  for (int s = 0; s < input_sets_for(workload); ++s) {
+    GateCase gate_case;
+    gate_case.workload = workload;
+    gate_case.seed = timing_seed_ + static_cast<uint64_t>(s);
+    gate_case.distribution = task_.distributions.front();
+    oracle_->expected(gate_case);
+  }
+}
+
+Evaluator::CheckedTiming Evaluator::time_with_checks(
+    worker::Worker& on, int handle, const Workload& workload,
+    const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
+    const std::string& timing_name) {
+  worker::TimeRequest request = time_request(handle, workload, measurement, seed);
+  if (!policy_.recheck_timed_outputs || checks <= 0) {
+    return {on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
+  }
+  request.checks = checks_->plan(timed_case(workload.name), measurement, checks);
+  request.verified = checks_->verified(workload);
+  request.check_path = scratch_->next_file("check");
+  struct Unlink {
+    std::vector<std::string> paths;
+    ~Unlink() {
+      for (const std::string& path : paths) ::unlink(path.c_str());
+    }
+  } unlink;
+  for (size_t k = 0; k < request.checks.size(); ++k) {
+    unlink.paths.push_back(worker::check_file(request.check_path, k));
+    create_private_file(unlink.paths.back());
+  }
+  CheckedTiming timing{on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
+  const worker::TimeResult& result = timing.result;
+  if (result.verdict != Verdict::ok) return timing;
+  const std::string where = "the " + timing_name + " timing on '" + workload.name + "': ";
+  if (!result.foreign_work.empty()) {
+    timing.verdict = Verdict::rejected_by_policy;
+    timing.failure = where + "work outside args->stream: " + result.foreign_work +
+                     " (launch every kernel, copy and memset on args->stream: the timing "
+                     "events there do not see work elsewhere)";
+  } else if (!result.guard_violation.empty()) {
+    timing.verdict = Verdict::wrong_answer;
+    timing.failure = where + "the kernel " + result.guard_violation +
+                     " (into the guard band beside its storage): kernels must write only "
+                     "inside their outputs";
+  } else if (std::string failure = checks_->verify(request, result, timing_name);
+             !failure.empty()) {
+    timing.verdict = Verdict::wrong_answer;
+    timing.failure = std::move(failure);
+  }
+  return timing;
+}
+
+TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Workload& workload,
+                                      const worker::MeasurementPolicy& measurement,
+                                      uint64_t seed, int checks, Rung rung) {
+  const CheckedTiming timing =
+      time_with_checks(on, handle, workload, measurement, seed, checks, to_string(rung));
+  TimingVerdict verdict = judge_timing(
+      timing.result, physical_floor(task_, workload, device_, policy_.checks.floor_slack),
+      policy_.checks);
+  if (timing.verdict != Verdict::ok) {
+    verdict.verdict = timing.verdict;
+    verdict.message = timing.failure;
+  }
+  return verdict;
+}
+
+TimingVerdict Evaluator::time_reference() {
+  worker::TimeResult result = reference_worker_.time(
+      time_request(oracle_->handle(), timed_workload_, policy_.quick, timing_seed_),
+      policy_.time_timeout_s);
+  if (result.verdict != Verdict::ok) {
+    throw Error("timing the reference failed: " + to_string(result.verdict) + ": " +
+                result.message);
+  }
+  TimingVerdict verdict =
+      judge_timing(result, physical_floor(task_, timed_workload_, device_, policy_.checks.floor_slack),
+                   policy_.checks);
+  if (verdict.verdict != Verdict::ok) {
+    // The reference is trusted: a failed plausibility check there means the task's bytes or
+    // FLOPs formula overstates the work. Say so, but keep the time.
+    verdict.warning = "the reference itself fails a timing check (" + verdict.message +
+                      "): check the task's bytes/flops formulas";
+    verdict.verdict = Verdict::ok;
+    verdict.message.clear();
+  }
+  return verdict;
+}
+
+void Evaluator::prime_full_rung_reference() {
+  for (const Workload& workload : task_.workloads) {
+    if (!workload.timed || reference_full_ms_.contains(workload.name)) continue;
+    prime_check_outputs(workload);
+    worker::TimeResult reference = reference_worker_.time(
+        time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
+        policy_.time_timeout_s);
+    if (reference.verdict != Verdict::ok) {
+      throw Error("timing the reference on '" + workload.name + "' failed: " +
+                  reference.message);
+    }
+    reference_full_ms_[workload.name] = median(reference.samples_ms);
+  }
+}
+
+FullRung Evaluator::full_rung(int handle) { return full_rung(handle, candidates_); }
+
+FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
+  prime_full_rung_reference();
+  FullRung rung;
+  double log_sum = 0.0;
+  for (const Workload& workload : task_.workloads) {
+    if (!workload.timed) continue;
+    FullRung::Entry entry;
+    entry.workload = workload.name;
+    entry.candidate = time_checked(on, handle, workload, policy_.full, timing_seed_,
+                                   policy_.checks_per_request, Rung::full);
+    entry.reference_median_ms = reference_full_ms_.at(workload.name);
+    if (entry.candidate.verdict != Verdict::ok) {
+      rung.verdict = entry.candidate.verdict;
+      rung.message = "workload '" + workload.name + "': " + entry.candidate.message;
+      rung.workloads.push_back(std::move(entry));
+      return rung;
+    }
+    entry.speedup = entry.reference_median_ms / entry.candidate.summary.median_ms;
+    log_sum += std::log(entry.speedup);
+    rung.workloads.push_back(std::move(entry));
+  }
+  rung.geomean_speedup = std::exp(log_sum / static_cast<double>(rung.workloads.size()));
+  return rung;
+}
+
+Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle) {
+  return time_paired(candidate_handle, candidates_);
+}
+
+Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Worker& on) {
+  PairedSamples paired;
+  bool compiled = policy_.baseline == BaselineKind::compile;
+  enum class Turn { reference, candidate, compiled };
+  for (int round = 0; round < policy_.final_rounds; ++round) {
+    std::vector<Turn> turns = {Turn::reference, Turn::candidate};
+    if (compiled) {
+      turns.push_back(Turn::compiled);
+      std::rotate(turns.begin(), turns.begin() + round % 3, turns.end());
+    }
+    for (const Turn turn : turns) {
+      if (turn == Turn::compiled) {
+        if (!compiled) continue;  // failed earlier in this round
+        std::optional<std::vector<double>> samples = time_compiled_reference(paired.compile_failure);
+        if (samples) {
+          paired.compile_rounds.push_back(std::move(*samples));
+        } else {
+          compiled = false;
+          paired.compile_rounds.clear();
+        }
+        continue;
+      }
+      if (turn == Turn::reference) {
+        worker::TimeResult reference = reference_worker_.time(
+            time_request(oracle_->handle(), timed_workload_, policy_.round, timing_seed_),
+            policy_.time_timeout_s);
+        if (reference.verdict != Verdict::ok) {
+          throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
+                      reference.message);
+        }
+        paired.reference_rounds.push_back(reference.samples_ms);
+        continue;
+      }
+      const CheckedTiming timing = time_with_checks(on, candidate_handle, timed_workload_,
+                                                    policy_.round, timing_seed_,
+                                                    policy_.checks_per_round,
+                                                    to_string(Rung::final));
+      const worker::TimeResult& candidate = timing.result;
+      if (candidate.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
+        paired.failure = timing.verdict == Verdict::ok
+                             ? to_string(candidate.verdict) + ": " + candidate.message
+                             : to_string(timing.verdict) + ": " + timing.failure;
+        paired.candidate_rounds.clear();
+        return paired;
+      }
+      paired.candidate_rounds.push_back(candidate.samples_ms);
+    }
+  }
+  return paired;
+}
+
+CompareOutcome Evaluator::compare(int incumbent, int challenger) {
+  return compare(incumbent, challenger, candidates_);
+}
+
+CompareOutcome Evaluator::compare(int incumbent, int challenger, worker::Worker& on) {
+  CompareOutcome outcome;
+  std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
+  for (int round = 0; round < policy_.compare_rounds; ++round) {
+    // Alternate who goes first, so that an order effect (warm clocks) favours neither.
+    const bool incumbent_first = round % 2 == 0;
+    for (int turn = 0; turn < 2; ++turn) {
+      const bool incumbent_turn = (turn == 0) == incumbent_first;
+      const int handle = incumbent_turn ? incumbent : challenger;
+      const CheckedTiming timing = time_with_checks(on, handle, timed_workload_, policy_.round,
+                                                    timing_seed_, policy_.checks_per_round,
+                                                    "acceptance");
+      if (timing.result.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
+        outcome.failed_handle = handle;
+        const bool checked = timing.verdict != Verdict::ok;
+        outcome.verdict = checked ? timing.verdict : timing.result.verdict;
+        outcome.message = checked ? timing.failure : timing.result.message;
+        return outcome;
+      }
+      (incumbent_turn ? incumbent_rounds : challenger_rounds).push_back(timing.result.samples_ms);
+    }
+  }
+  outcome.paired = judge_paired(incumbent_rounds, challenger_rounds, policy_.acceptance_level,
+                                policy_.min_gain, policy_.gate.base_seed);
+  return outcome;
+}
+
+}  // namespace kforge::evaluation
