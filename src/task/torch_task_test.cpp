@@ -131,6 +131,23 @@ TEST_F(TorchTaskTest, TomlWrittenByKforgeTaskLoadsBackIntoTheSameTask) {
   EXPECT_EQ(loaded.torch_reference.at("problem_sha256"), "00ff");
 }
 
+TEST_F(TorchTaskTest, TomlKeepsWhyNoFamilyMatched) {
+  // `kforge optimize` of the TOML says why no family computes the module (the suite runs its
+  // problems from such TOMLs): the reasons survive the round trip, quotes and newlines too.
+  json derived = softmax_derived(problem_);
+  derived["family"] = "";
+  derived["family_misses"] = {{"softmax", "closest differs: \"x\" at 1e-3\nsecond line"},
+                              {"layernorm", "needs gamma and beta"}};
+  const Task task = task_from_derived(derived, problem_);
+  const fs::path toml_path = dir_ / "task.toml";
+  std::ofstream(toml_path) << torch_task_toml(task, "");
+  const Task loaded = load_task(toml_path.string());
+  EXPECT_EQ(loaded.family, "");
+  EXPECT_EQ(loaded.torch_reference.at("family_misses"), derived["family_misses"]);
+  EXPECT_FALSE(loaded.torch_reference.at("torch").contains("family_misses"));
+  EXPECT_EQ(loaded.torch_reference.at("torch"), task.torch_reference.at("torch"));
+}
+
 TEST_F(TorchTaskTest, TomlWithATorchReferenceButNoMappingSaysHowToWriteOne) {
   const Task task = task_from_derived(softmax_derived(problem_), problem_);
   std::string text = torch_task_toml(task, dir_.string());

@@ -133,6 +133,15 @@ std::string torch_task_toml(const Task& task, const std::string& toml_dir) {
     if (key == "workloads") continue;
     out << key << " = " << inline_value(value) << "\n";
   }
+  // Why no family (or an earlier one) matched: what `kforge optimize` of this TOML says when
+  // no family computes the module, as it does for the problem file itself.
+  if (derived.contains("family_misses") && derived.at("family_misses").is_object() &&
+      !derived.at("family_misses").empty()) {
+    out << "\n[torch.family_misses]\n";
+    for (const auto& [family, why] : derived.at("family_misses").items()) {
+      out << quoted(family) << " = " << inline_value(why) << "\n";
+    }
+  }
   for (const auto& [name, entry] : torch_section.at("workloads").items()) {
     out << "\n[torch.workloads." << quoted(name) << "]\n";
     for (const auto& [key, value] : entry.items()) out << key << " = " << inline_value(value) << "\n";
