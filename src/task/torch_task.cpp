@@ -347,7 +347,7 @@ json derived_from_toml(const Task& task, const json& torch_table, const std::str
                   {"problem", problem_path}};
   json torch_section = torch_table;
   // Kept in [torch] in TOML, top-level fields of the derived JSON.
-  for (const char* key : {"problem_sha256", "family_misses"}) {
+  for (const char* key : {"problem_sha256", "family_misses", "input_rules"}) {
     if (torch_section.contains(key)) {
       derived[key] = torch_section.at(key);
       torch_section.erase(key);

@@ -131,7 +131,7 @@ TEST_F(TorchTaskTest, TomlWrittenByKforgeTaskLoadsBackIntoTheSameTask) {
   EXPECT_EQ(loaded.torch_reference.at("problem_sha256"), "00ff");
 }
 
-TEST_F(TorchTaskTest, TomlKeepsWhyNoFamilyMatched) {
+TEST_F(TorchTaskTest, TomlKeepsWhyNoFamilyMatchedAndWhereInputsComeFrom) {
   // `kforge optimize` of the TOML says why no family computes the module (the suite runs its
   // problems from such TOMLs): the reasons survive the round trip, quotes and newlines too.
   json derived = softmax_derived(problem_);
@@ -145,6 +145,8 @@ TEST_F(TorchTaskTest, TomlKeepsWhyNoFamilyMatched) {
   EXPECT_EQ(loaded.family, "");
   EXPECT_EQ(loaded.torch_reference.at("family_misses"), derived["family_misses"]);
   EXPECT_FALSE(loaded.torch_reference.at("torch").contains("family_misses"));
+  // Where each input's values come from, which the LLM prompt states, survives too.
+  EXPECT_EQ(loaded.torch_reference.at("input_rules"), derived["input_rules"]);
   EXPECT_EQ(loaded.torch_reference.at("torch"), task.torch_reference.at("torch"));
 }
 
