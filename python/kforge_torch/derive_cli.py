@@ -68,6 +68,8 @@ def main(argv=None):
     except SystemExit as exit_request:  # argparse: --help (0) or a usage error (2)
         return EXIT_USAGE if exit_request.code else 0
     options = {"device": arguments.device, "capacity_check": not arguments.no_capacity_check}
+    from kforge_torch.allocator import reuse_freed_memory
+    reuse_freed_memory()
     if arguments.batch or len(arguments.files) > 1:
         if arguments.output:
             return _usage_error("-o takes one file; a batch prints JSON lines on stdout")

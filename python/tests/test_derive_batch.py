@@ -13,7 +13,7 @@ import sys
 import time
 import unittest
 
-from kforge_torch import derive_batch, derive_cli
+from kforge_torch import allocator, derive_batch, derive_cli
 
 PROBLEMS = pathlib.Path(__file__).resolve().parent / "problems"
 ROOT = PROBLEMS.parents[2]
@@ -111,6 +111,13 @@ class BatchSameAsSingleTest(unittest.TestCase):
         code, batch, stderr = run_derive("--batch", path)
         self.assertEqual(code, 0, stderr)
         self.assertEqual(lines_of(batch)[0]["task"], json.loads(single))
+
+
+class AllocatorTest(unittest.TestCase):
+    @unittest.skipUnless(sys.platform.startswith("linux"), "glibc's mallopt")
+    def test_glibc_takes_the_thresholds(self):
+        # A value past glibc's maximum (32 MiB mmap threshold on 64-bit) would be refused.
+        self.assertTrue(allocator.reuse_freed_memory())
 
 
 class BatchInProcessTest(unittest.TestCase):
