@@ -12,10 +12,12 @@
       derivation (SUITE_DIR/derived/derivation.json), each child's process overhead (start, task
       load, workers, reports: child wall - the run's own wall_s), the run's prepare (reference
       worker start, reference outputs, task self-test: events.jsonl task_prepared), compile and
-      search bookkeeping (the rest of the run's wall_s), and evaluation (the run's device_s:
-      candidate rungs and the final rung), plus the suite's own time.
+      search bookkeeping (the rest of the run's wall_s), and evaluation (the run's device_s,
+      candidate rungs 0-2, plus its final rung), plus the suite's own time.
+  ingest_bench.py reanalyze --out OUT.json --suite-dir DIR SUITE.json
+      The split again from what `suite` wrote and the suite directory.
   ingest_bench.py table IN.json...
-      Markdown tables of what the other two wrote.
+      Markdown tables of what the others wrote.
 
 Standard library only; CPU seconds are user + system of the children (all threads), which on a
 shared host says more than wall time. The Python that runs the batch is found as kforge finds it:
@@ -127,17 +129,28 @@ def ingest(arguments):
     return record
 
 
+def _event_time(event):
+    return datetime.datetime.strptime(event["time"], "%Y-%m-%dT%H:%M:%SZ").timestamp()
+
+
 def run_breakdown(run_dir):
-    """(the run's wall_s, device_s, prepare seconds) from its result.json and events.jsonl."""
+    """(the run's wall_s, evaluation seconds, prepare seconds) from its result.json and
+    events.jsonl. Evaluation is the budget's device_s (candidate rungs 0-2) plus the final rung
+    (reference and best interleaved), which device_s leaves out: the time from the event before
+    the "final" event to it (events are stamped to the second)."""
     result = json.loads((run_dir / "result.json").read_text())
     spent = result.get("budget", {}).get("spent", {})
-    prepare_s = 0.0
+    prepare_s, final_s, previous = 0.0, 0.0, None
     events = run_dir / "events.jsonl"
     for line in events.read_text().splitlines() if events.exists() else []:
         event = json.loads(line)
         if event.get("event") == "task_prepared":
             prepare_s += event.get("seconds", 0.0)
-    return spent.get("wall_s", result.get("wall_s", 0.0)), spent.get("device_s", 0.0), prepare_s
+        if event.get("event") == "final" and previous is not None:
+            final_s += _event_time(event) - _event_time(previous)
+        previous = event
+    return (spent.get("wall_s", result.get("wall_s", 0.0)), spent.get("device_s", 0.0) + final_s,
+            prepare_s)
 
 
 def suite(arguments):
@@ -148,6 +161,19 @@ def suite(arguments):
     result, total_s, cpu_s = timed(argv, dict(os.environ, KFORGE_PYTHON=python), timeout_s=None)
     record.update(exit_code=result.returncode, total_wall_s=round(total_s, 3),
                   total_cpu_s=round(cpu_s, 3))
+    return analyze(record, suite_dir)
+
+
+def reanalyze(arguments):
+    """The breakdown again from a suite JSON this script wrote (its total time and provenance)
+    and the suite directory as it is now."""
+    record = json.loads(pathlib.Path(arguments.record).read_text())
+    return analyze(record, pathlib.Path(arguments.suite_dir).resolve())
+
+
+def analyze(record, suite_dir):
+    """Adds the split of record["total_wall_s"] over the parts of the suite at `suite_dir`."""
+    total_s = record["total_wall_s"]
     derivation_path = suite_dir / "derived" / "derivation.json"
     derivation = json.loads(derivation_path.read_text()) if derivation_path.exists() else {}
     parts = {"derivation": derivation.get("batch_wall_s", 0.0), "child_process": 0.0,
@@ -157,7 +183,9 @@ def suite(arguments):
     for row in rows:
         entry = {"task": row["name"], "status": row["status"], "child_wall_s": row["wall_s"]}
         run_dir = pathlib.Path(row["run_dir"])
-        if (run_dir / "result.json").exists() and not row.get("resumed"):
+        if row.get("resumed"):  # finished by an earlier invocation: no time in this one
+            entry["resumed"] = True
+        elif (run_dir / "result.json").exists():
             wall_s, device_s, prepare_s = run_breakdown(run_dir)
             entry.update(run_wall_s=wall_s, device_s=device_s, prepare_s=prepare_s)
             parts["child_process"] += row["wall_s"] - wall_s
@@ -214,7 +242,12 @@ def _ingest_table(record):
 
 def _suite_table(record):
     total = record["total_wall_s"]
-    print(f"`kforge {record['command']}`: {total:.1f} s, exit {record['exit_code']}\n")
+    words = record["command"].split()
+    files = [w for w in words if w.endswith(".py")]
+    shown = " ".join(w for w in words if not w.endswith(".py"))
+    print(f"`kforge {shown}` over {len(files)} problem files: {total:.1f} s, exit "
+          f"{record['exit_code']}\n" if files else
+          f"`kforge {record['command']}`: {total:.1f} s, exit {record['exit_code']}\n")
     print("| part | seconds | share |")
     print("| --- | ---: | ---: |")
     for part, seconds in record["seconds"].items():
@@ -238,6 +271,10 @@ def main():
     many.add_argument("--suite-dir", required=True)
     many.add_argument("--kforge", default=str(ROOT / "build" / "release" / "kforge"))
     many.add_argument("suite_arguments", nargs=argparse.REMAINDER)
+    again = commands.add_parser("reanalyze")
+    again.add_argument("--out", required=True)
+    again.add_argument("--suite-dir", required=True)
+    again.add_argument("record", help="a JSON that `suite` wrote")
     show = commands.add_parser("table")
     show.add_argument("files", nargs="+")
     arguments = parser.parse_args()
@@ -245,7 +282,7 @@ def main():
         return table(arguments.files)
     if arguments.command == "suite":
         arguments.suite_arguments = [a for a in arguments.suite_arguments if a != "--"]
-    record = ingest(arguments) if arguments.command == "ingest" else suite(arguments)
+    record = {"ingest": ingest, "suite": suite, "reanalyze": reanalyze}[arguments.command](arguments)
     pathlib.Path(arguments.out).write_text(json.dumps(record, indent=1) + "\n")
     table([arguments.out])
 

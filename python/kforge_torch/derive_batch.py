@@ -168,6 +168,7 @@ def run_batch(paths, options, time_limit_s, out):
     """
     import kforge_torch.derive  # noqa: F401 - imported once here, shared by every child
     import kforge_torch.families  # noqa: F401
+    _note_threads()
     try:
         close_fds = [out.fileno()]
     except (AttributeError, OSError, ValueError):  # a stream without a descriptor (tests)
@@ -178,6 +179,20 @@ def run_batch(paths, options, time_limit_s, out):
         out.write(result_line(absolute, outcome) + "\n")
         out.flush()
     return 0
+
+
+def _note_threads():
+    """Says on stderr when this process runs more than one thread before forking: a thread that
+    holds a lock (malloc's, an OpenMP pool's) at the fork leaves it held in the child. Importing
+    PyTorch 1.13 starts none (measured on the development machine); this shows it if a version
+    does."""
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        return
+    if threads > 1:
+        print(f"kforge-torch: note: {threads} threads before forking the problems' children",
+              file=sys.stderr)
 
 
 def private_stdout():

@@ -33,13 +33,41 @@ bool derived_from_these_bytes(const fs::path& toml, const fs::path& problem,
   }
 }
 
-// Writes the derived task of `problem` as TOML at `toml`; the error message when it cannot.
-std::string write_derived(const DerivedProblem& problem, const fs::path& toml) {
+// Why the TOML at `toml` does not read back into `task`, or "" when it does: the child must run
+// the task that was derived, and a field the TOML form cannot carry would change it.
+std::string round_trip_difference(const Task& task, const fs::path& toml) {
+  try {
+    const Task loaded = load_task(toml.string());
+    if (json(loaded.signature) != json(task.signature)) return "the signature differs";
+    if (json(loaded.workloads) != json(task.workloads)) return "the workloads differ";
+    if (json(loaded.tolerance) != json(task.tolerance)) return "the tolerance differs";
+    if (loaded.torch_reference.value("torch", json()) != task.torch_reference.value("torch", json())) {
+      return "the module mapping differs";
+    }
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+// Writes the derived task of `problem` as TOML at `toml` and sets where the child's task is:
+// the TOML, or the problem file itself (derived again by the child, as before the suite derived
+// up front) when the TOML does not read back into the same task. The error message when the
+// derived JSON is not a task.
+std::string write_derived(const DerivedProblem& problem, const fs::path& toml,
+                          SuiteProblem& settled, const std::function<void(const std::string&)>& say) {
   try {
     const Task task = task_from_derived(*problem.derived, problem.path);
     fs::create_directories(toml.parent_path());
     // An absolute problem path: the run directory keeps a copy of this file elsewhere.
     write_file_atomically(toml, torch_task_toml(task, ""));
+    settled.toml_path = toml;
+    if (const std::string why = round_trip_difference(task, toml); !why.empty()) {
+      fs::remove(toml);  // never reused by a continued suite either
+      settled.toml_path = problem.path;
+      say(toml.string() + " does not read back into the derived task (" + why +
+          "); its child derives " + problem.path + " itself");
+    }
     return "";
   } catch (const std::exception& e) {
     return e.what();
@@ -101,6 +129,7 @@ std::map<std::string, SuiteProblem> prepare_suite_problems(
     std::vector<std::string> paths;
     for (const SuiteTask* task : to_derive) paths.push_back(task->task_path.string());
     BatchDeriveOptions batch;
+    batch.python = options.python;
     batch.per_problem_timeout_s = options.per_problem_timeout_s;
     batch.should_stop = options.should_stop;
     size_t answered = 0;
@@ -109,8 +138,7 @@ std::map<std::string, SuiteProblem> prepare_suite_problems(
       SuiteProblem& problem = settled[task.label];
       problem.derive_s = result.seconds;
       const fs::path toml = derived_task_path(suite_dir, task.label);
-      problem.error = result.derived ? write_derived(result, toml) : result.error;
-      if (problem.error.empty()) problem.toml_path = toml;
+      problem.error = result.derived ? write_derived(result, toml, problem, say) : result.error;
       answered = index + 1;
       say(fmt::format("derived [{}/{}] {}: {}", index + 1, to_derive.size(), task.label,
                       problem.error.empty() ? described(*result.derived, result.seconds)

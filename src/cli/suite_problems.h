@@ -19,13 +19,16 @@ namespace kforge::cli {
 
 /// A problem of the suite once derivation has been settled.
 struct SuiteProblem {
-  std::filesystem::path toml_path;  // the derived task; empty when the derivation failed
+  /// The derived task the child runs; the problem file itself when the TOML does not read back
+  /// into the derived task (the child then derives it again); empty when the derivation failed.
+  std::filesystem::path toml_path;
   std::string error;                // the derivation's message (names the file), else empty
   bool reused = false;              // toml_path is an earlier suite run's, same problem bytes
   double derive_s = 0.0;            // the problem's derivation (wall, in its child); 0 if reused
 };
 
 struct SuiteProblemOptions {
+  std::string python;  // the batch's Python; empty: torch_python() (tests give a stand-in)
   double per_problem_timeout_s = 300.0;  // a derivation stopped after this long is its error
   /// Progress lines ("derived 23_Softmax: softmax, 1.2 s").
   std::function<void(const std::string&)> say;

@@ -150,6 +150,22 @@ TEST_F(TorchTaskTest, TomlKeepsWhyNoFamilyMatchedAndWhereInputsComeFrom) {
   EXPECT_EQ(loaded.torch_reference.at("torch"), task.torch_reference.at("torch"));
 }
 
+TEST_F(TorchTaskTest, ZeroDimensionalOutputSurvivesTheToml) {
+  // A loss (KernelBench 95) returns a 0-d tensor: shape [] in the derived task and in its TOML,
+  // which a suite's child runs.
+  json derived = softmax_derived(problem_);
+  derived["signature"]["tensors"][1] = {{"name", "loss"}, {"role", "output"}, {"dtype", "f32"},
+                                        {"shape", json::array()}};
+  derived["torch"]["workloads"]["gate_small"]["shapes"][1] = json::array();
+  derived["torch"]["workloads"]["problem"]["shapes"][1] = json::array();
+  const Task task = task_from_derived(derived, problem_);
+  const fs::path toml_path = dir_ / "task.toml";
+  std::ofstream(toml_path) << torch_task_toml(task, "");
+  const Task loaded = load_task(toml_path.string());
+  EXPECT_EQ(json(loaded.signature), json(task.signature));
+  EXPECT_TRUE(loaded.signature.tensors[1].shape.empty());
+}
+
 TEST_F(TorchTaskTest, TomlWithATorchReferenceButNoMappingSaysHowToWriteOne) {
   const Task task = task_from_derived(softmax_derived(problem_), problem_);
   std::string text = torch_task_toml(task, dir_.string());
