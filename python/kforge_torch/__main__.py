@@ -1,7 +1,9 @@
 """Command line of kforge_torch: `python3 -m kforge_torch SUBCOMMAND ...`.
 
   worker --backend cpu|cuda [--device N]   the reference worker (worker.py)
-  derive FILE [--device cpu|cuda] [-o OUT]  the derived task of a problem file (derive_cli.py)
+  derive FILE... [--batch] [--device cpu|cuda] [-o OUT]
+                                           derived task(s) of problem files (derive_cli.py,
+                                           several files: derive_batch.py)
   compile-support                          whether torch.compile works here, as JSON (compiled.py)
 
 Exit status 2 for a bad command line (argparse's own).

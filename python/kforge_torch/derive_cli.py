@@ -1,4 +1,4 @@
-"""`python3 -m kforge_torch derive FILE [--device cpu|cuda] [-o OUT.json]`."""
+"""`python3 -m kforge_torch derive FILE... [--batch] [--device cpu|cuda] [-o OUT.json]`."""
 import argparse
 import json
 import os
@@ -9,18 +9,27 @@ EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
 def _parser():
+    from kforge_torch.derive_batch import DEFAULT_TIME_LIMIT_S
     parser = argparse.ArgumentParser(
         prog="kforge-torch derive",
         description="Derive a kforge task (JSON, docs/torch_tasks.md) from a PyTorch problem "
-                    "file (class Model, get_inputs(), get_init_inputs()).")
-    parser.add_argument("file", metavar="FILE", help="the problem file (.py)")
+                    "file (class Model, get_inputs(), get_init_inputs()). With several files "
+                    "(or --batch), derive each in one process (torch imported once) and print "
+                    "one JSON line per file: {file, ok, task | error, seconds, cpu_s}.")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="the problem file(s) (.py)")
+    parser.add_argument("--batch", action="store_true",
+                        help="print JSON lines (one per file) even for one file; a problem "
+                             "that cannot be derived is its line's error, exit status 0")
+    parser.add_argument("--time-limit-s", type=float, default=DEFAULT_TIME_LIMIT_S,
+                        metavar="S", help="batch: stop a problem's derivation after S seconds "
+                                          f"(default {DEFAULT_TIME_LIMIT_S:g})")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where the gate workloads' forwards run (default: cpu)")
     parser.add_argument("--no-capacity-check", action="store_true",
                         help="do not refuse a problem whose tensors exceed --device's memory "
                              "(kforge checks against the device a run uses instead)")
     parser.add_argument("-o", "--output", metavar="OUT.json",
-                        help="write the JSON here (atomically) instead of stdout")
+                        help="one file: write the JSON here (atomically) instead of stdout")
     return parser
 
 
@@ -38,11 +47,18 @@ def write_atomically(path, text):
         raise
 
 
+def _usage_error(message):
+    print(f"kforge-torch: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv=None):
     """Runs the derive command; `argv` are its arguments (a leading "derive" is skipped).
 
-    Returns the exit code: 0, 1 for a problem that cannot be derived (`kforge-torch: error:
-    FILE: ...` on stderr, nothing written), 2 for a bad command line.
+    One file: returns 0, 1 for a problem that cannot be derived (`kforge-torch: error: FILE:
+    ...` on stderr, nothing written), 2 for a bad command line. Batch (several files or
+    --batch): 0 once every file has its line on stdout (derive_batch.py), 2 for a bad command
+    line.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["derive"]:
@@ -51,31 +67,42 @@ def main(argv=None):
         arguments = _parser().parse_args(argv)
     except SystemExit as exit_request:  # argparse: --help (0) or a usage error (2)
         return EXIT_USAGE if exit_request.code else 0
-    if arguments.device == "cuda":
+    options = {"device": arguments.device, "capacity_check": not arguments.no_capacity_check}
+    from kforge_torch.allocator import reuse_freed_memory
+    reuse_freed_memory()
+    if arguments.batch or len(arguments.files) > 1:
+        if arguments.output:
+            return _usage_error("-o takes one file; a batch prints JSON lines on stdout")
+        if not arguments.time_limit_s > 0:
+            return _usage_error(f"--time-limit-s: expected seconds > 0, got "
+                                f"{arguments.time_limit_s:g}")
+        from kforge_torch import derive_batch
+        return derive_batch.run_batch(arguments.files, options, arguments.time_limit_s,
+                                      derive_batch.private_stdout())
+    return _derive_one(arguments.files[0], options, arguments.output)
+
+
+def _derive_one(path, options, output):
+    if options["device"] == "cuda":
         import torch
         if not torch.cuda.is_available():
-            print("kforge-torch: error: --device cuda: no CUDA device is available here",
-                  file=sys.stderr)
-            return EXIT_USAGE
+            return _usage_error("--device cuda: no CUDA device is available here")
     from kforge_torch.derive import derive  # torch loads here, after the command line is good
     from kforge_torch.families import match_family
     from kforge_torch.problem_run import DeriveError
     try:
-        derived = derive(arguments.file, {"device": arguments.device,
-                                          "capacity_check": not arguments.no_capacity_check},
-                         match_family=match_family)
+        derived = derive(path, options, match_family=match_family)
     except DeriveError as error:
         print(f"kforge-torch: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     text = json.dumps(derived, indent=2) + "\n"
     try:
-        if arguments.output:
-            write_atomically(arguments.output, text)
+        if output:
+            write_atomically(output, text)
         else:
             sys.stdout.write(text)
     except OSError as error:
-        print(f"kforge-torch: error: {arguments.output}: cannot write ({error.strerror})",
-              file=sys.stderr)
+        print(f"kforge-torch: error: {output}: cannot write ({error.strerror})", file=sys.stderr)
         return EXIT_ERROR
     return 0
 

@@ -16,7 +16,7 @@ import unittest
 
 import torch
 
-from kforge_torch import derive_cli, derive_values
+from kforge_torch import derive_cli, derive_values, size_constants
 from kforge_torch.derive import derive
 from kforge_torch.problem_module import load_problem
 from kforge_torch.problem_run import DeriveError
@@ -185,6 +185,19 @@ class DeriveTest(unittest.TestCase):
         derived = derive_quietly("derive_softmax_rows.py", match_family=match_family)
         self.assertEqual(seen, ["gate_small", "gate_tail"])
         self.assertEqual(derived["family"], "softmax")
+
+
+class GateBindingsTest(unittest.TestCase):
+    def test_each_binding_is_tried_once(self):
+        # One size constant: "tiny others" and "small others" are the same binding, which was
+        # once run twice (a 1031^3 matmul twice on KernelBench 1).
+        for count in (1, 2, 3):
+            slots = [size_constants.SizeSlot(f"s{i}", None, 1000 + i) for i in range(count)]
+            bindings = size_constants.candidate_bindings(slots)
+            keys = [(kind, tuple(sorted(values.items()))) for kind, values in bindings]
+            self.assertEqual(len(keys), len(set(keys)), bindings)
+            self.assertEqual(sum(kind == "tail" for kind, _ in bindings),
+                             count * len(size_constants.TAIL_VALUES) * (1 if count == 1 else 2))
 
 
 class DeriveErrorTest(unittest.TestCase):

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from kforge_torch.families import match_family
+from kforge_torch.family_probe import compare
 from tests.torch_fixtures import build_instances, make_derived
 
 # Two gate bindings of sizes, not multiples of anything, so rows and cols cannot be confused.
@@ -204,6 +205,28 @@ class NearMissesTest(unittest.TestCase):
         before = copy.deepcopy(derived)
         match_family(derived, instances)
         self.assertEqual(derived, before)
+
+
+class CompareTest(unittest.TestCase):
+    """compare's decisions, on the all-finite fast path and on the path that matches non-finite
+    values by position."""
+
+    def test_close_finite_values_pass_and_far_ones_fail(self):
+        expected = torch.linspace(-2, 2, 1000, dtype=torch.float64)
+        self.assertEqual(compare(expected.float(), expected, "f32")[1], "")
+        wrong = expected.float().clone()
+        wrong[17] += 3e-4  # under the normalized bound, over the element-wise one
+        self.assertIn("element 17", compare(wrong, expected, "f32")[1])
+
+    def test_non_finite_values_must_match_by_position(self):
+        expected = torch.tensor([1.0, math.nan, math.inf, -math.inf, 2.0], dtype=torch.float64)
+        self.assertEqual(compare(expected.float(), expected, "f32"), (0.0, ""))
+        for index, value in ((1, 0.0), (2, -math.inf), (0, math.nan), (4, math.inf)):
+            actual = expected.float().clone()
+            actual[index] = value
+            error, why = compare(actual, expected, "f32")
+            self.assertEqual(error, math.inf, (index, value))
+            self.assertIn("non-finite values", why)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_source.h"
+#include "cli/suite_problems.h"
 #include "cli/suite_tasks.h"
 #include "cli/validators.h"
 #include "common/error.h"
@@ -270,6 +271,21 @@ class SuiteRunner {
         optimize_args_(std::move(optimize_args)),
         suite_dir_(std::move(suite_dir)) {}
 
+  // Derives the PyTorch problems whose run has not finished (one Python process for all);
+  // false when stopped by a signal meanwhile.
+  bool derive_problems(const std::vector<SuiteTask>& tasks) {
+    SuiteProblemOptions derive;
+    derive.per_problem_timeout_s = options_.derive_timeout_s;
+    derive.say = say;
+    derive.should_stop = [] { return g_suite_stopped.load(); };
+    problems_ = prepare_suite_problems(tasks, suite_dir_, [this](const SuiteTask& task) {
+      report::SuiteRow finished;
+      const fs::path run_dir = suite_dir_ / task.label;
+      return !(fs::exists(run_dir) && read_result(run_dir, finished));
+    }, derive);
+    return !g_suite_stopped.load();
+  }
+
   // Runs every task in order; false when stopped by a signal before the end.
   bool run(const std::vector<SuiteTask>& tasks) {
     fs::create_directories(suite_dir_ / "logs");
@@ -318,8 +334,9 @@ class SuiteRunner {
     fs::path run_dir = suite_dir_ / task.label;
     row.run_dir = run_dir.string();
     row.log_path = (suite_dir_ / "logs" / (task.label + ".log")).string();
+    const fs::path derived = derived_task_path(suite_dir_, task.label);
     if (fs::exists(run_dir)) {
-      if (!run_is_of_task(run_dir, task.task_path)) {
+      if (!run_is_of_task(run_dir, task.task_path) && !run_is_of_task(run_dir, derived)) {
         row.failure = run_dir.string() +
                       " holds a run of another task; not overwritten "
                       "(choose another --suite-dir)";
@@ -336,8 +353,13 @@ class SuiteRunner {
           " and run again");
       row.failure.clear();
     }
-    say(progress + ": optimizing " + task.task_path.string());
-    std::vector<std::string> argv = {self_path(), "optimize", task.task_path.string(), "--run-dir",
+    fs::path task_file = task.task_path;
+    if (auto problem = problems_.find(task.label); problem != problems_.end()) {
+      if (!problem->second.error.empty()) return underived_row(std::move(row), problem->second);
+      task_file = problem->second.toml_path;  // derived up front: the child does not derive
+    }
+    say(progress + ": optimizing " + task_file.string());
+    std::vector<std::string> argv = {self_path(), "optimize", task_file.string(), "--run-dir",
                                      run_dir.string()};
     argv.insert(argv.end(), optimize_args_.begin(), optimize_args_.end());
     ChildRun child = run_child(argv, row.log_path, options_.task_timeout_s,
@@ -366,6 +388,15 @@ class SuiteRunner {
     return row;
   }
 
+  // The row of a problem that could not be derived: the derivation's message, also in its log.
+  static report::SuiteRow underived_row(report::SuiteRow row, const SuiteProblem& problem) {
+    row.exit = "not derived";
+    row.failure = problem.error;
+    std::ofstream(row.log_path) << "deriving the task of " << row.task_path
+                                << " failed: " << problem.error << "\n";
+    return row;
+  }
+
   static std::string self_path() {
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -386,6 +417,7 @@ class SuiteRunner {
   std::vector<std::string> optimize_args_;
   fs::path suite_dir_;
   std::vector<report::SuiteRow> rows_;
+  std::map<std::string, SuiteProblem> problems_;  // by label: the derived PyTorch problems
 };
 
 fs::path default_suite_dir(const std::vector<std::string>& inputs) {
@@ -453,6 +485,12 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
       ->envname("KFORGE_TASK_TIMEOUT_S")
       ->check(positive_number())
       ->capture_default_str();
+  suite
+      ->add_option("--derive-timeout-s", options.derive_timeout_s,
+                   "Wall-clock limit of one PyTorch problem's derivation, seconds (> 0)")
+      ->envname("KFORGE_DERIVE_TIMEOUT_S")
+      ->check(positive_number())
+      ->capture_default_str();
   suite->add_flag("--verbose", options.verbose, "Echo each task's optimize output to stderr");
   suite->add_flag("--json", options.json, "Print suite.json instead of the table");
 
@@ -488,6 +526,10 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
     throw Error(fmt::format("--task-timeout-s: expected a number of seconds > 0, got {}",
                             options.task_timeout_s));
   }
+  if (!(options.derive_timeout_s > 0.0)) {
+    throw Error(fmt::format("--derive-timeout-s: expected a number of seconds > 0, got {}",
+                            options.derive_timeout_s));
+  }
   std::vector<SuiteTask> tasks = discover_suite_tasks(options.inputs);
   std::vector<std::string> optimize_args = collect_optimize_args(options);
   check_optimize_args(add_optimize, optimize_args, tasks.front().task_path);
@@ -504,7 +546,7 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
 
   StopSignalGuard guard;
   SuiteRunner runner(options, optimize_args, suite_dir);
-  bool finished = runner.run(tasks);
+  bool finished = runner.derive_problems(tasks) && runner.run(tasks);
   if (options.json) {
     std::cout << runner.json().dump(2) << "\n";
   } else {

@@ -8,6 +8,8 @@
 // SUITE_DIR/suite.json and SUITE_DIR/suite.md after every task, so a killed suite leaves what it
 // had. Given an existing SUITE_DIR, tasks whose run already wrote result.json are not re-run; an
 // unfinished run directory is moved aside to SUITE_DIR/.incomplete/ (never deleted) and re-run.
+// PyTorch problem files are derived first, all in one Python process (cli/suite_problems.h),
+// and each child runs the derived task SUITE_DIR/derived/<label>.toml instead of the .py file.
 #pragma once
 
 #include <map>
@@ -28,6 +30,9 @@ struct SuiteCommandOptions {
   /// Wall-clock limit of one task's optimize, seconds; past it the child's process group is
   /// killed and the task counts as incorrect. Must be > 0.
   double task_timeout_s = 3600.0;
+  /// Limit of one PyTorch problem's derivation, seconds (> 0); past it, that problem is a row
+  /// with the error and the other problems are derived on.
+  double derive_timeout_s = 300.0;
   bool verbose = false;  // also echo every child's output to stderr
   bool json = false;     // print suite.json instead of the table
   /// Names of the `kforge optimize` options the suite accepts and passes on ("--steps", ...),
@@ -44,7 +49,7 @@ struct SuiteCommandOptions {
 using AddOptimizeFunction = void (*)(CLI::App& app, OptimizeCommandOptions& options);
 
 /// Adds the `suite` subcommand to `app`: its own options (--suite-dir, --task-timeout-s,
-/// --verbose, --json) and every non-positional option of `kforge optimize` except --run-dir,
+/// --derive-timeout-s, --verbose, --json) and every non-positional option of `kforge optimize` except --run-dir,
 /// --json, --replay and --help, to be passed on to each task.
 void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
                        AddOptimizeFunction add_optimize);

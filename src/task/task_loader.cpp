@@ -105,8 +105,10 @@ std::vector<TensorSpec> read_tensors(const FieldReader& reader, const toml::tabl
     spec.name = reader.string(table, "name", field + ".name");
     spec.dtype = read_dtype(reader, table, field);
     const toml::array* shape = table.get_as<toml::array>("shape");
-    if (shape == nullptr || shape->empty()) {
-      reader.fail(field + ".shape", "expected a non-empty array of dimension names or integers");
+    // [] is a 0-d tensor (one element): a PyTorch loss such as KernelBench 95's returns one.
+    if (shape == nullptr) {
+      reader.fail(field + ".shape", "expected an array of dimension names or integers ([] for a "
+                                    "0-d tensor)");
     }
     for (const toml::node& dim : *shape) {
       if (auto text = dim.value<std::string>()) {

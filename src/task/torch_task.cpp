@@ -247,6 +247,8 @@ std::vector<std::string> torch_environment(std::vector<std::string> base) {
   return entries;
 }
 
+std::vector<std::string> torch_environment() { return torch_environment(inherited_environment()); }
+
 std::vector<std::string> torch_worker_command() {
   return {torch_python(), "-m", "kforge_torch", "worker"};
 }
@@ -258,7 +260,7 @@ json derive_torch_task(const std::string& path, double timeout_s) {
       // Derived on the host at small sizes; whether the problem's own tensors fit is checked
       // against the device a run uses (evaluation::Evaluator::prepare), not the host's memory.
       run_captured({torch_python(), "-m", "kforge_torch", "derive", "--no-capacity-check", absolute},
-                   torch_environment(inherited_environment()), timeout_s);
+                   torch_environment(), timeout_s);
   if (derived.timed_out) {
     throw Error(path + ": deriving the task did not finish in " + std::to_string(int(timeout_s)) +
                 " s (kforge loads the module, builds it and runs forward at small sizes)");
@@ -344,9 +346,12 @@ json derived_from_toml(const Task& task, const json& torch_table, const std::str
                   {"version", kDerivedVersion},
                   {"problem", problem_path}};
   json torch_section = torch_table;
-  if (torch_section.contains("problem_sha256")) {
-    derived["problem_sha256"] = torch_section.at("problem_sha256");
-    torch_section.erase("problem_sha256");
+  // Kept in [torch] in TOML, top-level fields of the derived JSON.
+  for (const char* key : {"problem_sha256", "family_misses", "input_rules"}) {
+    if (torch_section.contains(key)) {
+      derived[key] = torch_section.at(key);
+      torch_section.erase(key);
+    }
   }
   derived["torch"] = torch_section;
   Task copy = task;

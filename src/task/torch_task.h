@@ -31,6 +31,9 @@ std::string torch_python();
 /// libkforge_inputs.so next to the running executable unless $KFORGE_INPUTS_LIB is set).
 std::vector<std::string> torch_environment(std::vector<std::string> base);
 
+/// torch_environment of this process's own environment.
+std::vector<std::string> torch_environment();
+
 /// The command line of the PyTorch reference worker up to (not including) its
 /// `--backend B --device N` arguments: {python, "-m", "kforge_torch", "worker"}.
 std::vector<std::string> torch_worker_command();

@@ -131,6 +131,41 @@ TEST_F(TorchTaskTest, TomlWrittenByKforgeTaskLoadsBackIntoTheSameTask) {
   EXPECT_EQ(loaded.torch_reference.at("problem_sha256"), "00ff");
 }
 
+TEST_F(TorchTaskTest, TomlKeepsWhyNoFamilyMatchedAndWhereInputsComeFrom) {
+  // `kforge optimize` of the TOML says why no family computes the module (the suite runs its
+  // problems from such TOMLs): the reasons survive the round trip, quotes and newlines too.
+  json derived = softmax_derived(problem_);
+  derived["family"] = "";
+  derived["family_misses"] = {{"softmax", "closest differs: \"x\" at 1e-3\nsecond line"},
+                              {"layernorm", "needs gamma and beta"}};
+  const Task task = task_from_derived(derived, problem_);
+  const fs::path toml_path = dir_ / "task.toml";
+  std::ofstream(toml_path) << torch_task_toml(task, "");
+  const Task loaded = load_task(toml_path.string());
+  EXPECT_EQ(loaded.family, "");
+  EXPECT_EQ(loaded.torch_reference.at("family_misses"), derived["family_misses"]);
+  EXPECT_FALSE(loaded.torch_reference.at("torch").contains("family_misses"));
+  // Where each input's values come from, which the LLM prompt states, survives too.
+  EXPECT_EQ(loaded.torch_reference.at("input_rules"), derived["input_rules"]);
+  EXPECT_EQ(loaded.torch_reference.at("torch"), task.torch_reference.at("torch"));
+}
+
+TEST_F(TorchTaskTest, ZeroDimensionalOutputSurvivesTheToml) {
+  // A loss (KernelBench 95) returns a 0-d tensor: shape [] in the derived task and in its TOML,
+  // which a suite's child runs.
+  json derived = softmax_derived(problem_);
+  derived["signature"]["tensors"][1] = {{"name", "loss"}, {"role", "output"}, {"dtype", "f32"},
+                                        {"shape", json::array()}};
+  derived["torch"]["workloads"]["gate_small"]["shapes"][1] = json::array();
+  derived["torch"]["workloads"]["problem"]["shapes"][1] = json::array();
+  const Task task = task_from_derived(derived, problem_);
+  const fs::path toml_path = dir_ / "task.toml";
+  std::ofstream(toml_path) << torch_task_toml(task, "");
+  const Task loaded = load_task(toml_path.string());
+  EXPECT_EQ(json(loaded.signature), json(task.signature));
+  EXPECT_TRUE(loaded.signature.tensors[1].shape.empty());
+}
+
 TEST_F(TorchTaskTest, TomlWithATorchReferenceButNoMappingSaysHowToWriteOne) {
   const Task task = task_from_derived(softmax_derived(problem_), problem_);
   std::string text = torch_task_toml(task, dir_.string());

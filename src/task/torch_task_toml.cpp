@@ -133,6 +133,24 @@ std::string torch_task_toml(const Task& task, const std::string& toml_dir) {
     if (key == "workloads") continue;
     out << key << " = " << inline_value(value) << "\n";
   }
+  // Why no family (or an earlier one) matched: what `kforge optimize` of this TOML says when
+  // no family computes the module, as it does for the problem file itself (the suite's
+  // children run such TOMLs).
+  if (derived.contains("family_misses") && derived.at("family_misses").is_object() &&
+      !derived.at("family_misses").empty()) {
+    out << "\n[torch.family_misses]\n";
+    for (const auto& [family, why] : derived.at("family_misses").items()) {
+      out << quoted(family) << " = " << inline_value(why) << "\n";
+    }
+  }
+  // Where each input's values come from: the LLM prompt tells the model (llm/torch_prompt.h).
+  if (derived.contains("input_rules") && derived.at("input_rules").is_array()) {
+    for (const json& rule : derived.at("input_rules")) {
+      if (!rule.is_object()) continue;
+      out << "\n[[torch.input_rules]]\n";
+      for (const auto& [key, value] : rule.items()) out << key << " = " << inline_value(value) << "\n";
+    }
+  }
   for (const auto& [name, entry] : torch_section.at("workloads").items()) {
     out << "\n[torch.workloads." << quoted(name) << "]\n";
     for (const auto& [key, value] : entry.items()) out << key << " = " << inline_value(value) << "\n";

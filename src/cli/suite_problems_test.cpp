@@ -1,0 +1,103 @@
+#include "cli/suite_problems.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+
+namespace kforge::cli {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A derived task (docs/torch_tasks.md) of `problem` whose row dimension is called `rows`.
+json derived_task(const std::string& problem, const std::string& rows) {
+  return {{"format", "kforge-torch-task"},
+          {"version", 1},
+          {"name", "p"},
+          {"problem", problem},
+          {"problem_sha256", "00"},
+          {"family", "softmax"},
+          {"signature",
+           {{"tensors",
+             {{{"name", "x"}, {"role", "input"}, {"dtype", "f32"}, {"shape", {rows, "cols"}}},
+              {{"name", "y"}, {"role", "output"}, {"dtype", "f32"}, {"shape", {rows, "cols"}}}}},
+            {"scalars", json::array()}}},
+          {"workloads", {{{"name", "problem"}, {"dims", {{rows, 4}, {"cols", 8}}}, {"timed", true}}}},
+          {"tolerance", {{"rtol", 1e-4}, {"atol", 1e-6}}},
+          {"distributions", {"uniform"}},
+          {"torch",
+           {{"tensors", {{{"source", "input"}, {"index", 0}}, {{"source", "output"}, {"index", 0}}}},
+            {"workloads", {{"problem", {{"constants", json::object()}, {"shapes", {{4, 8}, {4, 8}}}}}}},
+            {"double_reference", true}}}};
+}
+
+// prepare_suite_problems against a stand-in for `derive --batch` that answers `task` for the
+// one problem of the suite.
+class SuiteProblemsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_suite_problems_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "suite");
+    std::ofstream(problem()) << "class Model: pass\ndef get_inputs(): pass\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path problem() const { return dir_ / "p.py"; }
+
+  std::map<std::string, SuiteProblem> prepare(const json& task) {
+    const fs::path script = dir_ / "python";
+    const json line = {{"file", problem().string()}, {"ok", true}, {"task", task}, {"seconds", 0.5}};
+    std::ofstream(script) << "#!/bin/sh\ncat <<'END'\n" << line.dump() << "\nEND\n";
+    fs::permissions(script, fs::perms::owner_all);
+    SuiteProblemOptions options;
+    options.python = script.string();
+    options.say = [this](const std::string& line) { said_ += line + "\n"; };
+    return prepare_suite_problems({{"p", problem()}}, dir_ / "suite",
+                                  [](const SuiteTask&) { return true; }, options);
+  }
+
+  fs::path dir_;
+  std::string said_;
+};
+
+TEST_F(SuiteProblemsTest, DerivedTaskIsWrittenAsTomlForTheChild) {
+  const auto settled = prepare(derived_task(problem().string(), "rows"));
+  ASSERT_EQ(settled.count("p"), 1u);
+  EXPECT_EQ(settled.at("p").error, "");
+  EXPECT_EQ(settled.at("p").toml_path, derived_task_path(dir_ / "suite", "p"));
+  EXPECT_DOUBLE_EQ(settled.at("p").derive_s, 0.5);
+  EXPECT_TRUE(fs::exists(settled.at("p").toml_path));
+  const json record = json::parse(read_file(dir_ / "suite" / "derived" / "derivation.json"));
+  EXPECT_EQ(record["problems"][0]["outcome"], "derived");
+}
+
+TEST_F(SuiteProblemsTest, TomlThatDoesNotReadBackSendsTheChildToTheProblemFile) {
+  // A dimension name TOML cannot hold as a bare key: the TOML would not load, so the child gets
+  // the problem file and derives it itself, and no TOML is left to be reused.
+  const auto settled = prepare(derived_task(problem().string(), "my rows"));
+  ASSERT_EQ(settled.count("p"), 1u);
+  EXPECT_EQ(settled.at("p").error, "");
+  EXPECT_EQ(settled.at("p").toml_path, problem());
+  EXPECT_FALSE(fs::exists(derived_task_path(dir_ / "suite", "p")));
+  EXPECT_NE(said_.find("does not read back into the derived task"), std::string::npos) << said_;
+}
+
+TEST_F(SuiteProblemsTest, DerivedJsonThatIsNotATaskIsTheProblemsError) {
+  json task = derived_task(problem().string(), "rows");
+  task.erase("workloads");
+  const auto settled = prepare(task);
+  ASSERT_EQ(settled.count("p"), 1u);
+  EXPECT_NE(settled.at("p").error.find("workloads"), std::string::npos) << settled.at("p").error;
+  EXPECT_TRUE(settled.at("p").toml_path.empty());
+}
+
+}  // namespace
+}  // namespace kforge::cli

@@ -1,0 +1,236 @@
+// End-to-end tests of `kforge suite` over a folder of PyTorch problem files: every problem is
+// derived up front in one Python process, each task's `kforge optimize` child runs the derived
+// TOML (it does not derive again), a problem that fails to derive (or hangs) is its row, and a
+// continued suite derives again only what changed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+#include "common/hash.h"
+#include "process/subprocess.h"
+
+namespace kforge {
+namespace {
+namespace fs = std::filesystem;
+
+// A user's own softmax over the rows of a small matrix: the softmax family serves it.
+constexpr const char* kSoftmax = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+rows = 24
+cols = 300
+
+
+def get_inputs():
+    return [torch.rand(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+)";
+
+// Derives, but no built-in family computes a cumulative sum.
+constexpr const char* kCumsum = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+rows = 64
+cols = 300
+
+
+def get_inputs():
+    return [torch.rand(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+)";
+
+constexpr const char* kSyntaxError = "import torch\nclass Model(:\n    pass\ndef get_inputs():\n";
+
+// Its forward never returns: the derivation's time limit stops it.
+constexpr const char* kHangs = R"(import time
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        while True:
+            time.sleep(0.05)
+
+
+n = 20
+
+
+def get_inputs():
+    return [torch.rand(n)]
+
+
+def get_init_inputs():
+    return []
+)";
+
+class CliSuiteTorchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kforge_cli_suite_torch_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "problems");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write_problem(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / "problems" / name) << text;
+  }
+
+  process::CommandResult suite(const std::string& derive_timeout_s = "5") {
+    std::vector<std::string> argv = {"env",
+                                     "KFORGE_MEMORY=" + (dir_ / "memory.sqlite").string(),
+                                     "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
+                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
+                                     KFORGE_CLI_PATH,
+                                     "suite",
+                                     (dir_ / "problems").string(),
+                                     "--suite-dir",
+                                     suite_dir().string(),
+                                     "--derive-timeout-s",
+                                     derive_timeout_s,
+                                     "--json",
+                                     "--backend",
+                                     "cpu",
+                                     "--steps",
+                                     "1",
+                                     "--proposals",
+                                     "1",
+                                     "--final-rounds",
+                                     "2"};
+    return process::run_command(argv, 600);
+  }
+
+  fs::path suite_dir() const { return dir_ / "suite"; }
+
+  nlohmann::json row(const std::string& name) {
+    nlohmann::json json = nlohmann::json::parse(read_file(suite_dir() / "suite.json"));
+    for (const nlohmann::json& task : json["tasks"]) {
+      if (task["name"] == name) return task;
+    }
+    ADD_FAILURE() << "no row " << name << " in " << json.dump(2);
+    return nlohmann::json::object();
+  }
+
+  static size_t count(const std::string& text, const std::string& what) {
+    size_t found = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++found;
+    return found;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedTask) {
+  write_problem("my_softmax.py", kSoftmax);
+  write_problem("cumsum.py", kCumsum);
+  write_problem("broken.py", kSyntaxError);
+  write_problem("hangs.py", kHangs);
+  process::CommandResult result = suite();
+  ASSERT_EQ(result.exit_code, 1) << result.output;  // broken, hangs and cumsum errored
+  EXPECT_EQ(count(result.output, "deriving 4 PyTorch problem(s) in one Python process"), 1u)
+      << result.output;
+
+  // The served problem: its child ran the derived TOML, which names the problem and its bytes.
+  const fs::path toml = suite_dir() / "derived" / "my_softmax.toml";
+  ASSERT_TRUE(fs::exists(toml)) << result.output;
+  const std::string text = read_file(toml);
+  EXPECT_NE(text.find("torch = \"" + (dir_ / "problems" / "my_softmax.py").string() + "\""),
+            std::string::npos) << text;
+  EXPECT_NE(text.find(sha256_hex(kSoftmax)), std::string::npos) << text;
+  EXPECT_TRUE(row("my_softmax")["correct"].get<bool>()) << result.output;
+  EXPECT_EQ(row("my_softmax")["task_path"], (dir_ / "problems" / "my_softmax.py").string());
+  const nlohmann::json run = nlohmann::json::parse(read_file(suite_dir() / "my_softmax" / "run.json"));
+  EXPECT_EQ(run["task_path"], toml.string());
+  EXPECT_EQ(read_file(suite_dir() / "logs" / "my_softmax.log").rfind("$ ", 0), 0u);
+  EXPECT_NE(read_file(suite_dir() / "logs" / "my_softmax.log").find("optimize " + toml.string()),
+            std::string::npos);
+
+  // Problems that do not derive are rows with the derivation's message, and no child ran.
+  EXPECT_EQ(row("broken")["exit"], "not derived");
+  EXPECT_NE(row("broken")["failure"].get<std::string>().find(
+                (dir_ / "problems" / "broken.py").string() + ": line 2: syntax error"),
+            std::string::npos) << row("broken").dump(2);
+  EXPECT_NE(row("hangs")["failure"].get<std::string>().find("did not finish in 5 s"),
+            std::string::npos) << row("hangs").dump(2);
+  EXPECT_FALSE(fs::exists(suite_dir() / "broken"));
+  // A derived problem no family serves: its child says so, with why each family did not fit.
+  EXPECT_NE(row("cumsum")["failure"].get<std::string>().find("no built-in kernel family"),
+            std::string::npos) << row("cumsum").dump(2);
+  EXPECT_NE(read_file(suite_dir() / "logs" / "cumsum.log").find("  softmax: "), std::string::npos);
+
+  const nlohmann::json derivation =
+      nlohmann::json::parse(read_file(suite_dir() / "derived" / "derivation.json"));
+  ASSERT_EQ(derivation["problems"].size(), 4u) << derivation.dump(2);
+  for (const nlohmann::json& problem : derivation["problems"]) {
+    const bool fails = problem["label"] == "broken" || problem["label"] == "hangs";
+    EXPECT_EQ(problem["outcome"], fails ? "error" : "derived") << problem.dump(2);
+  }
+}
+
+TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProblems) {
+  write_problem("cumsum.py", kCumsum);
+  write_problem("broken.py", kSyntaxError);
+  process::CommandResult first = suite();
+  ASSERT_EQ(first.exit_code, 1) << first.output;
+  const fs::path toml = suite_dir() / "derived" / "cumsum.toml";
+  ASSERT_TRUE(fs::exists(toml)) << first.output;
+
+  // An unfinished run of the derived task (as if killed) is moved aside and run again from the
+  // same TOML, which is reused: the problem did not change. The broken one is derived again.
+  fs::create_directories(suite_dir() / "cumsum");
+  std::ofstream(suite_dir() / "cumsum" / "run.json") << nlohmann::json({{"task_path", toml.string()}});
+  process::CommandResult second = suite();
+  ASSERT_EQ(second.exit_code, 1) << second.output;
+  EXPECT_NE(second.output.find("1 derived task(s) of an earlier run reused"), std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("deriving 1 PyTorch problem(s)"), std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("cumsum is unfinished; moved to"), std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("optimizing " + toml.string()), std::string::npos) << second.output;
+
+  // A changed problem file is derived again: its new bytes' sha256 is in the new TOML.
+  const std::string changed = std::string(kCumsum) + "# edited\n";
+  write_problem("cumsum.py", changed);
+  process::CommandResult third = suite();
+  ASSERT_EQ(third.exit_code, 1) << third.output;
+  EXPECT_NE(third.output.find("deriving 2 PyTorch problem(s)"), std::string::npos)
+      << third.output;
+  EXPECT_EQ(third.output.find("reused"), std::string::npos) << third.output;
+  EXPECT_NE(read_file(toml).find(sha256_hex(changed)), std::string::npos);
+}
+
+TEST_F(CliSuiteTorchTest, DeriveTimeoutMustBePositive) {
+  write_problem("cumsum.py", kCumsum);
+  process::CommandResult refused = suite("0");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--derive-timeout-s"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(suite_dir()));
+}
+
+}  // namespace
+}  // namespace kforge
