@@ -5,11 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <csignal>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_source.h"
+#include "cli/suite_child.h"
 #include "cli/suite_problems.h"
 #include "cli/suite_tasks.h"
 #include "cli/validators.h"
@@ -33,38 +31,6 @@
 namespace kforge::cli {
 namespace fs = std::filesystem;
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Set by Ctrl-C (SIGINT) or SIGTERM while a suite runs: the current task's child is killed and
-// the suite stops after writing what it has.
-std::atomic<bool> g_suite_stopped{false};
-
-extern "C" void on_suite_signal(int) { g_suite_stopped.store(true); }
-
-// Routes SIGINT and SIGTERM to on_suite_signal while it lives. The children run in their own
-// process groups, so a terminal's Ctrl-C reaches only the suite, which then kills the child.
-class StopSignalGuard {
- public:
-  StopSignalGuard() {
-    g_suite_stopped.store(false);
-    struct sigaction action = {};
-    action.sa_handler = on_suite_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_int_);
-    sigaction(SIGTERM, &action, &previous_term_);
-  }
-  ~StopSignalGuard() {
-    sigaction(SIGINT, &previous_int_, nullptr);
-    sigaction(SIGTERM, &previous_term_, nullptr);
-  }
-  StopSignalGuard(const StopSignalGuard&) = delete;
-  StopSignalGuard& operator=(const StopSignalGuard&) = delete;
-
- private:
-  struct sigaction previous_int_ = {};
-  struct sigaction previous_term_ = {};
-};
 
 // optimize's options that the suite sets itself or that make no sense for many tasks.
 const std::set<std::string> kNotPassedThrough = {"--help", "--run-dir", "--json", "--replay"};
@@ -103,89 +69,6 @@ void check_optimize_args(AddOptimizeFunction add_optimize, const std::vector<std
     throw UsageError("suite: an option passed to kforge optimize was refused: " +
                 name_environment_source(probe, args, e.what()));
   }
-}
-
-// How one child ended.
-struct ChildRun {
-  std::optional<process::ExitStatus> status;  // nullopt when killed for time or by Ctrl-C
-  bool timed_out = false;
-  bool stopped = false;  // Ctrl-C / SIGTERM of the suite
-  double wall_s = 0.0;
-  std::string last_error;  // the child's last "kforge: error: ..." line, else its last line
-};
-
-void note_line(const std::string& line, std::ofstream& log, std::deque<std::string>& tail,
-               const std::string& echo_prefix) {
-  log << line << '\n';
-  tail.push_back(line);
-  if (tail.size() > 40) tail.pop_front();
-  if (!echo_prefix.empty()) std::cerr << echo_prefix << line << '\n';
-}
-
-std::string last_error_line(const std::deque<std::string>& tail) {
-  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
-    if (auto at = it->find("kforge: error: "); at != std::string::npos) return it->substr(at + 15);
-  }
-  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
-    if (!it->empty()) return *it;
-  }
-  return "";
-}
-
-// Runs argv with its stdout and stderr going to `log_path` line by line, for at most
-// `timeout_s` seconds, killing its process group at the deadline or when the suite is stopped.
-ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log_path, double timeout_s,
-                   const std::string& echo_prefix) {
-  std::ofstream log(log_path);
-  if (!log) throw Error("suite: " + cannot_write(log_path));
-  log << "$";
-  for (const std::string& arg : argv) log << ' ' << arg;
-  log << "\n" << std::flush;
-  process::SpawnOptions spawn;
-  spawn.argv = argv;
-  spawn.pipe_stdin = false;
-  spawn.merge_stderr = true;
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                  std::min(timeout_s, 1e9)));  // 30 years; 1e20 s would overflow the clock
-  auto remaining_s = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
-  process::Subprocess child(spawn);
-  ChildRun run;
-  std::deque<std::string> tail;
-  bool output_open = true;
-  // Short slices, so that Ctrl-C and the deadline are noticed within a quarter second.
-  constexpr double kSliceS = 0.25;
-  while (!run.status) {
-    if (g_suite_stopped.load()) {
-      run.stopped = true;
-      break;
-    }
-    if (remaining_s() <= 0.0) {
-      run.timed_out = true;
-      break;
-    }
-    double slice_s = std::min(kSliceS, std::max(remaining_s(), 0.0));
-    if (output_open) {
-      std::string line;
-      process::ReadStatus read = child.read_line(&line, slice_s);
-      if (read == process::ReadStatus::line) note_line(line, log, tail, echo_prefix);
-      if (read == process::ReadStatus::eof) output_open = false;
-      if (read == process::ReadStatus::overflow) {
-        note_line("[line too long, dropped]", log, tail, "");
-      }
-      // A process the child left behind may hold the pipe open after the child exited.
-      if (read == process::ReadStatus::timeout) run.status = child.poll_exit();
-    } else {
-      run.status = child.wait(slice_s);
-    }
-  }
-  if (!run.status) child.kill();
-  std::istringstream rest(child.take_stdout());
-  for (std::string line; std::getline(rest, line);) note_line(line, log, tail, echo_prefix);
-  run.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  run.last_error = last_error_line(tail);
-  return run;
 }
 
 // The run directory's run.json names the task it ran; true when it is `task_path`.
@@ -277,13 +160,13 @@ class SuiteRunner {
     SuiteProblemOptions derive;
     derive.per_problem_timeout_s = options_.derive_timeout_s;
     derive.say = say;
-    derive.should_stop = [] { return g_suite_stopped.load(); };
+    derive.should_stop = [] { return suite_stopped(); };
     problems_ = prepare_suite_problems(tasks, suite_dir_, [this](const SuiteTask& task) {
       report::SuiteRow finished;
       const fs::path run_dir = suite_dir_ / task.label;
       return !(fs::exists(run_dir) && read_result(run_dir, finished));
     }, derive);
-    return !g_suite_stopped.load();
+    return !suite_stopped();
   }
 
   // Runs every task in order; false when stopped by a signal before the end.
@@ -294,7 +177,7 @@ class SuiteRunner {
       rows_.push_back(run_task(tasks[i], progress));
       say(progress + ": " + describe(rows_.back()));
       write_outputs();
-      if (g_suite_stopped.load()) return false;
+      if (suite_stopped()) return false;
     }
     return true;
   }
