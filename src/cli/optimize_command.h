@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "cli/llm_session.h"
 #include "search/optimizer.h"
 
@@ -66,5 +67,10 @@ std::vector<int> candidate_devices(const OptimizeCommandOptions& options,
 /// Resolves "auto" by asking a cuda worker for its device; "cpu" when none answers.
 /// `why` receives the reason when falling back to cpu.
 std::string resolve_backend(const std::string& requested, int device, std::string* why);
+
+/// "the cuda backend" (the backends of this build with capability `flag`), or when none has it,
+/// "a backend <kind>, and this build has none (why each is absent)": for messages refusing an
+/// option that needs such a backend.
+std::string backends_that_can(bool backends::Capabilities::*flag, const std::string& kind);
 
 }  // namespace kforge::cli
