@@ -6,13 +6,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include "backends/backend.h"
 #include "common/mapped_file.h"
 #include "worker/host_data.h"
-#include "worker/provided_inputs.h"
 #include "worker/test_kernels.h"
 
 namespace kforge::worker {
@@ -476,93 +473,6 @@ TEST(MedianHalfWidth, ShrinksWithTightSamplesAndNeedsFive) {
   const double width = median_relative_half_width(spread);
   EXPECT_GT(width, 0.01);
   EXPECT_LT(width, 0.1);
-}
-
-/// Writes `values` as the provided input `tensor` of (workload, seed) under `dir`.
-void write_provided(const std::string& dir, const std::string& workload, uint64_t seed, int tensor,
-                    const std::vector<float>& values) {
-  std::filesystem::create_directories(dir);
-  std::ofstream out(provided_input_file(dir, workload, seed, tensor), std::ios::binary);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(values.size() * sizeof(float)));
-}
-
-TEST_F(KernelRunner, ProvidedInputsAreReadFromTheirFilesInsteadOfGenerated) {
-  const std::string dir = testing::scratch_dir() + "/provided-run";
-  std::vector<float> values(33);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) - 16.5f;
-  write_provided(dir, "w", 7, 0, values);
-  RunRequest request = unary_run(33);
-  request.signature.tensors[0].provided = true;
-  request.provided_dir = dir;
-  RunResult result = run_outputs(*backend_, reference(), request);
-  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
-  std::vector<float> y = floats(request.output_path);
-  for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * values[i]) << i;
-  // A strided provided input holds the same logical values, scattered.
-  request.signature.tensors[0].strided = true;
-  request.padded = true;
-  const std::string strided_body =
-      "const int64_t s = args->inputs[0].strides ? args->inputs[0].strides[0] : 1;\n"
-      "  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i * s];";
-  result = run_outputs(*backend_, kernel("honours_strides", strided_body), request);
-  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
-  y = floats(request.output_path);
-  for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * values[i]) << i;
-  EXPECT_EQ(backend_->live_bytes(), 0);
-}
-
-TEST_F(KernelRunner, AProvidedInputWithoutItsFileIsAHarnessErrorNamingIt) {
-  RunRequest request = unary_run(33);
-  request.signature.tensors[0].provided = true;
-  try {
-    run_outputs(*backend_, reference(), request);
-    ADD_FAILURE() << "no provided_dir: expected an Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("input 'x' (provided by the reference): the request "
-                                         "names no provided_dir"),
-              std::string::npos)
-        << e.what();
-  }
-  const std::string dir = testing::scratch_dir() + "/provided-short";
-  write_provided(dir, "w", 7, 0, std::vector<float>(32, 1.0f));  // one element short
-  request.provided_dir = dir;
-  try {
-    run_outputs(*backend_, reference(), request);
-    ADD_FAILURE() << "short file: expected an Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has 128 bytes, expected 132"), std::string::npos)
-        << e.what();
-  }
-  request.seed = 8;  // no file for this seed
-  EXPECT_THROW(run_outputs(*backend_, reference(), request), Error);
-  EXPECT_EQ(backend_->live_bytes(), 0);
-}
-
-TEST_F(KernelRunner, TimingReadsTheProvidedInputsOfEveryRotatedSet) {
-  const std::string dir = testing::scratch_dir() + "/provided-time";
-  TimeRequest request = unary_time(1024);
-  request.signature.tensors[0].provided = true;
-  request.provided_dir = dir;
-  request.input_sets = 3;
-  for (uint64_t s = 0; s < 3; ++s) {
-    write_provided(dir, request.workload.name, request.seed + s, 0,
-                   std::vector<float>(1024, static_cast<float>(s)));
-  }
-  TimeResult result = run_time(*backend_, reference(), request);
-  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
-  EXPECT_EQ(result.input_sets_used, 3);
-  // A set whose file is missing stops the request with the file's name.
-  std::filesystem::remove(provided_input_file(dir, request.workload.name, request.seed + 2, 0));
-  try {
-    run_time(*backend_, reference(), request);
-    ADD_FAILURE() << "missing file: expected an Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot read " + dir + "/timed.102.0.bin"),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_EQ(backend_->live_bytes(), 0);
 }
 
 }  // namespace
