@@ -227,21 +227,41 @@ std::string torch_python() {
                      "to an interpreter that can import torch"));
 }
 
+std::string python_bytecode_cache() {
+  const char* chosen = std::getenv("KFORGE_PYCACHE");
+  if (chosen != nullptr && *chosen != '\0') return std::string(chosen) == "off" ? "" : chosen;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return (fs::path(xdg) / "kforge" / "pycache").string();
+  }
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0') return "";
+  return (fs::path(home) / ".cache" / "kforge" / "pycache").string();
+}
+
 std::vector<std::string> torch_environment(std::vector<std::string> base) {
   const std::string package_dir = (fs::path(resource_root()) / "python").string();
   std::string python_path = package_dir;
   std::string inputs_lib = (fs::path(executable_dir()) / "libkforge_inputs.so").string();
   if (const char* lib = std::getenv("KFORGE_INPUTS_LIB"); lib != nullptr && *lib != '\0') inputs_lib = lib;
+  const bool own_prefix = std::any_of(base.begin(), base.end(), [](const std::string& entry) {
+    return entry.rfind("PYTHONPYCACHEPREFIX=", 0) == 0;
+  });
+  const std::string bytecode_cache = own_prefix ? "" : python_bytecode_cache();
   std::vector<std::string> entries;
   for (std::string& entry : base) {
     if (entry.rfind("PYTHONPATH=", 0) == 0) {
       python_path += ":" + entry.substr(11);
-    } else if (entry.rfind("KFORGE_INPUTS_LIB=", 0) != 0) {
+    } else if (entry.rfind("KFORGE_INPUTS_LIB=", 0) == 0) {
+      continue;
+    } else if (!bytecode_cache.empty() && entry.rfind("PYTHONDONTWRITEBYTECODE=", 0) == 0) {
+      continue;  // the bytecode goes to kforge's own cache folder, never next to the sources
+    } else {
       entries.push_back(std::move(entry));
     }
   }
   entries.push_back("PYTHONPATH=" + python_path);
   entries.push_back("KFORGE_INPUTS_LIB=" + inputs_lib);
+  if (!bytecode_cache.empty()) entries.push_back("PYTHONPYCACHEPREFIX=" + bytecode_cache);
   // Tracebacks and prints reach the orchestrator's stderr tail as they happen.
   entries.push_back("PYTHONUNBUFFERED=1");
   return entries;

@@ -26,9 +26,20 @@ bool is_torch_problem(const std::string& path);
 /// failed, with the fix (Debian's python3-torch, or KFORGE_PYTHON).
 std::string torch_python();
 
+/// Where kforge's Python processes keep the bytecode of what they import (PYTHONPYCACHEPREFIX):
+/// $KFORGE_PYCACHE when set ("off": nowhere of kforge's, Python's own behaviour), else
+/// $XDG_CACHE_HOME/kforge/pycache, else ~/.cache/kforge/pycache; "" when off or without a home.
+std::string python_bytecode_cache();
+
 /// "NAME=value" entries a kforge Python process needs on top of `base`: PYTHONPATH with
-/// <resource root>/python first, and KFORGE_INPUTS_LIB (the input generator's C library,
-/// libkforge_inputs.so next to the running executable unless $KFORGE_INPUTS_LIB is set).
+/// <resource root>/python first, KFORGE_INPUTS_LIB (the input generator's C library,
+/// libkforge_inputs.so next to the running executable unless $KFORGE_INPUTS_LIB is set), and
+/// PYTHONPYCACHEPREFIX=python_bytecode_cache() unless `base` names a prefix of its own (then
+/// PYTHONDONTWRITEBYTECODE is dropped, as the bytecode goes to kforge's folder, not beside the
+/// sources). Why: a PyTorch installed without bytecode, with PYTHONDONTWRITEBYTECODE=1 or in a
+/// read-only folder compiles every module from source at every start; on the H200 machine that
+/// made `import torch` 4-5 s and PyTorch 2.11's lazy torch._dynamo import, on the first operator
+/// on meta tensors, 5-6 s more (bench/torch/README.md, 2026-12-04 evening).
 std::vector<std::string> torch_environment(std::vector<std::string> base);
 
 /// torch_environment of this process's own environment.

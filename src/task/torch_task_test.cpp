@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
+#include <optional>
 
 #include "common/error.h"
 #include "task/task_loader.h"
@@ -188,6 +190,67 @@ TEST_F(TorchTaskTest, MissingProblemFileIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("absent.py: problem file does not exist"), std::string::npos)
         << e.what();
+  }
+}
+
+
+// The environment of kforge's Python processes: bytecode goes to kforge's cache folder (a
+// PyTorch without bytecode otherwise compiles ~1,000 modules at every start), unless the user
+// chose a prefix or turned it off.
+class TorchEnvironmentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* saved = std::getenv("KFORGE_PYCACHE");
+    saved_ = saved ? std::optional<std::string>(saved) : std::nullopt;
+  }
+  void TearDown() override {
+    if (saved_) {
+      ::setenv("KFORGE_PYCACHE", saved_->c_str(), 1);
+    } else {
+      ::unsetenv("KFORGE_PYCACHE");
+    }
+  }
+  static std::optional<std::string> value(const std::vector<std::string>& entries,
+                                          const std::string& name) {
+    for (const std::string& entry : entries) {
+      if (entry.rfind(name + "=", 0) == 0) return entry.substr(name.size() + 1);
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string> saved_;
+};
+
+TEST_F(TorchEnvironmentTest, BytecodeGoesToKforgesCacheEvenWhenTheHostSaysDoNotWriteIt) {
+  ::setenv("KFORGE_PYCACHE", "/tmp/kforge-pycache-test", 1);
+  const auto entries =
+      torch_environment({"PATH=/usr/bin", "PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=/extra"});
+  EXPECT_EQ(value(entries, "PYTHONPYCACHEPREFIX"), "/tmp/kforge-pycache-test");
+  EXPECT_FALSE(value(entries, "PYTHONDONTWRITEBYTECODE"));
+  EXPECT_EQ(value(entries, "PATH"), "/usr/bin");
+  ASSERT_TRUE(value(entries, "PYTHONPATH"));
+  EXPECT_NE(value(entries, "PYTHONPATH")->find(":/extra"), std::string::npos);
+}
+
+TEST_F(TorchEnvironmentTest, UsersOwnPrefixAndOffAreLeftAsTheyAre) {
+  ::setenv("KFORGE_PYCACHE", "/tmp/kforge-pycache-test", 1);
+  auto entries = torch_environment({"PYTHONPYCACHEPREFIX=/mine", "PYTHONDONTWRITEBYTECODE=1"});
+  EXPECT_EQ(value(entries, "PYTHONPYCACHEPREFIX"), "/mine");
+  EXPECT_EQ(value(entries, "PYTHONDONTWRITEBYTECODE"), "1");
+  ::setenv("KFORGE_PYCACHE", "off", 1);
+  EXPECT_EQ(python_bytecode_cache(), "");
+  entries = torch_environment({"PYTHONDONTWRITEBYTECODE=1"});
+  EXPECT_FALSE(value(entries, "PYTHONPYCACHEPREFIX"));
+  EXPECT_EQ(value(entries, "PYTHONDONTWRITEBYTECODE"), "1");
+}
+
+TEST_F(TorchEnvironmentTest, DefaultFolderIsUnderTheUsersCache) {
+  ::unsetenv("KFORGE_PYCACHE");
+  const std::string folder = python_bytecode_cache();
+  if (std::getenv("XDG_CACHE_HOME") == nullptr && std::getenv("HOME") == nullptr) {
+    EXPECT_EQ(folder, "");
+  } else {
+    EXPECT_NE(folder.find("kforge"), std::string::npos) << folder;
+    EXPECT_EQ(fs::path(folder).filename(), "pycache");
   }
 }
 
