@@ -168,6 +168,7 @@ def run_batch(paths, options, time_limit_s, out):
     """
     import kforge_torch.derive  # noqa: F401 - imported once here, shared by every child
     import kforge_torch.families  # noqa: F401
+    preload()
     _note_threads()
     try:
         close_fds = [out.fileno()]
@@ -179,6 +180,43 @@ def run_batch(paths, options, time_limit_s, out):
         out.write(result_line(absolute, outcome) + "\n")
         out.flush()
     return 0
+
+
+# Operators whose first call on meta tensors makes torch import what it loads lazily.
+_PRELOAD_OPS = (
+    lambda torch, x: torch.relu(x),
+    lambda torch, x: torch.softmax(x, dim=-1),
+    lambda torch, x: x.sum(dim=-1),
+    lambda torch, x: x @ x.transpose(-1, -2),
+    lambda torch, x: torch.nn.functional.gelu(x),
+    lambda torch, x: torch.cumsum(x, dim=-1),
+)
+
+
+def preload():
+    """Imports in this (the parent) process what torch would import lazily in every child.
+
+    PyTorch 2.x runs many operators on meta tensors through torch._refs, whose first call imports
+    torch._dynamo (with sympy, triton and torch.distributed: about 880 modules, 4-5 s of every
+    child's time on the H200 machine, measured with bench/torch/profile_derive.py); numpy.random
+    is imported by the children's seeding. Meta tensors have no storage and run no kernel, so no
+    thread pool starts here. Anything that fails is left to the children, where it is that
+    problem's error.
+    """
+    import torch
+    try:
+        import numpy.random  # noqa: F401
+    except ImportError:
+        pass
+    try:
+        x = torch.empty(2, 3, device="meta")
+    except (RuntimeError, TypeError):
+        return
+    for op in _PRELOAD_OPS:
+        try:
+            op(torch, x)
+        except Exception:  # noqa: BLE001 - a warm-up only
+            pass
 
 
 def _note_threads():

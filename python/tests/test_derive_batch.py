@@ -133,6 +133,23 @@ class BatchInProcessTest(unittest.TestCase):
         self.assertIn("expected a class Model", first["error"])
         self.assertEqual(second["task"]["family"], "softmax")
 
+    def test_preload_starts_no_thread_and_survives_a_torch_without_meta(self):
+        # The parent forks after preload(): a thread started there (an OpenMP pool) would leave
+        # its locks held in every child. Threads torch starts at import are there before.
+        threads_before = len(os.listdir("/proc/self/task"))
+        derive_batch.preload()
+        self.assertEqual(len(os.listdir("/proc/self/task")), threads_before)
+        import torch
+        real_empty = torch.empty
+
+        def no_meta(*args, **kwargs):
+            raise RuntimeError("no meta device in this torch")
+        torch.empty = no_meta
+        try:
+            derive_batch.preload()  # a warm-up only: nothing to raise
+        finally:
+            torch.empty = real_empty
+
     def test_bad_batch_command_lines_exit_2(self):
         two = [str(PROBLEMS / "softmax_rows.py"), str(PROBLEMS / "two_outputs.py")]
         with contextlib.redirect_stderr(io.StringIO()) as stderr:
