@@ -64,6 +64,22 @@ TEST_F(CliTest, OptimizeOnCpuWritesAVerifiedResult) {
   EXPECT_TRUE(fs::exists(run / "best.cpp"));
   EXPECT_TRUE(fs::exists(run / "report.md"));
   EXPECT_TRUE(fs::exists(run / "events.jsonl"));
+  // The prepare says where its time went, phase by phase, adding up to its seconds.
+  std::ifstream events(run / "events.jsonl");
+  bool prepared = false;
+  for (std::string line; std::getline(events, line);) {
+    const nlohmann::json event = nlohmann::json::parse(line);
+    if (event["event"] != "task_prepared") continue;
+    prepared = true;
+    double sum = 0.0;
+    for (const char* phase : {"workers", "reference_load", "provided_inputs", "gate_outputs",
+                              "self_test", "timed_outputs", "compile_baseline"}) {
+      ASSERT_TRUE(event["phases"].contains(phase)) << event.dump();
+      sum += event["phases"][phase].get<double>();
+    }
+    EXPECT_NEAR(sum, event["seconds"].get<double>(), 0.01 + 0.05 * sum) << event.dump();
+  }
+  EXPECT_TRUE(prepared);
   EXPECT_TRUE(fs::exists(dir_ / "memory.sqlite"));
   // Every candidate left its source, build log and evaluation.
   for (const auto& entry : fs::directory_iterator(run / "candidates")) {

@@ -6,7 +6,8 @@
       Per problem: `kforge task --json FILE` (one Python process per problem: Python start,
       import torch, derivation), for K and optionally for an older build K0 whose Python side is
       under H0 (KFORGE_HOME); then every FILE in one `derive --batch` (one import of torch) with
-      each problem's own seconds and CPU seconds. Also `import torch` alone.
+      each problem's own seconds and CPU seconds. Also `import torch` alone, first in this
+      environment, then (after the problems) in kforge's, with its bytecode cache.
   ingest_bench.py suite --out OUT.json --suite-dir DIR [--kforge K] -- SUITE_ARGUMENTS...
       Runs `kforge suite SUITE_ARGUMENTS --suite-dir DIR` and splits its wall time: the
       derivation (SUITE_DIR/derived/derivation.json), each child's process overhead (start, task
@@ -82,11 +83,27 @@ def kforge_task(kforge, path, home=None):
     return {"ok": result.returncode == 0, "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3)}
 
 
+def kforge_python_env(**extra):
+    """This environment as kforge gives it to its Python processes (src/task/torch_task.h,
+    torch_environment): the bytecode cache folder as PYTHONPYCACHEPREFIX, and no
+    PYTHONDONTWRITEBYTECODE, unless KFORGE_PYCACHE=off or a prefix of one's own is set."""
+    env = dict(os.environ, **extra)
+    chosen = os.environ.get("KFORGE_PYCACHE")
+    if "PYTHONPYCACHEPREFIX" in env or chosen == "off":
+        return env
+    folder = chosen or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                    os.path.join(os.path.expanduser("~"), ".cache"),
+                                    "kforge", "pycache")
+    env["PYTHONPYCACHEPREFIX"] = folder
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def batch(kforge, paths, time_limit_s):
     """Every path in one `derive --batch`: totals, time to the first line, each problem's line."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"),
-               KFORGE_INPUTS_LIB=str(pathlib.Path(kforge).resolve().parent /
-                                     "libkforge_inputs.so"))
+    env = kforge_python_env(PYTHONPATH=str(ROOT / "python"),
+                            KFORGE_INPUTS_LIB=str(pathlib.Path(kforge).resolve().parent /
+                                                  "libkforge_inputs.so"))
     argv = [torch_python(), "-m", "kforge_torch", "derive", "--batch", "--no-capacity-check",
             "--time-limit-s", str(time_limit_s), *paths]
     cpu, start = children_cpu_s(), time.perf_counter()
@@ -121,6 +138,10 @@ def ingest(arguments):
         row["after_task"] = kforge_task(arguments.kforge, path)
         print(row, file=sys.stderr)
         record["problems"].append(row)
+    # `import torch` again, in kforge's environment, after the problems above filled its cache.
+    _, import_wall_s, import_cpu_s = timed([python, "-c", "import torch"], kforge_python_env())
+    record["import_torch_kforge_env"] = {"wall_s": round(import_wall_s, 3),
+                                         "cpu_s": round(import_cpu_s, 3)}
     record["batch"] = batch(arguments.kforge, paths, arguments.time_limit_s)
     for row, path in zip(record["problems"], paths):
         row["in_batch"] = record["batch"]["problems"].pop(path, None)
@@ -134,23 +155,25 @@ def _event_time(event):
 
 
 def run_breakdown(run_dir):
-    """(the run's wall_s, evaluation seconds, prepare seconds) from its result.json and
+    """(the run's wall_s, evaluation seconds, prepare seconds, the prepare's phases: name ->
+    seconds) from its result.json and
     events.jsonl. Evaluation is the budget's device_s (candidate rungs 0-2) plus the final rung
     (reference and best interleaved), which device_s leaves out: the time from the event before
     the "final" event to it (events are stamped to the second)."""
     result = json.loads((run_dir / "result.json").read_text())
     spent = result.get("budget", {}).get("spent", {})
-    prepare_s, final_s, previous = 0.0, 0.0, None
+    prepare_s, final_s, previous, phases = 0.0, 0.0, None, {}
     events = run_dir / "events.jsonl"
     for line in events.read_text().splitlines() if events.exists() else []:
         event = json.loads(line)
         if event.get("event") == "task_prepared":
             prepare_s += event.get("seconds", 0.0)
+            phases = event.get("phases", {})
         if event.get("event") == "final" and previous is not None:
             final_s += _event_time(event) - _event_time(previous)
         previous = event
     return (spent.get("wall_s", result.get("wall_s", 0.0)), spent.get("device_s", 0.0) + final_s,
-            prepare_s)
+            prepare_s, phases)
 
 
 def suite(arguments):
@@ -180,14 +203,18 @@ def analyze(record, suite_dir):
              "prepare": 0.0, "compile_and_search": 0.0, "evaluation": 0.0}
     rows = json.loads((suite_dir / "suite.json").read_text())["tasks"]
     record["tasks"] = []
+    prepare_phases = {}
     for row in rows:
         entry = {"task": row["name"], "status": row["status"], "child_wall_s": row["wall_s"]}
         run_dir = pathlib.Path(row["run_dir"])
         if row.get("resumed"):  # finished by an earlier invocation: no time in this one
             entry["resumed"] = True
         elif (run_dir / "result.json").exists():
-            wall_s, device_s, prepare_s = run_breakdown(run_dir)
-            entry.update(run_wall_s=wall_s, device_s=device_s, prepare_s=prepare_s)
+            wall_s, device_s, prepare_s, phases = run_breakdown(run_dir)
+            entry.update(run_wall_s=wall_s, device_s=device_s, prepare_s=prepare_s,
+                         prepare_phases=phases)
+            for name, seconds in phases.items():
+                prepare_phases[name] = prepare_phases.get(name, 0.0) + seconds
             parts["child_process"] += row["wall_s"] - wall_s
             parts["prepare"] += prepare_s
             parts["compile_and_search"] += wall_s - device_s - prepare_s
@@ -197,6 +224,7 @@ def analyze(record, suite_dir):
         record["tasks"].append(entry)
     parts["suite_own"] = total_s - sum(parts.values())
     record["seconds"] = {k: round(v, 3) for k, v in parts.items()}
+    record["prepare_phases_s"] = {k: round(v, 3) for k, v in prepare_phases.items()}
     outside = total_s - parts["evaluation"] - parts["prepare"]
     record["outside_evaluation_fraction"] = round(outside / total_s, 4) if total_s else None
     record["outside_evaluation_with_prepare_fraction"] = \
@@ -254,6 +282,9 @@ def _suite_table(record):
         print(f"| {part} | {seconds:.1f} | {100 * seconds / total:.1f}% |")
     print(f"\noutside evaluation: {100 * record['outside_evaluation_fraction']:.1f}% "
           f"(with prepare: {100 * record['outside_evaluation_with_prepare_fraction']:.1f}%)")
+    if record.get("prepare_phases_s"):
+        print("\nprepare, by phase (all runs): " + ", ".join(
+            f"{name} {seconds:.1f} s" for name, seconds in record["prepare_phases_s"].items()))
 
 
 def main():

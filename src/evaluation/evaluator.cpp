@@ -136,8 +136,15 @@ const GateCase& Evaluator::timed_case(const std::string& workload_name) const {
 TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   const auto start = Clock::now();
   TaskReport report;
+  auto phase_start = start;
+  const auto end_phase = [&](const char* name) {
+    const auto now = Clock::now();
+    report.phases.emplace_back(name, std::chrono::duration<double>(now - phase_start).count());
+    phase_start = now;
+  };
   device_ = reference_worker_.device_info();
   candidates_.device_info();  // start it now: a worker that cannot start stops the run here
+  end_phase("workers");
   report.device = device_;
   policy_.checks.floor_rejects = backends::get_backend(device_.backend).can.physical_floor;
   // Every workload's tensors must fit the device, with room for the harness.
@@ -151,7 +158,9 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
     }
   }
   oracle_->load(reference);
+  end_phase("reference_load");
   provide_inputs();
+  end_phase("provided_inputs");
   drop_non_finite_adversarial(report.warnings);
   std::vector<std::vector<std::vector<std::byte>>> input_bytes;  // kept alive for the spans
   std::vector<SelfTestInput> self_test_inputs;
@@ -188,6 +197,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
     input.probes = probes(gate_case);
     self_test_inputs.push_back(std::move(input));
   }
+  end_phase("gate_outputs");
   if (!self_test_inputs.empty()) {
     report.self_test = self_test_outputs(self_test_inputs);
     if (!report.self_test.reference_passes) {
@@ -203,9 +213,12 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
         "no gate (untimed) workloads: the self-test and the two-call race check did not run; "
         "add small and odd-sized workloads (e.g. 1, 31, 33, 4097)");
   }
+  end_phase("self_test");
   report.floor = physical_floor(task_, timed_workload_, device_, policy_.checks.floor_slack);
   prime_check_outputs(timed_workload_);
+  end_phase("timed_outputs");
   report.compile = prepare_compile_baseline(report.warnings);
+  end_phase("compile_baseline");
   report.seconds = seconds_since(start);
   return report;
 }

@@ -116,6 +116,11 @@ struct TaskReport {
   PhysicalFloor floor;                // of the primary timed workload
   worker::DeviceInfo device;
   double seconds = 0.0;
+  /// Where `seconds` went, in order, seconds each: "workers" (both workers' start),
+  /// "reference_load", "provided_inputs", "gate_outputs" (the reference's outputs of the gate
+  /// cases, made on first use), "self_test", "timed_outputs" (the timed workload's check
+  /// outputs), "compile_baseline".
+  std::vector<std::pair<std::string, double>> phases;
   CompileProbe compile;               // baseline compile only
 };
 

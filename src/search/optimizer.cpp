@@ -32,6 +32,13 @@ double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// {"workers": 1.2, ...}: the prepare's phases for the task_prepared event, rounded to ms.
+nlohmann::json phases_json(const std::vector<std::pair<std::string, double>>& phases) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, seconds] : phases) out[name] = std::round(seconds * 1000.0) / 1000.0;
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json OptimizeOptions::to_json(const evaluation::EvaluationPolicy& evaluation) const {
@@ -178,7 +185,8 @@ void Optimizer::prepare_reference() {
                          {"warnings", task_report.warnings},
                          {"floor_ms", task_report.floor.floor_ms},
                          {"copy_bytes_per_s", task_report.device.copy_bytes_per_s},
-                         {"seconds", task_report.seconds}});
+                         {"seconds", task_report.seconds},
+                         {"phases", phases_json(task_report.phases)}});
   const Workload& timed = evaluator_.timed_workload();
   if (std::optional<ReferenceTiming> recorded = journal_->replay().reference()) {
     // Resume: the numbers the recorded decisions were made with (prompts, policy state).
