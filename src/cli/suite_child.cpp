@@ -32,9 +32,23 @@ void note_line(const std::string& line, std::ofstream& log, std::deque<std::stri
   if (!echo_prefix.empty()) std::cerr << echo_prefix << line << '\n';
 }
 
+}  // namespace
+
 std::string last_error_line(const std::deque<std::string>& tail) {
   for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
-    if (auto at = it->find("kforge: error: "); at != std::string::npos) return it->substr(at + 15);
+    const size_t at = it->find("kforge: error: ");
+    if (at == std::string::npos) continue;
+    std::string error = it->substr(at + 15);
+    if (error.empty() || error.back() != ':') return error;
+    // "...: families tried:" followed by indented "  name: why" lines: the names, in one line.
+    std::string names;
+    for (auto next = it.base(); next != tail.end() && next->rfind("  ", 0) == 0; ++next) {
+      const size_t start = next->find_first_not_of(' ');
+      const size_t colon = next->find(':', start);
+      if (start == std::string::npos || colon == std::string::npos) break;
+      names += (names.empty() ? " " : ", ") + next->substr(start, colon - start);
+    }
+    return names.empty() ? error : error + names + " (why each did not fit: the log)";
   }
   for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
     if (!it->empty()) return *it;
@@ -42,7 +56,6 @@ std::string last_error_line(const std::deque<std::string>& tail) {
   return "";
 }
 
-}  // namespace
 
 bool suite_stopped() { return g_suite_stopped.load(); }
 

@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -40,6 +41,12 @@ struct ChildRun {
   double wall_s = 0.0;
   std::string last_error;  // the child's last "kforge: error: ..." line, else its last line
 };
+
+/// The error a child's output `tail` (its last lines, oldest first) ends with: the text after
+/// its last "kforge: error: ", else its last non-empty line. An error that ends with ':' and is
+/// followed by indented "  name: why" lines gets the names appended ("...: gelu, gemv (why each
+/// did not fit: the log)"), so a one-line table cell still says what was tried.
+std::string last_error_line(const std::deque<std::string>& tail);
 
 /// Runs argv with its stdout and stderr going to `log_path` line by line (the first line is the
 /// command), for at most `timeout_s` seconds, killing its process group at the deadline or when
