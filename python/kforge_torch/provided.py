@@ -46,11 +46,10 @@ def provide_inputs(task, request):
             break
         for i in wanted:
             path = provided_file(request.dir, request.workload.name, seed, i)
-            data = kinputs.raw_bytes(values[i])
             partial = path + ".partial"
             with open(partial, "wb") as out:
-                out.write(data)
+                kinputs.write_raw(values[i], out)
             os.replace(partial, path)
-            result["bytes_written"] += len(data)
+            result["bytes_written"] += values[i].numel() * values[i].element_size()
     result["seconds"] = time.perf_counter() - start
     return result

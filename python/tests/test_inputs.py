@@ -101,6 +101,38 @@ class GenerateTest(unittest.TestCase):
                                  direct_fill(dtype, 33 * 65, 5, 3, "heavy_tailed"))
 
 
+class WriteRawTest(unittest.TestCase):
+    """write_raw writes what raw_bytes returns, a chunk at a time for device tensors."""
+
+    def written(self, tensor):
+        import io
+        out = io.BytesIO()
+        inputs.write_raw(tensor, out)
+        return out.getvalue()
+
+    def tensors(self, device):
+        made = [inputs.generate(dtype, [33, 65], 5, 3, "normal", device)
+                for dtype in inputs.DTYPE_NUMBERS]
+        base = inputs.generate("f32", [40, 30], 1, 0, "uniform", device)
+        made.append(base.t())  # not contiguous
+        made.append(base[:0])  # empty
+        return made
+
+    def test_host_tensors_match_raw_bytes(self):
+        for tensor in self.tensors("cpu"):
+            with self.subTest(dtype=tensor.dtype, shape=tuple(tensor.shape)):
+                self.assertEqual(self.written(tensor), inputs.raw_bytes(tensor))
+
+    @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+    def test_device_tensors_match_raw_bytes_across_chunks(self):
+        # A chunk smaller than a tensor, and not a multiple of its element size: every byte
+        # still lands once, in order.
+        with mock.patch.object(inputs, "WRITE_CHUNK_BYTES", 1000):
+            for tensor in self.tensors("cuda"):
+                with self.subTest(dtype=tensor.dtype, shape=tuple(tensor.shape)):
+                    self.assertEqual(self.written(tensor), inputs.raw_bytes(tensor))
+
+
 class LibraryLookupTest(unittest.TestCase):
     def setUp(self):
         self.real_path = inputs.library_path()
