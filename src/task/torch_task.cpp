@@ -300,12 +300,18 @@ json derive_torch_task(const std::string& path, double timeout_s) {
   }
 }
 
+bool compile_support_handed_down(const std::string& python) {
+  const char* known = std::getenv("KFORGE_TORCH_COMPILE_SUPPORT");
+  return known != nullptr && *known != '\0' && python == known;
+}
+
 std::string torch_compile_support(double timeout_s) {
   static std::mutex mutex;
   static std::optional<std::string> answered;
   std::lock_guard<std::mutex> lock(mutex);
   if (answered) return *answered;
   const std::string python = torch_python();
+  if (compile_support_handed_down(python)) return *(answered = "");
   const Finished probe = run_captured({python, "-m", "kforge_torch", "compile-support"},
                                       torch_environment(inherited_environment()), timeout_s);
   if (probe.timed_out || !probe.status.exited || probe.status.exit_code != 0) {

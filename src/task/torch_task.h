@@ -57,8 +57,15 @@ nlohmann::json derive_torch_task(const std::string& path, double timeout_s = 300
 /// "" when torch.compile can be used by torch_python() (PyTorch 2.x, Dynamo supported on its
 /// Python), else one sentence saying why not (e.g. "PyTorch 1.13.0 has no torch.compile (it came
 /// with PyTorch 2.0) ..."). Asks `python -m kforge_torch compile-support` once per process (it
-/// imports torch: seconds). Throws Error when no Python has torch or the probe fails.
+/// imports torch and torch._dynamo: 3-10 s on the H200 machine), unless
+/// $KFORGE_TORCH_COMPILE_SUPPORT names torch_python(): `kforge suite` sets it for its children
+/// (each a `kforge optimize` with the same Python) once it got "" itself. Throws Error when no
+/// Python has torch or the probe fails.
 std::string torch_compile_support(double timeout_s = 120.0);
+
+/// True when $KFORGE_TORCH_COMPILE_SUPPORT is `python`: a parent kforge (a suite) asked that
+/// interpreter already and torch.compile works there.
+bool compile_support_handed_down(const std::string& python);
 
 /// The Task of a derived task JSON (format "kforge-torch-task", version 1). `source_path` is the
 /// problem file (or the TOML file that holds the derivation). Validates what load_task validates

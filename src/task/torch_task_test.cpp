@@ -254,5 +254,17 @@ TEST_F(TorchEnvironmentTest, DefaultFolderIsUnderTheUsersCache) {
   }
 }
 
+// A suite hands its children the answer for the Python it asked; any other Python is asked.
+TEST(TorchCompileSupport, AnAnswerHandedDownCountsOnlyForThePythonItWasFor) {
+  ::unsetenv("KFORGE_TORCH_COMPILE_SUPPORT");
+  EXPECT_FALSE(compile_support_handed_down("/usr/bin/python3"));
+  ::setenv("KFORGE_TORCH_COMPILE_SUPPORT", "/usr/bin/python3", 1);
+  EXPECT_TRUE(compile_support_handed_down("/usr/bin/python3"));
+  EXPECT_FALSE(compile_support_handed_down("/opt/torch/bin/python3"));
+  ::setenv("KFORGE_TORCH_COMPILE_SUPPORT", "", 1);
+  EXPECT_FALSE(compile_support_handed_down(""));
+  ::unsetenv("KFORGE_TORCH_COMPILE_SUPPORT");
+}
+
 }  // namespace
 }  // namespace kforge
