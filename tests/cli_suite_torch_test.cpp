@@ -150,7 +150,7 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
   write_problem("broken.py", kSyntaxError);
   write_problem("hangs.py", kHangs);
   process::CommandResult result = suite();
-  ASSERT_EQ(result.exit_code, 1) << result.output;  // broken, hangs and cumsum errored
+  ASSERT_EQ(result.exit_code, 1) << result.output;  // broken and hangs errored
   EXPECT_EQ(count(result.output, "deriving 4 PyTorch problem(s) in one Python process"), 1u)
       << result.output;
 
@@ -177,10 +177,17 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
   EXPECT_NE(row("hangs")["failure"].get<std::string>().find("did not finish in 5 s"),
             std::string::npos) << row("hangs").dump(2);
   EXPECT_FALSE(fs::exists(suite_dir() / "broken"));
-  // A derived problem no family serves: its child says so, with why each family did not fit.
+  // A derived problem no family serves under the templates generator: a row that says so and
+  // names the families tried, its log why each did not fit; no child ran, and it is no error.
+  EXPECT_EQ(row("cumsum")["status"], "not served") << row("cumsum").dump(2);
+  EXPECT_EQ(row("cumsum")["exit"], "not run");
   EXPECT_NE(row("cumsum")["failure"].get<std::string>().find("no built-in kernel family"),
             std::string::npos) << row("cumsum").dump(2);
+  EXPECT_NE(row("cumsum")["failure"].get<std::string>().find("families tried: "),
+            std::string::npos) << row("cumsum").dump(2);
   EXPECT_NE(read_file(suite_dir() / "logs" / "cumsum.log").find("  softmax: "), std::string::npos);
+  EXPECT_FALSE(fs::exists(suite_dir() / "cumsum"));
+  EXPECT_NE(read_file(suite_dir() / "suite.md").find("Not served"), std::string::npos);
 
   const nlohmann::json derivation =
       nlohmann::json::parse(read_file(suite_dir() / "derived" / "derivation.json"));
@@ -199,8 +206,9 @@ TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProbl
   const fs::path toml = suite_dir() / "derived" / "cumsum.toml";
   ASSERT_TRUE(fs::exists(toml)) << first.output;
 
-  // An unfinished run of the derived task (as if killed) is moved aside and run again from the
-  // same TOML, which is reused: the problem did not change. The broken one is derived again.
+  // An unfinished run of the derived task (as if killed) is moved aside and the same TOML, which
+  // is reused (the problem did not change), decides again: no family serves it. The broken one
+  // is derived again.
   fs::create_directories(suite_dir() / "cumsum");
   std::ofstream(suite_dir() / "cumsum" / "run.json") << nlohmann::json({{"task_path", toml.string()}});
   process::CommandResult second = suite();
@@ -211,7 +219,8 @@ TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProbl
       << second.output;
   EXPECT_NE(second.output.find("cumsum is unfinished; moved to"), std::string::npos)
       << second.output;
-  EXPECT_NE(second.output.find("optimizing " + toml.string()), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("not served: " + (dir_ / "problems" / "cumsum.py").string()),
+            std::string::npos) << second.output;
 
   // A changed problem file is derived again: its new bytes' sha256 is in the new TOML.
   const std::string changed = std::string(kCumsum) + "# edited\n";

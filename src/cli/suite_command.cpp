@@ -26,6 +26,7 @@
 #include "process/subprocess.h"
 #include "report/run_directory.h"
 #include "report/suite_report.h"
+#include "task/task_loader.h"
 #include "task/torch_task.h"
 
 namespace kforge::cli {
@@ -243,6 +244,12 @@ class SuiteRunner {
     if (auto problem = problems_.find(task.label); problem != problems_.end()) {
       if (!problem->second.error.empty()) return underived_row(std::move(row), problem->second);
       task_file = problem->second.toml_path;  // derived up front: the child does not derive
+      if (suite_generator(optimize_args_) == "templates") {
+        if (auto why = unserved_reason(task_file)) {
+          say(progress + ": not served: " + why->first);
+          return unserved_row(std::move(row), *why);
+        }
+      }
     }
     say(progress + ": optimizing " + task_file.string());
     std::vector<std::string> argv = {self_path(), "optimize", task_file.string(), "--run-dir",
@@ -280,6 +287,19 @@ class SuiteRunner {
     row.failure = problem.error;
     std::ofstream(row.log_path) << "deriving the task of " << row.task_path
                                 << " failed: " << problem.error << "\n";
+    return row;
+  }
+
+  // The row of a problem no built-in family serves under the templates generator: no child
+  // runs; its log holds why each family did not fit.
+  static report::SuiteRow unserved_row(report::SuiteRow row,
+                                       const std::pair<std::string, std::string>& why) {
+    row.unserved = true;
+    row.exit = "not run";
+    row.generator = "templates";
+    row.failure = why.first;
+    std::ofstream(row.log_path) << "not run: " << why.first << "\n"
+                                << (why.second.empty() ? "" : "families tried:\n" + why.second);
     return row;
   }
 

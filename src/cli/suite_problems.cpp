@@ -1,6 +1,9 @@
 #include "cli/suite_problems.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -168,6 +171,43 @@ std::map<std::string, SuiteProblem> prepare_suite_problems(
                                   .dump(2) + "\n");
   }
   return settled;
+}
+
+std::string suite_generator(const std::vector<std::string>& args) {
+  std::string value = "templates";
+  if (const char* env = std::getenv("KFORGE_GENERATOR"); env != nullptr && *env != '\0') {
+    value = env;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--generator" && i + 1 < args.size()) value = args[i + 1];
+    if (args[i].rfind("--generator=", 0) == 0) value = args[i].substr(12);
+  }
+  return value;
+}
+
+std::optional<std::pair<std::string, std::string>> unserved_reason(const fs::path& toml) {
+  if (is_torch_problem(toml.string())) return std::nullopt;  // the child derives it itself
+  Task task;
+  try {
+    task = load_task(toml.string());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!task.has_torch_reference() || !task.family.empty()) return std::nullopt;
+  std::string names, reasons;
+  const nlohmann::json tried = task.torch_reference.value("family_misses", nlohmann::json::object());
+  if (tried.is_object()) {
+    for (const auto& [family, why] : tried.items()) {
+      names += (names.empty() ? "" : ", ") + family;
+      reasons += "  " + family + ": " + (why.is_string() ? why.get<std::string>() : why.dump()) + "\n";
+    }
+  }
+  const std::string& problem = task.reference_paths.at("torch");
+  return std::make_pair(
+      problem + ": no built-in kernel family computes what this module computes" +
+          (names.empty() ? "" : " (families tried: " + names + ")") +
+          "; --generator llm writes a kernel for it",
+      reasons);
 }
 
 }  // namespace kforge::cli

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/suite_tasks.h"
@@ -52,5 +54,17 @@ bool is_suite_problem(const SuiteTask& task);
 std::map<std::string, SuiteProblem> prepare_suite_problems(
     const std::vector<SuiteTask>& tasks, const std::filesystem::path& suite_dir,
     const std::function<bool(const SuiteTask&)>& needed, const SuiteProblemOptions& options);
+
+/// The generator a suite's children use: --generator in the optimize arguments `args` (as
+/// "--generator X" or "--generator=X"), else $KFORGE_GENERATOR (every child reads it), else
+/// "templates".
+std::string suite_generator(const std::vector<std::string>& args);
+
+/// Why the templates generator cannot serve the derived task at `toml`: a PyTorch problem that
+/// no built-in family computes (its family is empty). {one line for the suite's table, naming
+/// the families tried; the reason each did not fit, a line each, for the task's log}. nullopt
+/// when a family serves it, when `toml` is a problem file (the child derives it), or when it
+/// does not load (the child then says why).
+std::optional<std::pair<std::string, std::string>> unserved_reason(const std::filesystem::path& toml);
 
 }  // namespace kforge::cli

@@ -99,5 +99,40 @@ TEST_F(SuiteProblemsTest, DerivedJsonThatIsNotATaskIsTheProblemsError) {
   EXPECT_TRUE(settled.at("p").toml_path.empty());
 }
 
+TEST_F(SuiteProblemsTest, ADerivedTaskNoFamilyServesSaysWhichFamiliesWereTried) {
+  json task = derived_task(problem().string(), "rows");
+  task["family"] = "";
+  task["family_misses"] = {{"softmax", "closest differs at 1e-3"}, {"gemv", "no mapping fits"}};
+  const auto settled = prepare(task);
+  ASSERT_EQ(settled.at("p").toml_path, derived_task_path(dir_ / "suite", "p"));
+  const auto why = unserved_reason(settled.at("p").toml_path);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->first.find("no built-in kernel family computes what this module computes"),
+            std::string::npos) << why->first;
+  EXPECT_NE(why->first.find("(families tried: gemv, softmax)"), std::string::npos) << why->first;
+  EXPECT_NE(why->first.find("--generator llm"), std::string::npos) << why->first;
+  EXPECT_NE(why->second.find("  softmax: closest differs at 1e-3\n"), std::string::npos)
+      << why->second;
+}
+
+TEST_F(SuiteProblemsTest, ServedTasksProblemFilesAndUnreadableTomlAreLeftToTheChild) {
+  const auto settled = prepare(derived_task(problem().string(), "rows"));
+  EXPECT_FALSE(unserved_reason(settled.at("p").toml_path).has_value());  // family softmax
+  EXPECT_FALSE(unserved_reason(problem()).has_value());                  // the child derives
+  std::ofstream(dir_ / "bad.toml") << "name = \n";
+  EXPECT_FALSE(unserved_reason(dir_ / "bad.toml").has_value());
+}
+
+TEST(SuiteGenerator, ArgumentsWinOverTheEnvironmentWhichWinsOverTemplates) {
+  ::unsetenv("KFORGE_GENERATOR");
+  EXPECT_EQ(suite_generator({"--steps", "1"}), "templates");
+  EXPECT_EQ(suite_generator({"--generator", "llm"}), "llm");
+  EXPECT_EQ(suite_generator({"--generator=llm", "--steps", "2"}), "llm");
+  ::setenv("KFORGE_GENERATOR", "llm", 1);
+  EXPECT_EQ(suite_generator({}), "llm");
+  EXPECT_EQ(suite_generator({"--generator", "templates"}), "templates");
+  ::unsetenv("KFORGE_GENERATOR");
+}
+
 }  // namespace
 }  // namespace kforge::cli

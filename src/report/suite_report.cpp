@@ -116,7 +116,8 @@ std::string task_table(const std::vector<SuiteRow>& rows, bool with_compile) {
   text += rule;
   auto or_dash_text = [](const std::string& value) { return value.empty() ? "-" : cell(value); };
   for (const SuiteRow& r : rows) {
-    std::string run = r.completed ? (r.resumed ? "earlier run" : "completed") : "error";
+    std::string run =
+        r.completed ? (r.resumed ? "earlier run" : "completed") : r.unserved ? "not run" : "error";
     std::string speedup = r.correct ? fmt::format("{:.3f}x", r.speedup) : "-";
     std::string interval =
         r.correct ? fmt::format("{:.3f}-{:.3f}x", r.speedup_ci_low, r.speedup_ci_high) : "-";
@@ -169,6 +170,7 @@ void read_run_into(const nlohmann::json& run, SuiteRow& row) {
 }
 
 std::string SuiteRow::status() const {
+  if (unserved) return "not served";
   if (errored()) return "error";
   return correct ? "correct" : "not correct";
 }
@@ -231,7 +233,8 @@ nlohmann::json SuiteRow::to_json() const {
                       {"correct_candidates", correct_candidates},
                       {"wall_s", wall_s},
                       {"exit", exit},
-                      {"failure", failure}};
+                      {"failure", failure},
+                      {"unserved", unserved}};
   j["speedup"] = correct ? nlohmann::json{{"speedup", speedup},
                                           {"ci_low", speedup_ci_low},
                                           {"ci_high", speedup_ci_high},
@@ -331,9 +334,13 @@ std::string render_suite_markdown(const std::vector<SuiteRow>& rows, const Suite
   text += cost_line("device time", metrics.device_s, metrics.task_count, " device-s", "{:.1f}");
   text += cost_line("LLM cost", metrics.llm_cost_usd, metrics.task_count, " USD", "{:.4f}");
   text += "\n" + task_table(rows, compile.has_value());
-  std::string errors, not_correct;
+  std::string errors, not_correct, unserved;
   for (const SuiteRow& r : rows) {
     if (r.correct) continue;
+    if (r.unserved) {  // the table's row says why; here only which
+      unserved += (unserved.empty() ? "" : ", ") + r.name;
+      continue;
+    }
     std::string how = r.exit.empty() || r.exit == "exit code 0" ? "" : " (" + r.exit + ")";
     std::string line = fmt::format("- {}{}: {}\n", r.name, how, cell(r.failure));
     if (!r.errored()) {
@@ -345,6 +352,11 @@ std::string render_suite_markdown(const std::vector<SuiteRow>& rows, const Suite
   }
   if (!errors.empty()) text += "\nErrors (the run did not finish; counted as not correct):\n" + errors;
   if (!not_correct.empty()) text += "\nNot correct:\n" + not_correct;
+  if (!unserved.empty()) {
+    text += "\nNot served (not run: no built-in kernel family computes these, and the templates "
+            "generator writes only those; `--generator llm` writes kernels for them; counted as "
+            "not correct): " + unserved + "\n";
+  }
   std::string no_compile;
   for (const SuiteRow& r : rows) {
     if (!compile || r.compile_speedup || !r.correct) continue;

@@ -54,12 +54,17 @@ struct SuiteRow {
   /// Why the task is not correct: the child's error, the timeout, "no candidate passed the
   /// correctness gate", ...; empty for a correct task.
   std::string failure;
+  /// True when no run was started because the suite's generator cannot write a kernel for the
+  /// task: a PyTorch problem no built-in family computes, under the templates generator
+  /// (`--generator llm` would). Not correct, and not an error of a run.
+  bool unserved = false;
 
   /// True when the run did not finish (bad task file, crash, timeout, Ctrl-C, unreadable
   /// result.json): an error of the run, reported apart from a run that found no correct
-  /// candidate, though both count as not correct in the metrics.
-  bool errored() const { return !completed; }
-  /// "correct", "not correct" (the run finished without a correct candidate) or "error".
+  /// candidate and from a task not served, though all count as not correct in the metrics.
+  bool errored() const { return !completed && !unserved; }
+  /// "correct", "not correct" (the run finished without a correct candidate), "not served"
+  /// (unserved) or "error".
   std::string status() const;
 
   SuiteTaskOutcome outcome() const;

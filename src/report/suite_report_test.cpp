@@ -181,11 +181,21 @@ std::vector<SuiteRow> compile_rows() {
   rows[2].compile_note = "runtime_error: torch.compile of layernorm_40.py failed: no lowering";
   SuiteRow unserved;
   unserved.name = "cumsum_89";
-  unserved.wall_s = 0.5;
-  unserved.exit = "exit code 1";
-  unserved.failure = "cumsum_89.py: no built-in kernel family computes what this module computes";
+  unserved.wall_s = 0.0;
+  unserved.exit = "not run";
+  unserved.unserved = true;
+  unserved.generator = "templates";
+  unserved.failure = "cumsum_89.py: no built-in kernel family computes what this module computes "
+                     "(families tried: softmax); --generator llm writes a kernel for it";
   unserved.log_path = "/s/logs/cumsum_89.log";
   rows.push_back(unserved);
+  SuiteRow crashed;
+  crashed.name = "argmax_51";
+  crashed.wall_s = 0.5;
+  crashed.exit = "killed by SIGSEGV";
+  crashed.failure = "Segmentation fault";
+  crashed.log_path = "/s/logs/argmax_51.log";
+  rows.push_back(crashed);
   return rows;
 }
 
@@ -195,14 +205,14 @@ TEST(SuiteReport, CompileBaselineMarkdownGolden) {
   for (const SuiteRow& row : rows) outcomes.push_back(row.outcome());
   const std::string text = render_suite_markdown(rows, compute_suite_metrics(outcomes));
   const std::string expected =
-      "# kforge suite: 4 tasks\n"
+      "# kforge suite: 5 tasks\n"
       "\n"
       "| baseline | tasks | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | geomean speedup "
       "(correct tasks) |\n"
       "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
-      "| eager | 4 | 75.0% (3) | 75.0% | 75.0% | 0.0% | 0.0% | 1.500x (95% CI 1.500x-1.500x, 3 "
+      "| eager | 5 | 60.0% (3) | 60.0% | 60.0% | 0.0% | 0.0% | 1.500x (95% CI 1.500x-1.500x, 3 "
       "tasks) |\n"
-      "| torch.compile | 3 | 66.7% (2) | 66.7% | 66.7% | 0.0% | 0.0% | 1.200x (95% CI "
+      "| torch.compile | 4 | 50.0% (2) | 50.0% | 50.0% | 0.0% | 0.0% | 1.200x (95% CI "
       "1.200x-1.200x, 2 tasks) |\n"
       "\n"
       "fast_p: share of all tasks that are correct with speedup > p (KernelBench); the geomean is "
@@ -212,7 +222,7 @@ TEST(SuiteReport, CompileBaselineMarkdownGolden) {
       "torch.compile baseline left out (listed below).\n"
       "\n"
       "Cost:\n"
-      "- wall time: 15.1 s per task, 60.5 s in all (4 of 4 tasks reported it)\n"
+      "- wall time: 12.1 s per task, 60.5 s in all (5 of 5 tasks reported it)\n"
       "- device time: not reported\n"
       "- LLM cost: not reported\n"
       "\n"
@@ -226,13 +236,19 @@ TEST(SuiteReport, CompileBaselineMarkdownGolden) {
       "templates | rmsnorm | best-rmsnorm_36 | 4 (3) | 20.0 | - | - | - |\n"
       "| layernorm_40 | completed | yes | 1.500x | 1.400-1.600x | none | - | templates | "
       "layernorm | best-layernorm_40 | 4 (3) | 30.0 | - | - | - |\n"
-      "| cumsum_89 | error | no | - | - | - | - | - | - | - | - | 0.5 | - | - | cumsum_89.py: no "
-      "built-in kernel family computes what this module computes |\n"
+      "| cumsum_89 | not run | no | - | - | - | - | templates | - | - | - | 0.0 | - | - | "
+      "cumsum_89.py: no built-in kernel family computes what this module computes (families "
+      "tried: softmax); --generator llm writes a kernel for it |\n"
+      "| argmax_51 | error | no | - | - | - | - | - | - | - | - | 0.5 | - | - | Segmentation "
+      "fault |\n"
       "\n"
       "Errors (the run did not finish; counted as not correct):\n"
-      "- cumsum_89 (exit code 1): cumsum_89.py: no built-in kernel family computes what this "
-      "module computes\n"
-      "  log: /s/logs/cumsum_89.log\n"
+      "- argmax_51 (killed by SIGSEGV): Segmentation fault\n"
+      "  log: /s/logs/argmax_51.log\n"
+      "\n"
+      "Not served (not run: no built-in kernel family computes these, and the templates "
+      "generator writes only those; `--generator llm` writes kernels for them; counted as not "
+      "correct): cumsum_89\n"
       "\n"
       "No torch.compile baseline (left out of the torch.compile row):\n"
       "- layernorm_40: runtime_error: torch.compile of layernorm_40.py failed: no lowering\n";
@@ -278,10 +294,16 @@ TEST(SuiteReport, SuiteJsonCarriesTheAggregateAgainstTorchCompile) {
   std::vector<SuiteTaskOutcome> outcomes;
   for (const SuiteRow& row : rows) outcomes.push_back(row.outcome());
   const nlohmann::json j = suite_json(rows, compute_suite_metrics(outcomes), "/s", {});
-  EXPECT_EQ(j["aggregate"]["tasks"], 4);
-  EXPECT_EQ(j["aggregate_vs_compile"]["tasks"], 3);
+  EXPECT_EQ(j["aggregate"]["tasks"], 5);
+  EXPECT_EQ(j["aggregate_vs_compile"]["tasks"], 4);
   EXPECT_EQ(j["aggregate_vs_compile"]["left_out"], 1);
   EXPECT_EQ(j["aggregate_vs_compile"]["correct"], 2);
+  // A problem no family serves is its own status, not correct and not an error.
+  EXPECT_EQ(j["tasks"][3]["status"], "not served");
+  EXPECT_EQ(j["tasks"][3]["unserved"], true);
+  EXPECT_EQ(j["tasks"][4]["status"], "error");
+  EXPECT_FALSE(rows[3].errored());
+  EXPECT_TRUE(rows[4].errored());
   EXPECT_DOUBLE_EQ(j["aggregate_vs_compile"]["geomean_speedup"]["geomean"].get<double>(), 1.2);
   // Without --baseline compile there is no such aggregate.
   std::vector<SuiteRow> eager = {correct_row("gemv", 2.5, 3.0)};
