@@ -1,8 +1,9 @@
 """Deriving many problem files with one import of torch (`derive --batch`, docs/torch_tasks.md).
 
 Importing torch costs seconds (PyTorch 2.11 on the H200 machine: 1.9 s from kforge's bytecode
-folder, 4.8-6.8 s without it), more than deriving most problems, so a suite derives all of its problems in one Python process. That process imports
-torch and the derivation once, then forks one child per problem and derives it there:
+folder, 4.8-6.8 s without it), more than deriving most problems, so a suite derives all of its
+problems in one Python process. That process imports torch and the derivation once, then forks
+one child per problem and derives it there:
 
 - isolation: a problem's module, the globals and torch settings it changes (default dtype, grad
   mode, monkeypatched functions), the modules it imports and the memory it takes end with its
