@@ -81,11 +81,16 @@ class DeriveTest(unittest.TestCase):
         softmax = derive_quietly("derive_softmax_rows.py")
         gate_depths = [w["dims"] for w in derived["workloads"] if not w["timed"]]
         self.assertTrue(gate_depths)
-        self.assertGreater(derived["tolerance"]["atol"], 100 * 1e-5)
+        # Only the problem's own workload gets the grown atol: the gate workloads keep the one
+        # that catches a kernel dropping part of a reduction.
+        grown = derived["tolerance"]["workload_atol"]["problem"]
+        self.assertGreater(grown, 100 * derived["tolerance"]["atol"])
+        self.assertEqual(set(derived["tolerance"]["workload_atol"]), {"problem"})
         self.assertTrue(any("growth of the reduction length" in n for n in derived["notes"]),
                         derived["notes"])
         self.assertFalse(any("growth of the reduction length" in n for n in softmax["notes"]),
                          softmax["notes"])
+        self.assertNotIn("workload_atol", softmax["tolerance"])
 
     def test_softmax_problem_sizes_come_from_meta_tensors(self):
         start = time.perf_counter()

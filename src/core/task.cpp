@@ -172,12 +172,17 @@ void from_json(const nlohmann::json& j, Workload& w) {
 void to_json(nlohmann::json& j, const Tolerance& t) {
   j = {{"rtol", t.rtol}, {"atol", t.atol}};
   if (t.normalized) j["normalized"] = *t.normalized;
+  if (!t.workload_atol.empty()) j["workload_atol"] = t.workload_atol;
 }
 
 void from_json(const nlohmann::json& j, Tolerance& t) {
   t.rtol = j.at("rtol").get<double>();
   t.atol = j.at("atol").get<double>();
   if (auto found = j.find("normalized"); found != j.end()) t.normalized = found->get<double>();
+  t.workload_atol.clear();
+  if (auto found = j.find("workload_atol"); found != j.end()) {
+    t.workload_atol = found->get<std::map<std::string, double>>();
+  }
 }
 
 void to_json(nlohmann::json& j, const Problem& p) {

@@ -79,6 +79,18 @@ struct Tolerance {
   double atol = 1e-5;
   /// Bound on ||out - ref||_2 / ||ref||_2; unset = the default of the output's dtype.
   std::optional<double> normalized;
+  /// atol of a named workload in place of `atol` (TOML `[tolerance.workload_atol]`). A derived
+  /// PyTorch task sets it for the problem's own sizes, whose reductions are longer than the gate
+  /// workloads' (python/kforge_torch/derive_tolerance.py), so the small gate cases keep the
+  /// tight atol: one atol grown for the problem's length let kernels that drop part of a mean
+  /// pass at the gate sizes (KernelBench 95's derived atol was 0.294 on a loss near 8).
+  std::map<std::string, double> workload_atol;
+
+  /// The atol that holds on workload `workload`: its workload_atol, else atol.
+  double atol_for(const std::string& workload) const {
+    const auto found = workload_atol.find(workload);
+    return found == workload_atol.end() ? atol : found->second;
+  }
 };
 
 /// What one worker request needs to build and check tensors: signature plus one workload.

@@ -192,7 +192,8 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
       const TensorSpec& spec = task_.signature.tensors[output.tensor];
       input.expected_outputs.push_back(
           {spec.name, spec.dtype, output.shape, expected.file.bytes(output.offset, output.bytes)});
-      input.tolerances.push_back(tolerance_for(task_.tolerance, spec.dtype));
+      input.tolerances.push_back(
+          tolerance_for(task_.tolerance, spec.dtype, gate_case.workload.name));
     }
     input.probes = probes(gate_case);
     self_test_inputs.push_back(std::move(input));

@@ -178,7 +178,7 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
         const OutputComparison comparison = compare_output(
             spec.dtype, got.bytes(call * run.output_bytes + output.offset, output.bytes),
             expected.file.bytes(output.offset, output.bytes), output.shape,
-            tolerance_for(task.tolerance, spec.dtype));
+            tolerance_for(task.tolerance, spec.dtype, gate_case.workload.name));
         case_errors.max_abs_error = std::max(case_errors.max_abs_error, comparison.max_abs_error);
         case_errors.max_rel_error = std::max(case_errors.max_rel_error, comparison.max_rel_error);
         case_errors.max_normalized_error =

@@ -183,8 +183,9 @@ const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
     }
     for (int call = 1; call < run.calls_completed; ++call) {
       const auto again = outputs->file.bytes(output.offset + call * run.output_bytes, output.bytes);
-      OutputComparison agree = compare_output(spec.dtype, again, first, output.shape,
-                                              tolerance_for(task_.tolerance, spec.dtype));
+      OutputComparison agree =
+          compare_output(spec.dtype, again, first, output.shape,
+                         tolerance_for(task_.tolerance, spec.dtype, gate_case.workload.name));
       if (!agree.passed) {
         throw Error(where + " disagrees with itself between two calls on output '" + spec.name +
                     "': " + agree.failure + " - is it deterministic?");

@@ -124,7 +124,7 @@ std::string TimedChecks::verify(const worker::TimeRequest& request,
       const OutputComparison comparison = compare_output(
           spec.dtype, got.bytes(output.offset, output.bytes),
           expected.file.bytes(output.offset, output.bytes), output.shape,
-          tolerance_for(task_.tolerance, spec.dtype));
+          tolerance_for(task_.tolerance, spec.dtype, workload.name));
       if (comparison.passed) continue;
       const std::string which = request.checks[k].overwrite
                                     ? "new input values written over a buffer used before"

@@ -7,8 +7,12 @@
 
 namespace kforge::evaluation {
 
-inline ToleranceSpec tolerance_for(const Tolerance& task_tolerance, DType output_dtype) {
-  ToleranceSpec spec = tolerance_with(output_dtype, task_tolerance.rtol, task_tolerance.atol);
+/// The tolerance of an output of dtype `output_dtype` on workload `workload` (whose own atol,
+/// Tolerance::workload_atol, replaces the task's when it has one).
+inline ToleranceSpec tolerance_for(const Tolerance& task_tolerance, DType output_dtype,
+                                   const std::string& workload) {
+  ToleranceSpec spec =
+      tolerance_with(output_dtype, task_tolerance.rtol, task_tolerance.atol_for(workload));
   if (task_tolerance.normalized) spec.max_normalized_error = *task_tolerance.normalized;
   return spec;
 }

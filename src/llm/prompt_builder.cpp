@@ -157,6 +157,9 @@ std::string describe_workloads(const Task& task) {
 std::string describe_tolerance(const Task& task) {
   std::string text = fmt::format("|out - ref| <= {} + {} * |ref| per element", task.tolerance.atol,
                                  task.tolerance.rtol);
+  for (const auto& [workload, atol] : task.tolerance.workload_atol) {
+    text += fmt::format(" (atol {} on workload {})", atol, workload);
+  }
   if (task.tolerance.normalized) {
     text += fmt::format(", and ||out - ref||_2 <= {} * ||ref||_2", *task.tolerance.normalized);
   }

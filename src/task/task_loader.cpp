@@ -202,10 +202,25 @@ Tolerance read_tolerance(const FieldReader& reader, const toml::table& root) {
     if (!value || *value < 0) reader.fail("tolerance.normalized", "expected a non-negative number");
     tolerance.normalized = *value;
   }
+  if (const toml::node* per_workload = table->get("workload_atol")) {
+    const toml::table* atols = per_workload->as_table();
+    if (atols == nullptr) {
+      reader.fail("tolerance.workload_atol", "expected a table of workload name = atol");
+    }
+    for (const auto& [key, node] : *atols) {
+      const std::string workload(key.str());
+      auto value = node.value<double>();
+      if (!value || *value < 0) {
+        reader.fail("tolerance.workload_atol." + workload, "expected a non-negative number");
+      }
+      tolerance.workload_atol[workload] = *value;
+    }
+  }
   for (const auto& [key, node] : *table) {
     const std::string name(key.str());
-    if (name != "rtol" && name != "atol" && name != "normalized") {
-      reader.fail("tolerance." + name, "unknown key (expected rtol, atol, normalized)");
+    if (name != "rtol" && name != "atol" && name != "normalized" && name != "workload_atol") {
+      reader.fail("tolerance." + name,
+                  "unknown key (expected rtol, atol, normalized, workload_atol)");
     }
   }
   return tolerance;
@@ -399,6 +414,13 @@ Task load_task(const std::string& path) {
   task.signature.scalars = read_scalars(reader, root);
   task.workloads = read_workloads(reader, root);
   task.tolerance = read_tolerance(reader, root);
+  for (const auto& [workload, atol] : task.tolerance.workload_atol) {
+    const bool known = std::any_of(task.workloads.begin(), task.workloads.end(),
+                                   [&](const Workload& w) { return w.name == workload; });
+    if (!known) {
+      reader.fail("tolerance.workload_atol." + workload, "no workload of that name");
+    }
+  }
   task.reference_paths = read_references(reader, root);
   task.source_policy = parse_source_policy(root.get_as<toml::table>("policy"), path);
   check_unique_names(reader, task);

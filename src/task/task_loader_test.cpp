@@ -144,6 +144,20 @@ TEST_F(TaskLoaderTest, NegativeTolerance) {
   EXPECT_NE(message.find("tolerance.rtol"), std::string::npos) << message;
 }
 
+TEST_F(TaskLoaderTest, AWorkloadsOwnAtolReplacesTheTasksThereOnly) {
+  const Task task =
+      load_task(write(replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nworkload_atol = { big = 0.5 }")));
+  EXPECT_DOUBLE_EQ(task.tolerance.atol_for("big"), 0.5);
+  EXPECT_DOUBLE_EQ(task.tolerance.atol_for("small"), 1e-6);
+  const std::string unknown = error_of(
+      replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nworkload_atol = { huge = 0.5 }"));
+  EXPECT_NE(unknown.find("tolerance.workload_atol.huge: no workload of that name"),
+            std::string::npos) << unknown;
+  const std::string negative = error_of(
+      replace(kValidTask, "atol = 1e-6", "atol = 1e-6\nworkload_atol = { big = -1 }"));
+  EXPECT_NE(negative.find("tolerance.workload_atol.big"), std::string::npos) << negative;
+}
+
 TEST_F(TaskLoaderTest, MissingFileIsAnError) {
   EXPECT_THROW(load_task((dir_ / "absent.toml").string()), Error);
 }

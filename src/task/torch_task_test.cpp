@@ -31,7 +31,7 @@ json softmax_derived(const std::string& problem) {
     "workloads": [
       {"name": "gate_small", "dims": {"rows": 6, "cols": 37}, "timed": false},
       {"name": "problem", "dims": {"rows": 64, "cols": 4096}, "timed": true}],
-    "tolerance": {"rtol": 0.0001, "atol": 1e-06},
+    "tolerance": {"rtol": 0.0001, "atol": 1e-06, "workload_atol": {"problem": 0.0003}},
     "distributions": ["uniform", "normal"],
     "flops": "5*rows*cols", "bytes": "",
     "torch": {
@@ -126,6 +126,9 @@ TEST_F(TorchTaskTest, TomlWrittenByKforgeTaskLoadsBackIntoTheSameTask) {
   EXPECT_EQ(json(loaded.signature), json(task.signature));
   EXPECT_EQ(json(loaded.workloads), json(task.workloads));
   EXPECT_EQ(json(loaded.tolerance), json(task.tolerance));
+  // The problem's own atol survives the TOML; the gate workloads keep the task's.
+  EXPECT_DOUBLE_EQ(loaded.tolerance.atol_for("problem"), 0.0003);
+  EXPECT_DOUBLE_EQ(loaded.tolerance.atol_for("gate_small"), 1e-6);
   EXPECT_EQ(loaded.family, "softmax");
   EXPECT_EQ(loaded.flops_formula, task.flops_formula);
   EXPECT_EQ(loaded.reference_paths.at("torch"), problem_);

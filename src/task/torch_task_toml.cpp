@@ -118,6 +118,12 @@ std::string torch_task_toml(const Task& task, const std::string& toml_dir) {
   out << "\n[tolerance]\nrtol = " << number(task.tolerance.rtol)
       << "\natol = " << number(task.tolerance.atol) << "\n";
   if (task.tolerance.normalized) out << "normalized = " << number(*task.tolerance.normalized) << "\n";
+  if (!task.tolerance.workload_atol.empty()) {
+    out << "\n[tolerance.workload_atol]\n";
+    for (const auto& [workload, atol] : task.tolerance.workload_atol) {
+      out << quoted(workload) << " = " << number(atol) << "\n";
+    }
+  }
   fs::path problem_path(problem);
   const fs::path relative =
       toml_dir.empty() ? fs::path()
