@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,10 @@ namespace fs = std::filesystem;
 class RunDirectoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / "kforge_rundir_test";
+    // One folder per test: ctest runs the tests of this fixture in parallel.
+    base_ = fs::temp_directory_path() /
+            ("kforge_rundir_test_" +
+             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(base_);
     fs::create_directories(base_);
     previous_ = fs::current_path();
