@@ -1,7 +1,6 @@
 // The run and timing logic in-process on the cpu backend, with kernels built at test time.
 #include "worker/kernel_runner.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,37 +9,24 @@
 #include "backends/backend.h"
 #include "common/mapped_file.h"
 #include "worker/host_data.h"
+#include "worker/test_cpu_kernels.h"
 #include "worker/test_kernels.h"
 
 namespace kforge::worker {
 namespace {
 
-using testing::build_cpu_kernel;
-using testing::cpu_unary_kernel;
+using testing::file_floats;
 using testing::unary_signature;
 using testing::workload_n;
 
-KernelEntry load_entry(const std::string& path) {
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) throw Error(dlerror());
-  return reinterpret_cast<KernelEntry>(dlsym(library, "kforge_run"));
-}
 
 KernelEntry kernel(const std::string& name, const std::string& body,
                    const std::string& prelude = "") {
-  return load_entry(build_cpu_kernel("runner_" + name, cpu_unary_kernel(body, prelude)));
+  return testing::load_cpu_unary_kernel("runner_" + name, body, prelude);
 }
 
 KernelEntry reference() {
   return kernel("reference", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
-}
-
-/// The floats of a raw little-endian buffer.
-std::vector<float> floats(const std::string& path) {
-  MappedFile file(path, MappedFile::Mode::read);
-  std::vector<float> values(static_cast<size_t>(file.size()) / sizeof(float));
-  std::memcpy(values.data(), file.data(), values.size() * sizeof(float));
-  return values;
 }
 
 std::vector<float> input_floats(int64_t n, uint64_t seed, InputDistribution distribution) {
@@ -91,7 +77,7 @@ TEST_F(KernelRunner, RunWritesTheOutputsOfEveryCall) {
   EXPECT_TRUE(result.late_write.empty());
   EXPECT_EQ(result.guard_violation, "");
   const std::vector<float> x = input_floats(37, 7, InputDistribution::normal);
-  const std::vector<float> y = floats(request.output_path);
+  const std::vector<float> y = file_floats(request.output_path);
   ASSERT_EQ(y.size(), 74u);
   for (size_t i = 0; i < 37; ++i) {
     EXPECT_EQ(y[i], 2 * x[i]) << i;
@@ -111,7 +97,7 @@ TEST_F(KernelRunner, RemappedRunsFeedTheProbeInputs) {
     const RunResult result = run_outputs(*backend_, reference(), request);
     ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
     EXPECT_TRUE(result.input_modified.empty()) << result.input_modified;
-    const std::vector<float> y = floats(request.output_path);
+    const std::vector<float> y = file_floats(request.output_path);
     ASSERT_EQ(y.size(), 37u);
     for (size_t i = 0; i < 37; ++i) {
       const size_t source = remap == "every_16th" ? i - i % 16 : (i < 19 ? i : i - 19);
@@ -203,16 +189,16 @@ TEST_F(KernelRunner, StridedInputsArePassedNonContiguousWhenPadded) {
   EXPECT_TRUE(result.input_modified.empty()) << result.input_modified;
   EXPECT_EQ(result.guard_violation, "");
   const std::vector<float> x = input_floats(33, 7, InputDistribution::normal);
-  std::vector<float> y = floats(request.output_path);
+  std::vector<float> y = file_floats(request.output_path);
   for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;
   // A kernel that assumes a compact input reads the NaN gaps.
   ASSERT_EQ(run_outputs(*backend_, reference(), request).verdict, Verdict::ok);
-  y = floats(request.output_path);
+  y = file_floats(request.output_path);
   EXPECT_TRUE(std::isnan(y[1]));
   // Without `padded` the same tensor is compact (strides null).
   request.padded = false;
   ASSERT_EQ(run_outputs(*backend_, reference(), request).verdict, Verdict::ok);
-  y = floats(request.output_path);
+  y = file_floats(request.output_path);
   for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
@@ -237,7 +223,7 @@ TEST_F(KernelRunner, ShapesAndScalarsReachTheKernel) {
   RunResult result = run_outputs(*backend_, scaled, request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
   const std::vector<float> x = input_floats(36, 7, InputDistribution::normal);
-  const std::vector<float> y = floats(request.output_path);
+  const std::vector<float> y = file_floats(request.output_path);
   for (size_t i = 0; i < 36; ++i) EXPECT_EQ(y[i], x[i] * 3.0f);
 }
 
@@ -314,8 +300,8 @@ TEST_F(KernelRunner, CheckedCallRunsOnTheInputsItNames) {
   EXPECT_EQ(result.checked[1].distribution, "heavy_tailed");
   ASSERT_EQ(result.checked[0].offset, 0);
   ASSERT_EQ(result.checked[1].offset, 0);
-  std::vector<float> y = floats(check_file(request.check_path, 0));
-  const std::vector<float> y1 = floats(check_file(request.check_path, 1));
+  std::vector<float> y = file_floats(check_file(request.check_path, 0));
+  const std::vector<float> y1 = file_floats(check_file(request.check_path, 1));
   y.insert(y.end(), y1.begin(), y1.end());
   ASSERT_EQ(y.size(), 512u);
   const std::vector<float> x1 = input_floats(256, 101, InputDistribution::uniform);
@@ -383,7 +369,7 @@ TEST_F(KernelRunner, SkippedWorkLeavesPoisonAtEveryCall) {
   request.check_path = check_files("check_lazy");
   TimeResult result = run_time(*backend_, lazy, request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
-  const std::vector<float> y = floats(check_file(request.check_path, 0));
+  const std::vector<float> y = file_floats(check_file(request.check_path, 0));
   ASSERT_EQ(y.size(), 256u);
   for (size_t i = 0; i < 256; ++i) EXPECT_TRUE(std::isnan(y[i])) << i;
 }
@@ -404,7 +390,7 @@ TEST_F(KernelRunner, ReplayedResultsShowInTheCheck) {
   TimeResult result = run_time(*backend_, replay, request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
   const std::vector<float> x = input_floats(256, 556, InputDistribution::uniform);
-  const std::vector<float> y = floats(check_file(request.check_path, 0));
+  const std::vector<float> y = file_floats(check_file(request.check_path, 0));
   int stale = 0;
   for (size_t i = 0; i < 256; ++i) stale += y[i] != 2 * x[i];
   EXPECT_GT(stale, 200);

@@ -3,42 +3,29 @@
 // a timing; a missing or short file is a harness error naming it. In-process, cpu backend.
 #include "worker/provided_inputs.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "backends/backend.h"
-#include "common/mapped_file.h"
 #include "worker/kernel_runner.h"
+#include "worker/test_cpu_kernels.h"
 #include "worker/test_kernels.h"
 
 namespace kforge::worker {
 namespace {
 
-using testing::build_cpu_kernel;
-using testing::cpu_unary_kernel;
+using testing::file_floats;
 using testing::unary_signature;
 using testing::workload_n;
 
 KernelEntry kernel(const std::string& name, const std::string& body) {
-  const std::string path = build_cpu_kernel("provided_" + name, cpu_unary_kernel(body));
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) throw Error(dlerror());
-  return reinterpret_cast<KernelEntry>(dlsym(library, "kforge_run"));
+  return testing::load_cpu_unary_kernel("provided_" + name, body);
 }
 
 KernelEntry reference() {
   return kernel("twice", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
-}
-
-std::vector<float> floats(const std::string& path) {
-  MappedFile file(path, MappedFile::Mode::read);
-  std::vector<float> values(static_cast<size_t>(file.size()) / sizeof(float));
-  std::memcpy(values.data(), file.data(), values.size() * sizeof(float));
-  return values;
 }
 
 RunRequest unary_run(int64_t n) {
@@ -94,7 +81,7 @@ TEST_F(ProvidedInputs, ProvidedInputsAreReadFromTheirFilesInsteadOfGenerated) {
   request.provided_dir = dir;
   RunResult result = run_outputs(*backend_, reference(), request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
-  std::vector<float> y = floats(request.output_path);
+  std::vector<float> y = file_floats(request.output_path);
   for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * values[i]) << i;
   // A strided provided input holds the same logical values, scattered.
   request.signature.tensors[0].strided = true;
@@ -104,7 +91,7 @@ TEST_F(ProvidedInputs, ProvidedInputsAreReadFromTheirFilesInsteadOfGenerated) {
       "  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i * s];";
   result = run_outputs(*backend_, kernel("honours_strides", strided_body), request);
   ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
-  y = floats(request.output_path);
+  y = file_floats(request.output_path);
   for (size_t i = 0; i < 33; ++i) EXPECT_EQ(y[i], 2 * values[i]) << i;
   EXPECT_EQ(backend_->live_bytes(), 0);
 }
