@@ -274,6 +274,9 @@ class Evaluator : public EvaluationPlane {
   /// `warnings`. Throws Error when this PyTorch cannot compile at all (the CLI refuses that up
   /// front; this is the backstop).
   CompileProbe prepare_compile_baseline(std::vector<std::string>& warnings);
+  /// The reference timed on the timed workload under `measurement`. Throws Error when it
+  /// fails: the reference is trusted, so its failure stops the run.
+  worker::TimeResult time_reference_samples(const worker::MeasurementPolicy& measurement);
   /// One rung-3 turn of the compiled reference module: its samples, or nullopt with `failure`
   /// set ("<verdict>: <why>").
   std::optional<std::vector<double>> time_compiled_reference(std::string& failure);

@@ -103,14 +103,19 @@ TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Work
   return verdict;
 }
 
-TimingVerdict Evaluator::time_reference() {
+worker::TimeResult Evaluator::time_reference_samples(const worker::MeasurementPolicy& measurement) {
   worker::TimeResult result = reference_worker_.time(
-      time_request(oracle_->handle(), timed_workload_, policy_.quick, timing_seed_),
+      time_request(oracle_->handle(), timed_workload_, measurement, timing_seed_),
       policy_.time_timeout_s);
   if (result.verdict != Verdict::ok) {
     throw Error("timing the reference failed: " + to_string(result.verdict) + ": " +
                 result.message);
   }
+  return result;
+}
+
+TimingVerdict Evaluator::time_reference() {
+  const worker::TimeResult result = time_reference_samples(policy_.quick);
   TimingVerdict verdict =
       judge_timing(result, physical_floor(task_, timed_workload_, device_, policy_.checks.floor_slack),
                    policy_.checks);
@@ -194,14 +199,7 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Wo
         continue;
       }
       if (turn == Turn::reference) {
-        worker::TimeResult reference = reference_worker_.time(
-            time_request(oracle_->handle(), timed_workload_, policy_.round, timing_seed_),
-            policy_.time_timeout_s);
-        if (reference.verdict != Verdict::ok) {
-          throw Error("timing the reference failed: " + to_string(reference.verdict) + ": " +
-                      reference.message);
-        }
-        paired.reference_rounds.push_back(reference.samples_ms);
+        paired.reference_rounds.push_back(time_reference_samples(policy_.round).samples_ms);
         continue;
       }
       const CheckedTiming timing = time_with_checks(on, candidate_handle, timed_workload_,
