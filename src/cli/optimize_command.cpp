@@ -82,11 +82,9 @@ class InterruptGuard {
 
 std::string default_cache_dir() {
   if (const char* dir = std::getenv("KFORGE_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return (fs::path(xdg) / "kforge" / "artifacts").string();
-  }
-  const char* home = std::getenv("HOME");
-  return (fs::path(home != nullptr ? home : "/tmp") / ".cache" / "kforge" / "artifacts").string();
+  const std::string cache = user_cache_dir();
+  return ((cache.empty() ? fs::path("/tmp") / ".cache" / "kforge" : fs::path(cache)) / "artifacts")
+      .string();
 }
 
 // Every family with built-in kernels on some backend (kernels/<backend>/<family>/family.toml).
@@ -109,12 +107,7 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
   if (task.has_torch_reference() && task.family.empty()) {
     // Say why no family matched: the derivation tried each by running it against the module.
     std::string misses;
-    const nlohmann::json& tried = task.torch_reference.value("family_misses", nlohmann::json::object());
-    if (tried.is_object()) {
-      for (const auto& [family, why] : tried.items()) {
-        misses += "\n  " + family + ": " + (why.is_string() ? why.get<std::string>() : why.dump());
-      }
-    }
+    for (const auto& [family, why] : family_misses(task)) misses += "\n  " + family + ": " + why;
     throw Error(task.source_path + ": no built-in kernel family computes what this module "
                 "computes, so the templates generator cannot optimize it: use --generator llm "
                 "(a model writes a native kernel from the module)" +

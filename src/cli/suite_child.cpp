@@ -56,7 +56,6 @@ std::string last_error_line(const std::deque<std::string>& tail) {
   return "";
 }
 
-
 bool suite_stopped() { return g_suite_stopped.load(); }
 
 StopSignalGuard::StopSignalGuard() {

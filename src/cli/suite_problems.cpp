@@ -195,12 +195,9 @@ std::optional<std::pair<std::string, std::string>> unserved_reason(const fs::pat
   }
   if (!task.has_torch_reference() || !task.family.empty()) return std::nullopt;
   std::string names, reasons;
-  const nlohmann::json tried = task.torch_reference.value("family_misses", nlohmann::json::object());
-  if (tried.is_object()) {
-    for (const auto& [family, why] : tried.items()) {
-      names += (names.empty() ? "" : ", ") + family;
-      reasons += "  " + family + ": " + (why.is_string() ? why.get<std::string>() : why.dump()) + "\n";
-    }
+  for (const auto& [family, why] : family_misses(task)) {
+    names += (names.empty() ? "" : ", ") + family;
+    reasons += "  " + family + ": " + why + "\n";
   }
   const std::string& problem = task.reference_paths.at("torch");
   return std::make_pair(

@@ -8,6 +8,16 @@
 namespace kforge {
 namespace fs = std::filesystem;
 
+std::string user_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return (fs::path(xdg) / "kforge").string();
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return (fs::path(home) / ".cache" / "kforge").string();
+  }
+  return "";
+}
+
 std::string executable_dir() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);

@@ -28,4 +28,8 @@ std::vector<std::string> kernel_include_dirs();
 /// Directory of the running executable.
 std::string executable_dir();
 
+/// kforge's folder in the user's cache (XDG base directories): $XDG_CACHE_HOME/kforge, else
+/// $HOME/.cache/kforge; "" when neither is set. Not created.
+std::string user_cache_dir();
+
 }  // namespace kforge

@@ -230,12 +230,8 @@ std::string torch_python() {
 std::string python_bytecode_cache() {
   const char* chosen = std::getenv("KFORGE_PYCACHE");
   if (chosen != nullptr && *chosen != '\0') return std::string(chosen) == "off" ? "" : chosen;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return (fs::path(xdg) / "kforge" / "pycache").string();
-  }
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') return "";
-  return (fs::path(home) / ".cache" / "kforge" / "pycache").string();
+  const std::string cache = user_cache_dir();
+  return cache.empty() ? "" : (fs::path(cache) / "pycache").string();
 }
 
 std::vector<std::string> torch_environment(std::vector<std::string> base) {
@@ -298,6 +294,16 @@ json derive_torch_task(const std::string& path, double timeout_s) {
   } catch (const json::exception& e) {
     throw Error(path + ": the derivation printed no valid JSON (" + std::string(e.what()) + ")");
   }
+}
+
+std::vector<std::pair<std::string, std::string>> family_misses(const Task& task) {
+  std::vector<std::pair<std::string, std::string>> misses;
+  const json tried = task.torch_reference.value("family_misses", json::object());
+  if (!tried.is_object()) return misses;
+  for (const auto& [family, why] : tried.items()) {
+    misses.emplace_back(family, why.is_string() ? why.get<std::string>() : why.dump());
+  }
+  return misses;
 }
 
 bool compile_support_handed_down(const std::string& python) {

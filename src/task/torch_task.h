@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -62,6 +63,10 @@ nlohmann::json derive_torch_task(const std::string& path, double timeout_s = 300
 /// (each a `kforge optimize` with the same Python) once it got "" itself. Throws Error when no
 /// Python has torch or the probe fails.
 std::string torch_compile_support(double timeout_s = 120.0);
+
+/// Why each built-in family did not match a derived PyTorch task (its torch reference's
+/// "family_misses"): {family, reason} pairs in name order; empty when there are none.
+std::vector<std::pair<std::string, std::string>> family_misses(const Task& task);
 
 /// True when $KFORGE_TORCH_COMPILE_SUPPORT is `python`: a parent kforge (a suite) asked that
 /// interpreter already and torch.compile works there.
