@@ -178,16 +178,16 @@ def raw_bytes(tensor):
 
 # Device tensors reach a file through one pinned host buffer of this size, a chunk at a time.
 WRITE_CHUNK_BYTES = 64 << 20
-_pinned = {}
+_pinned = None
 
 
-def _pinned_buffer(nbytes):
-    """A pinned host buffer of `nbytes` uint8, kept for the next write (one per size)."""
-    buffer = _pinned.get(nbytes)
-    if buffer is None:
-        _pinned.clear()
-        buffer = _pinned[nbytes] = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
-    return buffer
+def _pinned_buffer():
+    """The pinned host buffer of WRITE_CHUNK_BYTES uint8, made on first use and kept: pinning
+    costs far more than a copy, so every write of the process shares one."""
+    global _pinned
+    if _pinned is None or _pinned.numel() != WRITE_CHUNK_BYTES:
+        _pinned = torch.empty(WRITE_CHUNK_BYTES, dtype=torch.uint8, pin_memory=True)
+    return _pinned
 
 
 def write_raw(tensor, out):
@@ -209,7 +209,7 @@ def write_raw(tensor, out):
     total = data.numel()
     chunk = min(WRITE_CHUNK_BYTES, total)
     try:
-        buffer = _pinned_buffer(chunk)
+        buffer = _pinned_buffer()
     except RuntimeError:  # no pinned memory to be had: pageable, still a chunk at a time
         buffer = torch.empty(chunk, dtype=torch.uint8)
     for start in range(0, total, chunk):
