@@ -21,6 +21,7 @@
 #include "cli/optimize_baseline.h"
 #include "cli/optimize_report.h"
 #include "cli/optimize_resume.h"
+#include "cli/worker_setup.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "report/run_database.h"
@@ -79,13 +80,6 @@ class InterruptGuard {
  private:
   struct sigaction previous_ = {};
 };
-
-std::string default_cache_dir() {
-  if (const char* dir = std::getenv("KFORGE_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
-  const std::string cache = user_cache_dir();
-  return ((cache.empty() ? fs::path("/tmp") / ".cache" / "kforge" : fs::path(cache)) / "artifacts")
-      .string();
-}
 
 // Every family with built-in kernels on some backend (kernels/<backend>/<family>/family.toml).
 std::vector<std::string> known_families(const std::string& root) {
@@ -206,7 +200,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   }
 
   compile::ToolchainOptions toolchain;
-  toolchain.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  toolchain.cache_dir = options.cache_dir.empty() ? artifact_cache_dir() : options.cache_dir;
   toolchain.include_dirs = kernel_include_dirs();
   toolchain.cuda_arch = options.cuda_arch;
   compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
@@ -223,26 +217,22 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   // Two workers on the same device: one runs only the reference (the oracle of expected
   // outputs), the other runs candidates, so no candidate shares an address space with the
   // right answer.
-  worker::ProcessWorkerConfig worker_config;
-  worker_config.worker_path = worker_binary_path();
-  worker_config.backend = backend;
-  worker_config.device_index = options.device;
-  worker_config.sandbox = worker::detect_sandbox();
+  WorkerConfigs configs = worker_configs(task, backend, options.device);
   // Anything short of bubblewrap leaves something unsandboxed: the note says what.
-  if (worker_config.sandbox.mechanism != "bubblewrap") {
-    std::cerr << "kforge: note: " << worker_config.sandbox.note << "\n";
+  if (configs.candidate.sandbox.mechanism != "bubblewrap") {
+    std::cerr << "kforge: note: " << configs.candidate.sandbox.note << "\n";
   }
   std::vector<std::unique_ptr<worker::ProcessWorker>> workers;
   for (int device : devices) {
-    worker_config.device_index = device;
-    workers.push_back(std::make_unique<worker::ProcessWorker>(worker_config));
+    worker::ProcessWorkerConfig config = configs.candidate;
+    config.device_index = device;
+    workers.push_back(std::make_unique<worker::ProcessWorker>(config));
   }
-  worker_config.device_index = options.device;
-  worker_config.measure_device = true;  // its DeviceInfo gives the plausibility floor
+  worker::ProcessWorkerConfig& reference_config = configs.reference;
   // The reference worker is replaced when it dies (killed from outside, out of memory); the user
   // hears of it on the console and in events.jsonl, once the run directory exists.
   report::RunDirectory* restart_events = nullptr;
-  worker_config.on_restart = [&restart_events](const std::string& cause) {
+  reference_config.on_restart = [&restart_events](const std::string& cause) {
     std::cerr << "kforge: note: restarting the reference worker: " << cause << "\n";
     if (restart_events) {
       restart_events->append_event(
@@ -251,24 +241,13 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   };
   // A reference that hangs is stopped at the request's timeout (evaluation::EvaluationPolicy,
   // minutes); the user hears of the wait long before.
-  worker_config.slow_notice_s = kReferenceSlowNoticeS;
-  worker_config.on_slow = [](const std::string& request, double waited_s, double timeout_s) {
+  reference_config.slow_notice_s = kReferenceSlowNoticeS;
+  reference_config.on_slow = [](const std::string& request, double waited_s, double timeout_s) {
     std::cerr << fmt::format(
         "kforge: note: the reference has not answered its {} request for {:.0f} s; still "
         "waiting (it is stopped after {:.0f} s)\n",
         request, waited_s, timeout_s);
   };
-  // A copy: worker_config stays kforge-worker's (the profiler below starts candidates with it).
-  worker::ProcessWorkerConfig reference_config = worker_config;
-  if (task.has_torch_reference()) {
-    // The reference is the user's PyTorch module, run by kforge's Python worker on the same
-    // device; candidates still run in kforge-worker.
-    std::vector<std::string> command = torch_worker_command();
-    reference_config.worker_path = command.front();
-    reference_config.worker_arguments.assign(command.begin() + 1, command.end());
-    reference_config.environment = torch_environment(worker::scrubbed_environment());
-    reference_config.display_name = "torch reference worker";
-  }
   worker::ProcessWorker reference_worker(reference_config);
   // A worker that cannot start (a device that does not exist) is an error before the run dir.
   for (size_t i = 0; i < workers.size(); ++i) {
@@ -412,10 +391,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   std::unique_ptr<evaluation::NcuProfiler> profiler;
   if (ncu && profiles) {
     profile_scratch = std::make_unique<ScratchDir>("kforge-profile");
-    worker_config.measure_device = false;
-    worker_config.on_restart = nullptr;  // not the reference worker
-    worker_config.on_slow = nullptr;
-    profiler = std::make_unique<evaluation::NcuProfiler>(worker_config, *ncu, *profile_scratch);
+    profiler =
+        std::make_unique<evaluation::NcuProfiler>(configs.candidate, *ncu, *profile_scratch);
     optimizer.set_profiler(profiler.get());
   }
   search::OptimizeResult result;

@@ -18,6 +18,13 @@ std::string user_cache_dir() {
   return "";
 }
 
+std::string artifact_cache_dir() {
+  if (const char* dir = std::getenv("KFORGE_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  const std::string cache = user_cache_dir();
+  return ((cache.empty() ? fs::path("/tmp") / ".cache" / "kforge" : fs::path(cache)) / "artifacts")
+      .string();
+}
+
 std::string executable_dir() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);

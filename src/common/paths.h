@@ -32,4 +32,8 @@ std::string executable_dir();
 /// $HOME/.cache/kforge; "" when neither is set. Not created.
 std::string user_cache_dir();
 
+/// Where compiled artifacts are cached by default: $KFORGE_CACHE_DIR, else
+/// user_cache_dir()/artifacts, else /tmp/.cache/kforge/artifacts. Not created.
+std::string artifact_cache_dir();
+
 }  // namespace kforge

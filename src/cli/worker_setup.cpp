@@ -1,0 +1,30 @@
+#include "cli/worker_setup.h"
+
+#include "common/paths.h"
+#include "task/torch_task.h"
+
+namespace kforge::cli {
+
+WorkerConfigs worker_configs(const Task& task, const std::string& backend, int device) {
+  WorkerConfigs configs;
+  worker::ProcessWorkerConfig& candidate = configs.candidate;
+  candidate.worker_path = worker_binary_path();
+  candidate.backend = backend;
+  candidate.device_index = device;
+  candidate.sandbox = worker::detect_sandbox();
+  configs.reference = candidate;
+  worker::ProcessWorkerConfig& reference = configs.reference;
+  reference.measure_device = true;
+  if (task.has_torch_reference()) {
+    // The reference is the user's PyTorch module, run by kforge's Python worker on the same
+    // device; candidates still run in kforge-worker.
+    std::vector<std::string> command = torch_worker_command();
+    reference.worker_path = command.front();
+    reference.worker_arguments.assign(command.begin() + 1, command.end());
+    reference.environment = torch_environment(worker::scrubbed_environment());
+    reference.display_name = "torch reference worker";
+  }
+  return configs;
+}
+
+}  // namespace kforge::cli
