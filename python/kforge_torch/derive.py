@@ -122,7 +122,8 @@ def _derive(path, options, match_family):
         "flops": "", "bytes": "",
         "torch": {
             "tensors": [_source_json(e) for e in tensors],
-            "scalars": [{"source": "input", "index": s["index"]} for s in scalars],
+            "scalars": [{"source": "input", "index": s["index"], "name": s["name"]}
+                        for s in scalars],
             "workloads": {w: {"constants": _constants_of(w, gates),
                               "shapes": [list(shape) for shape in shapes_at[w]]}
                           for w in workloads},

@@ -107,6 +107,13 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
                     for s in family.scalars]}
     for workload in result["workloads"]:
         workload["dims"] = binding_dims(family, binding.cuts, shapes[workload["name"]][primary])
+    # forward's own scalar arguments keep the values the derivation saw: the family's scalars
+    # (its signature now) are other numbers, found by testing.
+    values = {v["name"]: v for v in derived["signature"].get("scalars", [])}
+    result["torch"]["scalars"] = [
+        {"source": e["source"], "index": e["index"], "value": values[e["name"]]["value"],
+         "dtype": values[e["name"]]["dtype"]} if e.get("name") in values else e
+        for e in derived["torch"].get("scalars", [])]
     result["torch"]["tensors"] = [derived["torch"]["tensors"][i] for i in order]
     for name, entry in result["torch"]["workloads"].items():
         entry["shapes"] = [shapes[name][i] for i in order]

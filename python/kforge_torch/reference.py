@@ -19,6 +19,31 @@ TASK_VERSION = 1
 SOURCES = ("input", "output", "parameter", "buffer")
 
 
+
+def _scalar_args(signature_scalars, torch_scalars):
+    """{forward argument index: value or None} of forward's scalar arguments: torch.scalars[k]
+    = {"source": "input", "index": i, ...} says argument i is a scalar, whose value is the
+    entry's own "value" (a family-rewritten task: the value the derivation saw), else that of
+    the signature scalar the entry names ("name": the value a native candidate is given too),
+    else None (an older derived task: the worker takes it from the module's get_inputs()). An
+    i64 value is a Python int. Raises ValueError on a malformed entry."""
+    by_name = {s["name"]: s for s in signature_scalars}
+    args = {}
+    for where in torch_scalars:
+        if where.get("source") != "input":
+            continue
+        index = int(where["index"])
+        if "value" in where:
+            spec = where
+        else:
+            spec = by_name.get(where.get("name"))
+        if spec is None:
+            args[index] = None
+            continue
+        value = spec["value"]
+        args[index] = int(value) if spec.get("dtype") == "i64" else float(value)
+    return args
+
 class LoadFailure(Exception):
     """The task file or its problem cannot be used: a load with verdict wrong_signature."""
 
@@ -66,7 +91,9 @@ class ReferenceTask:
             self.tensor_sources = torch_part["tensors"]
             self.workloads = torch_part["workloads"]
             self.double_reference = bool(torch_part.get("double_reference", False))
-        except (KeyError, TypeError) as e:
+            self.scalar_args = _scalar_args(task["signature"].get("scalars", []),
+                                            torch_part.get("scalars", []))
+        except (KeyError, TypeError, ValueError) as e:
             raise LoadFailure("%s lacks field %s" % (path, e))
         for i, where in enumerate(self.tensor_sources):
             if where.get("source") not in SOURCES:
@@ -231,10 +258,13 @@ class ReferenceTask:
 
     def forward_args(self, plan, values, workload_name, seed):
         """The positional arguments of forward: argument k is the tensor of source input index
-        k. Positions no signature tensor fills (a scalar of get_inputs()) come from the module's
+        k, or the value of the signature scalar that torch.scalars places at k (the value a
+        native candidate is given too). Positions neither fills come from the module's
         get_inputs() under torch.manual_seed(seed)."""
         by_index = {e.index: values[i] for i, e in enumerate(plan) if e.source == "input"}
-        count = max(by_index) + 1 if by_index else 0
+        by_index.update({k: v for k, v in self.scalar_args.items() if v is not None})
+        count = max(list(by_index) + list(self.scalar_args)) + 1 if by_index or \
+            self.scalar_args else 0
         if len(by_index) == count:
             return [by_index[k] for k in range(count)]
         torch.manual_seed(seed)

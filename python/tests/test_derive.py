@@ -155,7 +155,8 @@ class DeriveTest(unittest.TestCase):
         derived = derive_quietly("scale_by_scalar.py")
         self.assertEqual(derived["signature"]["scalars"],
                          [{"name": "s", "dtype": "f64", "value": 2.5}])
-        self.assertEqual(derived["torch"]["scalars"], [{"source": "input", "index": 1}])
+        self.assertEqual(derived["torch"]["scalars"],
+                         [{"source": "input", "index": 1, "name": "s"}])
         self.assertEqual(dims_of(derived, "problem"), {"M": 4096, "N": 512})
 
     def test_output_shapes_from_gate_symbols_when_meta_forward_fails(self):

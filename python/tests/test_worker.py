@@ -220,6 +220,45 @@ def masked_pick_task(directory):
                    [[5, 9], [5, 9], [5], [5]])})
 
 
+def scalar_task(directory, scalars, torch_scalars):
+    """tests/problems/scale_by_scalar.py: forward(A, s) = A * s, s a float after the tensor."""
+    a = tensor("A", "input", ["m", "n"])
+    y = tensor("y", "output", ["m", "n"])
+    return write_task(directory, problem("scale_by_scalar"), [a, y],
+                      [{"source": "input", "index": 0}, {"source": "output", "index": 0}],
+                      {"small": ({"m": 3, "n": 5}, {"M": 3, "N": 5}, [[3, 5], [3, 5]])},
+                      scalars=scalars, torch_scalars=torch_scalars)
+
+
+class ScalarArgumentTest(WorkerTestCase):
+    """A scalar argument of forward after the tensors (KernelBench 5's forward(A, s))."""
+
+    def scaled(self, task, factor):
+        a = inputs.generate("f32", [3, 5], 7, 0, "uniform").double()
+        return inputs.raw_bytes((a * factor).float())
+
+    def test_value_of_the_named_signature_scalar(self):
+        # 3.0, not the 2.5 of get_inputs(): the value a native candidate is given.
+        task = scalar_task(self.directory, [{"name": "s", "dtype": "f64", "value": 3.0}],
+                           [{"source": "input", "index": 1, "name": "s"}])
+        reply, data = self.run_request(task, self.load(task), "small")
+        self.assertEqual(reply["verdict"], "ok", reply)
+        self.assertEqual(data, self.scaled(task, 3.0))
+
+    def test_value_carried_by_the_entry_of_a_family_rewrite(self):
+        task = scalar_task(self.directory, [{"name": "eps", "dtype": "f64", "value": 1e-5}],
+                           [{"source": "input", "index": 1, "value": 4.0, "dtype": "f64"}])
+        reply, data = self.run_request(task, self.load(task), "small")
+        self.assertEqual(reply["verdict"], "ok", reply)
+        self.assertEqual(data, self.scaled(task, 4.0))
+
+    def test_an_older_entry_takes_the_value_of_get_inputs(self):
+        task = scalar_task(self.directory, [], [{"source": "input", "index": 1}])
+        reply, data = self.run_request(task, self.load(task), "small")
+        self.assertEqual(reply["verdict"], "ok", reply)
+        self.assertEqual(data, self.scaled(task, 2.5))
+
+
 class ProvideTest(WorkerTestCase):
     def problem_values(self, seed):
         """get_inputs() of masked_pick at rows 5, cols 9 right after torch.manual_seed(seed)."""

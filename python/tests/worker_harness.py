@@ -30,22 +30,25 @@ def tensor(name, role, shape, dtype="f32"):
     return {"name": name, "role": role, "dtype": dtype, "shape": shape, "strided": False}
 
 
-def write_task(directory, problem_path, tensors, sources, workloads, double_reference=True):
+def write_task(directory, problem_path, tensors, sources, workloads, double_reference=True,
+               scalars=(), torch_scalars=()):
     """Writes a derived task file (docs/torch_tasks.md) and returns its dict (with "path").
 
-    workloads: {name: (dims, constants, module shapes)}."""
+    workloads: {name: (dims, constants, module shapes)}; scalars: signature scalars
+    ({"name", "dtype", "value"}); torch_scalars: the torch.scalars entries."""
     with open(problem_path, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
     task = {
         "format": "kforge-torch-task", "version": 1,
         "name": os.path.splitext(os.path.basename(problem_path))[0], "description": "",
         "problem": problem_path, "problem_sha256": sha, "family": "", "family_match": {},
-        "family_misses": {}, "signature": {"tensors": tensors, "scalars": []},
+        "family_misses": {}, "signature": {"tensors": tensors, "scalars": list(scalars)},
         "workloads": [{"name": w, "dims": dims, "timed": False}
                       for w, (dims, _, _) in workloads.items()],
         "tolerance": {"rtol": 1e-4, "atol": 1e-6}, "distributions": ["uniform"],
         "flops": "", "bytes": "",
-        "torch": {"tensors": sources, "double_reference": double_reference,
+        "torch": {"tensors": sources, "scalars": list(torch_scalars),
+                  "double_reference": double_reference,
                   "workloads": {w: {"constants": constants, "shapes": shapes}
                                 for w, (_, constants, shapes) in workloads.items()}},
         "input_rules": [], "notes": [], "warnings": []}
