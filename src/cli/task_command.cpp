@@ -1,5 +1,7 @@
 #include "cli/task_command.h"
 
+#include "cli/reference_check.h"
+
 #include <filesystem>
 #include <iostream>
 
@@ -42,12 +44,61 @@ void add_task_command(CLI::App& app, TaskCommandOptions& options) {
   command->add_option("-o,--output", options.output_path,
                       "write the derived task TOML to this file instead of printing it");
   command->add_flag("--json", options.json, "print JSON (the derived task, or what was read)");
+  command->add_flag("--check", options.check,
+                    "run the reference on a backend as `kforge optimize` does before its search "
+                    "(expected outputs of every workload, their self-test, a quick timing on the "
+                    "timed workload) and print what it found; no search, nothing written");
+  command->add_option("--backend", options.backend, "with --check: auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  command->add_option("--device", options.device, "with --check: the device index")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--baseline", options.baseline,
+                      "with --check: eager, or compile (also torch.compile the module and time it)")
+      ->check(CLI::IsMember({"eager", "compile"}));
+  command->add_option("--report", options.report_path,
+                      "with --check: also write the check's JSON to this file, {\"ok\": false, "
+                      "\"error\"} when it fails");
 }
+
+namespace {
+
+int run_check(const TaskCommandOptions& options) {
+  ReferenceCheckOptions check_options;
+  check_options.backend = options.backend;
+  check_options.device = options.device;
+  check_options.baseline = options.baseline;
+  ReferenceCheck check;
+  try {
+    check = check_reference(load_task(options.path), check_options);
+  } catch (const std::exception& e) {
+    if (!options.report_path.empty()) {
+      write_file_atomically(options.report_path,
+                            failed_check_json(options.path, e.what()).dump(2) + "\n");
+    }
+    throw;
+  }
+  const nlohmann::json json = to_json(check);
+  if (!options.report_path.empty()) {
+    write_file_atomically(options.report_path, json.dump(2) + "\n");
+  }
+  if (options.json) {
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::cout << render_reference_check(check);
+  }
+  return 0;
+}
+
+}  // namespace
 
 int run_task_command(const TaskCommandOptions& options) {
   if (fs::is_directory(options.path)) {
     throw Error(options.path + " is a folder; expected a PyTorch problem file (.py) or a "
                                "task.toml (kforge suite takes folders)");
+  }
+  if (options.check) {
+    if (!options.output_path.empty()) throw Error("--check and -o: choose one");
+    return run_check(options);
   }
   const Task task = load_task(options.path);
   if (!task.has_torch_reference()) {

@@ -1,6 +1,7 @@
 // `kforge task FILE [-o OUT.toml] [--json]`: shows the task kforge makes of a file. For a PyTorch
 // problem file (KernelBench format) that is the derived task (task/torch_task.h) as TOML, which
 // a user can keep, edit and pass to `kforge optimize`; for a TOML task, what kforge read.
+// `kforge task FILE --check` runs the task's reference on a backend instead (reference_check.h).
 #pragma once
 
 #include <string>
@@ -13,6 +14,13 @@ struct TaskCommandOptions {
   std::string path;         // a task.toml or a problem .py
   std::string output_path;  // -o: write the TOML there (atomically) instead of stdout
   bool json = false;        // print the derived task JSON instead of TOML
+  /// --check: run the reference on a backend (cli/reference_check.h) instead of printing the
+  /// task; --json then prints the check's JSON.
+  bool check = false;
+  std::string backend = "auto";
+  int device = 0;
+  std::string baseline = "eager";
+  std::string report_path;  // --report: also write the check's JSON there (ok or not)
 };
 
 void add_task_command(CLI::App& app, TaskCommandOptions& options);

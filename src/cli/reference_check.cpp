@@ -1,0 +1,203 @@
+#include "cli/reference_check.h"
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "backends/backend.h"
+#include "cli/optimize_command.h"
+#include "cli/worker_setup.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/paths.h"
+#include "common/scratch_dir.h"
+#include "compile/toolchain_compiler.h"
+#include "core/baseline.h"
+#include "task/task_loader.h"
+#include "task/torch_task.h"
+
+namespace kforge::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+const Workload& first_timed(const Task& task) {
+  for (const Workload& workload : task.workloads) {
+    if (workload.timed) return workload;
+  }
+  throw Error(task.source_path + ": no timed workload (mark one `timed = true`)");
+}
+
+// The artifact the reference worker loads: the derived task's JSON for a PyTorch reference (in
+// `scratch`), the compiled native reference otherwise.
+compile::Artifact reference_artifact(const Task& task, const std::string& backend,
+                                     const ReferenceCheckOptions& options, const ScratchDir& scratch,
+                                     std::string& reference) {
+  compile::Artifact artifact;
+  if (task.has_torch_reference()) {
+    reference = task.reference_paths.at("torch");
+    artifact.path = (fs::path(scratch.path()) / "reference.torch.json").string();
+    write_file_atomically(artifact.path, derived_json(task).dump(2) + "\n");
+    artifact.key = task_hash(task);
+    return artifact;
+  }
+  const auto path = task.reference_paths.find(backend);
+  if (path == task.reference_paths.end()) {
+    throw Error(task.source_path + ": reference." + backend + ": missing (the task has no " +
+                backend + " reference; choose another --backend)");
+  }
+  reference = path->second;
+  compile::ToolchainOptions toolchain;
+  toolchain.cache_dir = options.cache_dir.empty() ? artifact_cache_dir() : options.cache_dir;
+  toolchain.include_dirs = kernel_include_dirs();
+  toolchain.cuda_arch = options.cuda_arch;
+  compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
+  compile::CompileJob job;
+  job.backend = backend;
+  job.source_name = fs::path(reference).filename().string();
+  job.source = read_file(reference);
+  artifact = compiler.compile(job);
+  if (artifact.verdict != Verdict::ok) {
+    throw Error(reference + ": the reference does not compile with the " + backend +
+                " toolchain:\n" + artifact.log);
+  }
+  return artifact;
+}
+
+}  // namespace
+
+ReferenceCheck check_reference(const Task& task, const ReferenceCheckOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ReferenceCheck check;
+  check.task = task.name;
+  check.task_hash = task_hash(task);
+  std::string why;
+  check.backend = resolve_backend(options.backend, options.device, &why);
+  if (options.backend == "auto" && !why.empty()) check.notes.push_back(why);
+  const Workload& timed = first_timed(task);
+  check.timed_workload = timed.name;
+  check.bytes_per_call = static_cast<double>(bytes_per_call(task, timed));
+
+  evaluation::EvaluationPolicy policy;
+  if (parse_baseline_kind(options.baseline) == BaselineKind::compile) {
+    if (task.has_torch_reference()) {
+      policy.baseline = BaselineKind::compile;
+    } else {
+      check.notes.push_back("--baseline compile applies to PyTorch references only; this one is "
+                            "native, so only it was timed");
+    }
+  }
+  ScratchDir scratch("kforge-check");
+  compile::Artifact artifact =
+      reference_artifact(task, check.backend, options, scratch, check.reference);
+
+  WorkerConfigs configs = worker_configs(task, check.backend, options.device);
+  worker::ProcessWorker candidates(configs.candidate);
+  worker::ProcessWorker reference(configs.reference);
+  evaluation::Evaluator evaluator(candidates, reference, task, policy);
+  try {
+    check.report = with_context("reference " + check.reference,
+                                [&] { return evaluator.prepare(artifact); });
+    check.timing = with_context("reference " + check.reference,
+                                [&] { return evaluator.time_reference(); });
+  } catch (...) {
+    candidates.shutdown();
+    reference.shutdown();
+    throw;
+  }
+  candidates.shutdown();
+  reference.shutdown();
+  check.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return check;
+}
+
+nlohmann::json to_json(const ReferenceCheck& check) {
+  const double median_ms = check.timing.summary.median_ms;
+  nlohmann::json phases = nlohmann::json::object();
+  for (const auto& [name, seconds] : check.report.phases) phases[name] = seconds;
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : check.report.self_test.cases) {
+    cases.push_back({{"name", c.name}, {"input", c.label}, {"passed", c.passed},
+                     {"detail", c.detail}});
+  }
+  nlohmann::json compile = nullptr;
+  if (check.report.compile.ran) {
+    compile = {{"ok", check.report.compile.ok},
+               {"compile_s", check.report.compile.compile_ms / 1000.0},
+               {"median_ms", check.report.compile.median_ms},
+               {"message", check.report.compile.message}};
+  }
+  std::vector<std::string> warnings = check.report.warnings;
+  if (!check.timing.warning.empty()) warnings.push_back(check.timing.warning);
+  return {{"ok", true},
+          {"task", check.task},
+          {"task_hash", check.task_hash},
+          {"reference", check.reference},
+          {"backend", check.backend},
+          {"device",
+           {{"name", check.report.device.name},
+            {"index", check.report.device.device_index},
+            {"memory_bytes", check.report.device.memory_bytes}}},
+          {"timed_workload", check.timed_workload},
+          {"reference_ms", median_ms},
+          {"samples_ms", check.timing.samples_ms},
+          {"gbps", check.bytes_per_call > 0 && median_ms > 0
+                       ? nlohmann::json(check.bytes_per_call / (median_ms * 1e-3) * 1e-9)
+                       : nlohmann::json(nullptr)},
+          {"self_test",
+           {{"passes", check.report.self_test.reference_passes},
+            {"cases", cases},
+            {"weaknesses", check.report.self_test.weaknesses}}},
+          {"warnings", warnings},
+          {"notes", check.notes},
+          {"phases", phases},
+          {"compile", compile},
+          {"wall_s", check.wall_s}};
+}
+
+nlohmann::json failed_check_json(const std::string& task_file, const std::string& error) {
+  return {{"ok", false}, {"task_file", task_file}, {"error", error}};
+}
+
+std::string render_reference_check(const ReferenceCheck& check) {
+  const auto& device = check.report.device;
+  std::string text = fmt::format("reference of '{}' ({}) runs on {}:{} ({})\n", check.task,
+                                 check.reference, check.backend, device.device_index, device.name);
+  const auto& summary = check.timing.summary;
+  text += fmt::format("  on '{}': {:.4f} ms (median of {}, {:.4f}-{:.4f} ms)", check.timed_workload,
+                      summary.median_ms, summary.count, summary.min_ms, summary.max_ms);
+  if (check.bytes_per_call > 0 && summary.median_ms > 0) {
+    text += fmt::format(", {:.1f} GB/s of the minimum traffic",
+                        check.bytes_per_call / (summary.median_ms * 1e-3) * 1e-9);
+  }
+  text += "\n";
+  const auto& compile = check.report.compile;
+  if (compile.ran) {
+    text += compile.ok ? fmt::format("  torch.compile: compiled in {:.1f} s, {:.4f} ms ({:.3f}x "
+                                     "eager)\n",
+                                     compile.compile_ms / 1000.0, compile.median_ms,
+                                     compile.median_ms > 0 ? summary.median_ms / compile.median_ms
+                                                           : 0.0)
+                          : "  torch.compile: failed: " + compile.message + "\n";
+  }
+  std::set<std::string> inputs;
+  for (const auto& c : check.report.self_test.cases) inputs.insert(c.label);
+  text += inputs.empty() ? "  self-test: not run (no gate workloads)\n"
+                         : fmt::format("  self-test: the reference passes against itself on {} "
+                                       "gate input(s); {} weakness(es)\n",
+                                       inputs.size(), check.report.self_test.weaknesses.size());
+  for (const std::string& warning : check.report.warnings) text += "  warning: " + warning + "\n";
+  if (!check.timing.warning.empty()) text += "  warning: " + check.timing.warning + "\n";
+  for (const std::string& note : check.notes) text += "  note: " + note + "\n";
+  std::string phases;
+  for (const auto& [name, seconds] : check.report.phases) {
+    phases += fmt::format("{}{} {:.1f}", phases.empty() ? "" : ", ", name, seconds);
+  }
+  text += fmt::format("  {:.1f} s in all (prepare: {})\n", check.wall_s, phases);
+  return text;
+}
+
+}  // namespace kforge::cli

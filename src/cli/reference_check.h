@@ -1,0 +1,64 @@
+// `kforge task FILE --check`: runs a task's reference on a backend the way `kforge optimize` does
+// before its search, without searching: it starts the reference worker (the torch reference
+// worker for a PyTorch problem, kforge-worker with the compiled reference otherwise) and
+// kforge-worker, makes the expected outputs of every workload, self-tests them
+// (evaluation::Evaluator::prepare), and quick-times the reference on the timed workload
+// (Evaluator::time_reference). It answers "does this problem run here, and how long does its
+// reference take": the suite runs it for the problems no generator serves, so that every
+// problem of a level has run its reference (issue 18).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/task.h"
+#include "evaluation/evaluator.h"
+
+namespace kforge::cli {
+
+/// Where and how the reference is checked.
+struct ReferenceCheckOptions {
+  std::string backend = "auto";  // auto, cpu or cuda (resolve_backend)
+  int device = 0;
+  /// "eager", or "compile": a PyTorch reference is also compiled with torch.compile and
+  /// quick-timed (its compile time apart); ignored, with a note, for a native reference.
+  std::string baseline = "eager";
+  std::string cache_dir;          // a native reference's build cache; "" = artifact_cache_dir()
+  std::string cuda_arch = "sm_90";
+};
+
+/// What the check found. Times in ms, durations in s.
+struct ReferenceCheck {
+  std::string task;        // the task's name
+  std::string task_hash;   // task_hash(task)
+  std::string reference;   // the reference file: the problem .py, or the native source
+  std::string backend;     // the resolved backend
+  std::string timed_workload;
+  double bytes_per_call = 0.0;  // bytes_per_call(task, timed workload)
+  evaluation::TaskReport report;      // device, self-test, warnings, phases, compile probe
+  evaluation::TimingVerdict timing;   // the reference's quick timing on the timed workload
+  std::vector<std::string> notes;     // e.g. why --baseline compile did not apply
+  double wall_s = 0.0;                // the whole check, workers' start included
+};
+
+/// Runs the check. Throws Error naming the task file and what failed: no reference for the
+/// backend, a native reference that does not compile, a reference that crashes, raises, does
+/// not fit the device, fails its own self-test or cannot be timed.
+ReferenceCheck check_reference(const Task& task, const ReferenceCheckOptions& options);
+
+/// The check as JSON: {"ok": true, "task", "task_hash", "reference", "backend", "device":
+/// {"name", "index", "memory_bytes"}, "timed_workload", "reference_ms" (the median),
+/// "samples_ms", "gbps" (bytes_per_call over the median; null without bytes), "self_test":
+/// {"passes", "cases", "weaknesses"}, "warnings", "notes", "phases" ({name: s}),
+/// "compile" (null unless probed: {"ok", "compile_s", "median_ms", "message"}), "wall_s"}.
+nlohmann::json to_json(const ReferenceCheck& check);
+
+/// A failed check as JSON: {"ok": false, "task_file", "error"}.
+nlohmann::json failed_check_json(const std::string& task_file, const std::string& error);
+
+/// The console summary: device, the reference's time on the timed workload, the self-test,
+/// the warnings and where the time went.
+std::string render_reference_check(const ReferenceCheck& check);
+
+}  // namespace kforge::cli
