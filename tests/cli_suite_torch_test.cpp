@@ -60,6 +60,29 @@ def get_init_inputs():
     return []
 )";
 
+// No family computes it; it derives at small sizes, and at its own sizes the tensors need
+// terabytes.
+constexpr const char* kTooLarge = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+rows = 1 << 20
+cols = 1 << 20
+
+
+def get_inputs():
+    return [torch.rand(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+)";
+
 constexpr const char* kSyntaxError = "import torch\nclass Model(:\n    pass\ndef get_inputs():\n";
 
 // Its forward never returns: the derivation's time limit stops it.
@@ -100,7 +123,8 @@ class CliSuiteTorchTest : public ::testing::Test {
     std::ofstream(dir_ / "problems" / name) << text;
   }
 
-  process::CommandResult suite(const std::string& derive_timeout_s = "5") {
+  process::CommandResult suite(const std::string& derive_timeout_s = "5",
+                               const std::vector<std::string>& more = {}) {
     std::vector<std::string> argv = {"env",
                                      "KFORGE_MEMORY=" + (dir_ / "memory.sqlite").string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
@@ -121,6 +145,7 @@ class CliSuiteTorchTest : public ::testing::Test {
                                      "1",
                                      "--final-rounds",
                                      "2"};
+    argv.insert(argv.end(), more.begin(), more.end());
     return process::run_command(argv, 600);
   }
 
@@ -178,7 +203,8 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
             std::string::npos) << row("hangs").dump(2);
   EXPECT_FALSE(fs::exists(suite_dir() / "broken"));
   // A derived problem no family serves under the templates generator: a row that says so and
-  // names the families tried, its log why each did not fit; no child ran, and it is no error.
+  // names the families tried, its log why each did not fit; no optimize child ran, and it is no
+  // error. Its reference still ran (kforge task --check), and the row has its time.
   EXPECT_EQ(row("cumsum")["status"], "not served") << row("cumsum").dump(2);
   EXPECT_EQ(row("cumsum")["exit"], "not run");
   EXPECT_NE(row("cumsum")["failure"].get<std::string>().find("no built-in kernel family"),
@@ -188,6 +214,15 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
   EXPECT_NE(read_file(suite_dir() / "logs" / "cumsum.log").find("  softmax: "), std::string::npos);
   EXPECT_FALSE(fs::exists(suite_dir() / "cumsum"));
   EXPECT_NE(read_file(suite_dir() / "suite.md").find("Not served"), std::string::npos);
+  EXPECT_EQ(row("cumsum")["reference_check"], "ran") << row("cumsum").dump(2);
+  EXPECT_GT(row("cumsum")["reference_ms"].get<double>(), 0.0) << row("cumsum").dump(2);
+  const nlohmann::json check =
+      nlohmann::json::parse(read_file(suite_dir() / "checks" / "cumsum.json"));
+  EXPECT_TRUE(check["ok"].get<bool>()) << check.dump(2);
+  EXPECT_EQ(check["backend"], "cpu");
+  EXPECT_NE(read_file(suite_dir() / "logs" / "cumsum.check.log").find("--check"), std::string::npos);
+  // The served problem's row has the reference's final-rung time.
+  EXPECT_GT(row("my_softmax")["reference_ms"].get<double>(), 0.0) << row("my_softmax").dump(2);
 
   const nlohmann::json derivation =
       nlohmann::json::parse(read_file(suite_dir() / "derived" / "derivation.json"));
@@ -221,6 +256,10 @@ TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProbl
       << second.output;
   EXPECT_NE(second.output.find("not served: " + (dir_ / "problems" / "cumsum.py").string()),
             std::string::npos) << second.output;
+  // Its reference ran in the first suite run, for the same task: read back, not run again.
+  EXPECT_NE(second.output.find("its reference ran in an earlier suite run"), std::string::npos)
+      << second.output;
+  EXPECT_EQ(row("cumsum")["reference_check"], "ran");
 
   // A changed problem file is derived again: its new bytes' sha256 is in the new TOML.
   const std::string changed = std::string(kCumsum) + "# edited\n";
@@ -231,6 +270,35 @@ TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProbl
       << third.output;
   EXPECT_EQ(third.output.find("reused"), std::string::npos) << third.output;
   EXPECT_NE(read_file(toml).find(sha256_hex(changed)), std::string::npos);
+  EXPECT_NE(third.output.find("running its reference (kforge task --check"), std::string::npos)
+      << third.output;
+}
+
+TEST_F(CliSuiteTorchTest, AProblemWhoseReferenceCannotRunIsAnErrorRowAndTheSuiteGoesOn) {
+  write_problem("cumsum.py", kCumsum);
+  write_problem("too_large.py", kTooLarge);
+  process::CommandResult result = suite();
+  ASSERT_EQ(result.exit_code, 1) << result.output;  // too_large errored
+  EXPECT_EQ(row("too_large")["status"], "error") << row("too_large").dump(2);
+  EXPECT_EQ(row("too_large")["exit"], "reference check failed");
+  EXPECT_NE(row("too_large")["failure"].get<std::string>().find(
+                "its reference does not run: "),
+            std::string::npos) << row("too_large").dump(2);
+  EXPECT_NE(row("too_large")["failure"].get<std::string>().find("workload 'problem' needs"),
+            std::string::npos) << row("too_large").dump(2);
+  EXPECT_TRUE(row("too_large")["reference_ms"].is_null());
+  EXPECT_EQ(row("cumsum")["status"], "not served");
+  EXPECT_EQ(row("cumsum")["reference_check"], "ran");
+}
+
+TEST_F(CliSuiteTorchTest, NoReferenceCheckLeavesUnservedProblemsUnrun) {
+  write_problem("cumsum.py", kCumsum);
+  process::CommandResult result = suite("5", {"--no-reference-check"});
+  ASSERT_EQ(result.exit_code, 3) << result.output;  // not served: not correct, no error
+  EXPECT_EQ(row("cumsum")["status"], "not served");
+  EXPECT_EQ(row("cumsum")["reference_check"], "");
+  EXPECT_TRUE(row("cumsum")["reference_ms"].is_null());
+  EXPECT_FALSE(fs::exists(suite_dir() / "checks" / "cumsum.json"));
 }
 
 TEST_F(CliSuiteTorchTest, DeriveTimeoutMustBePositive) {

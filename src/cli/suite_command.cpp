@@ -19,6 +19,7 @@
 #include "cli/option_source.h"
 #include "cli/suite_child.h"
 #include "cli/suite_problems.h"
+#include "cli/suite_reference_check.h"
 #include "cli/suite_tasks.h"
 #include "cli/validators.h"
 #include "common/error.h"
@@ -211,7 +212,11 @@ class SuiteRunner {
       return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x){}, {:.1f} s", row.speedup,
                          row.speedup_ci_low, row.speedup_ci_high, compile, row.wall_s);
     }
-    return row.status() + ": " + row.failure;
+    std::string text = row.status() + ": " + row.failure;
+    if (row.reference_check == "ran" && row.reference_ms) {
+      text += fmt::format("; its reference ran: {:.4f} ms", *row.reference_ms);
+    }
+    return text;
   }
 
   report::SuiteRow run_task(const SuiteTask& task, const std::string& progress) {
@@ -247,7 +252,15 @@ class SuiteRunner {
       if (suite_generator(optimize_args_) == "templates") {
         if (auto why = unserved_reason(task_file)) {
           say(progress + ": not served: " + why->first);
-          return unserved_row(std::move(row), *why);
+          row = unserved_row(std::move(row), *why);
+          if (!options_.skip_reference_check) {
+            SuiteReferenceCheck check{self_path(), suite_dir_, reference_check_args(optimize_args_),
+                                      options_.task_timeout_s,
+                                      options_.verbose ? "  " + task.label + ": " : ""};
+            check_unserved_reference(check, task_file, row,
+                                     [&](const std::string& line) { say(progress + ": " + line); });
+          }
+          return row;
         }
       }
     }
@@ -397,6 +410,10 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
       ->envname("KFORGE_DERIVE_TIMEOUT_S")
       ->check(positive_number())
       ->capture_default_str();
+  suite->add_flag("--no-reference-check", options.skip_reference_check,
+                  "Do not run the reference of a PyTorch problem no generator serves (by "
+                  "default its row gets the reference's time from `kforge task --check`, or why "
+                  "it does not run)");
   suite->add_flag("--verbose", options.verbose, "Echo each task's optimize output to stderr");
   suite->add_flag("--json", options.json, "Print suite.json instead of the table");
 

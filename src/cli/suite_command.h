@@ -33,6 +33,9 @@ struct SuiteCommandOptions {
   /// Limit of one PyTorch problem's derivation, seconds (> 0); past it, that problem is a row
   /// with the error and the other problems are derived on.
   double derive_timeout_s = 300.0;
+  /// A PyTorch problem no generator of the suite serves still has its reference run
+  /// (cli/suite_reference_check.h) unless this is set (--no-reference-check).
+  bool skip_reference_check = false;
   bool verbose = false;  // also echo every child's output to stderr
   bool json = false;     // print suite.json instead of the table
   /// Names of the `kforge optimize` options the suite accepts and passes on ("--steps", ...),
@@ -49,7 +52,7 @@ struct SuiteCommandOptions {
 using AddOptimizeFunction = void (*)(CLI::App& app, OptimizeCommandOptions& options);
 
 /// Adds the `suite` subcommand to `app`: its own options (--suite-dir, --task-timeout-s,
-/// --derive-timeout-s, --verbose, --json) and every non-positional option of `kforge optimize` except --run-dir,
+/// --derive-timeout-s, --no-reference-check, --verbose, --json) and every non-positional option of `kforge optimize` except --run-dir,
 /// --json, --replay and --help, to be passed on to each task.
 void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
                        AddOptimizeFunction add_optimize);

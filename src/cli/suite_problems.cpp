@@ -173,16 +173,36 @@ std::map<std::string, SuiteProblem> prepare_suite_problems(
   return settled;
 }
 
-std::string suite_generator(const std::vector<std::string>& args) {
-  std::string value = "templates";
-  if (const char* env = std::getenv("KFORGE_GENERATOR"); env != nullptr && *env != '\0') {
-    value = env;
+std::string forwarded_value(const std::vector<std::string>& args, const std::string& name,
+                            const char* env, std::string fallback) {
+  std::string value = std::move(fallback);
+  if (const char* set = env ? std::getenv(env) : nullptr; set != nullptr && *set != '\0') {
+    value = set;
   }
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--generator" && i + 1 < args.size()) value = args[i + 1];
-    if (args[i].rfind("--generator=", 0) == 0) value = args[i].substr(12);
+    if (args[i] == name && i + 1 < args.size()) value = args[i + 1];
+    if (args[i].rfind(name + "=", 0) == 0) value = args[i].substr(name.size() + 1);
   }
   return value;
+}
+
+std::string suite_generator(const std::vector<std::string>& args) {
+  return forwarded_value(args, "--generator", "KFORGE_GENERATOR", "templates");
+}
+
+std::vector<std::string> reference_check_args(const std::vector<std::string>& args) {
+  std::vector<std::string> check = {
+      "--backend", forwarded_value(args, "--backend", "KFORGE_BACKEND", "auto"),
+      "--baseline", forwarded_value(args, "--baseline", "KFORGE_BASELINE", "eager")};
+  // The reference of a run goes to its first device (--devices 2,3: device 2).
+  std::string device = forwarded_value(args, "--devices", "KFORGE_DEVICES", "");
+  device = device.substr(0, device.find(','));
+  device = forwarded_value(args, "--device", "KFORGE_DEVICE", device);
+  if (!device.empty()) {
+    check.push_back("--device");
+    check.push_back(device);
+  }
+  return check;
 }
 
 std::optional<std::pair<std::string, std::string>> unserved_reason(const fs::path& toml) {

@@ -55,6 +55,16 @@ std::map<std::string, SuiteProblem> prepare_suite_problems(
     const std::vector<SuiteTask>& tasks, const std::filesystem::path& suite_dir,
     const std::function<bool(const SuiteTask&)>& needed, const SuiteProblemOptions& options);
 
+/// The value the optimize arguments `args` give option `name` ("--x V" or "--x=V"; the last
+/// one wins), else $`env` when set and not empty (the children read it too), else `fallback`.
+std::string forwarded_value(const std::vector<std::string>& args, const std::string& name,
+                            const char* env, std::string fallback);
+
+/// The options of `kforge task --check` that run a task's reference where the suite's optimize
+/// children would run it: --backend and --baseline (as forwarded_value finds them), and
+/// --device (--device, else the first of --devices, else left to the default).
+std::vector<std::string> reference_check_args(const std::vector<std::string>& args);
+
 /// The generator a suite's children use: --generator in the optimize arguments `args` (as
 /// "--generator X" or "--generator=X"), else $KFORGE_GENERATOR (every child reads it), else
 /// "templates".

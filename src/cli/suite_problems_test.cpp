@@ -134,5 +134,29 @@ TEST(SuiteGenerator, ArgumentsWinOverTheEnvironmentWhichWinsOverTemplates) {
   ::unsetenv("KFORGE_GENERATOR");
 }
 
+TEST(ReferenceCheckArgs, RunTheReferenceWhereTheOptimizeChildrenWouldRunIt) {
+  for (const char* name : {"KFORGE_BACKEND", "KFORGE_BASELINE", "KFORGE_DEVICE", "KFORGE_DEVICES"}) {
+    ::unsetenv(name);
+  }
+  using Args = std::vector<std::string>;
+  EXPECT_EQ(reference_check_args({"--steps", "1"}),
+            (Args{"--backend", "auto", "--baseline", "eager"}));
+  EXPECT_EQ(reference_check_args({"--backend", "cuda", "--baseline=compile", "--device", "3"}),
+            (Args{"--backend", "cuda", "--baseline", "compile", "--device", "3"}));
+  // The reference of a run with several devices goes to the first.
+  EXPECT_EQ(reference_check_args({"--devices", "2,5,6", "--backend", "cuda"}),
+            (Args{"--backend", "cuda", "--baseline", "eager", "--device", "2"}));
+  ::setenv("KFORGE_BACKEND", "cpu", 1);
+  ::setenv("KFORGE_DEVICE", "1", 1);
+  EXPECT_EQ(reference_check_args({}),
+            (Args{"--backend", "cpu", "--baseline", "eager", "--device", "1"}));
+  // The last value given wins, as in CLI11's parse of the child's arguments.
+  EXPECT_EQ(forwarded_value({"--backend", "cpu", "--backend", "cuda"}, "--backend",
+                            "KFORGE_BACKEND", "auto"),
+            "cuda");
+  ::unsetenv("KFORGE_BACKEND");
+  ::unsetenv("KFORGE_DEVICE");
+}
+
 }  // namespace
 }  // namespace kforge::cli

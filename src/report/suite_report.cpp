@@ -110,14 +110,16 @@ std::string task_table(const std::vector<SuiteRow>& rows, bool with_compile) {
     text += " vs compile | CI |";
     rule += " ---: | --- |";
   }
-  text += " generator | family | best | candidates (correct) | wall s | device s | LLM $ | why "
-          "no correct candidate |\n";
-  rule += " --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n";
+  text += " reference ms | generator | family | best | candidates (correct) | wall s | device s | "
+          "LLM $ | why no correct candidate |\n";
+  rule += " ---: | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n";
   text += rule;
   auto or_dash_text = [](const std::string& value) { return value.empty() ? "-" : cell(value); };
   for (const SuiteRow& r : rows) {
     std::string run =
-        r.completed ? (r.resumed ? "earlier run" : "completed") : r.unserved ? "not run" : "error";
+        r.completed ? (r.resumed ? "earlier run" : "completed")
+        : r.unserved ? (r.reference_check == "ran" ? "reference only" : "not run")
+                     : "error";
     std::string speedup = r.correct ? fmt::format("{:.3f}x", r.speedup) : "-";
     std::string interval =
         r.correct ? fmt::format("{:.3f}-{:.3f}x", r.speedup_ci_low, r.speedup_ci_high) : "-";
@@ -129,8 +131,8 @@ std::string task_table(const std::vector<SuiteRow>& rows, bool with_compile) {
       const auto [vs_compile, compile_interval] = compile_cells(r);
       text += " " + vs_compile + " | " + compile_interval + " |";
     }
-    text += fmt::format(" {} | {} | {} | {} | {:.1f} | {} | {} | {} |\n",
-                        or_dash_text(r.generator), or_dash_text(r.family), or_dash_text(r.best),
+    text += fmt::format(" {} | {} | {} | {} | {} | {:.1f} | {} | {} | {} |\n",
+                        or_dash(r.reference_ms, "{:.4f}"), or_dash_text(r.generator), or_dash_text(r.family), or_dash_text(r.best),
                         candidates, r.wall_s, or_dash(r.device_s, "{:.1f}"),
                         or_dash(r.llm_cost_usd, "{:.4f}"),
                         r.correct ? "-" : or_dash_text(r.failure));
@@ -234,7 +236,9 @@ nlohmann::json SuiteRow::to_json() const {
                       {"wall_s", wall_s},
                       {"exit", exit},
                       {"failure", failure},
-                      {"unserved", unserved}};
+                      {"unserved", unserved},
+                      {"reference_check", reference_check}};
+  j["reference_ms"] = reference_ms ? nlohmann::json(*reference_ms) : nlohmann::json();
   j["speedup"] = correct ? nlohmann::json{{"speedup", speedup},
                                           {"ci_low", speedup_ci_low},
                                           {"ci_high", speedup_ci_high},
@@ -282,6 +286,7 @@ void read_result_into(const nlohmann::json& result, SuiteRow& row) {
     return;
   }
   row.best = best.value("id", "");
+  row.reference_ms = optional_number(result, "/final/reference/median_ms");
   row.speedup = number_field(result, "/final/speedup/speedup");
   if (!std::isfinite(row.speedup) || row.speedup <= 0.0) {
     throw Error(fmt::format("result.json: /final/speedup/speedup: expected a number > 0, got {}",

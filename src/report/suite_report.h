@@ -58,6 +58,13 @@ struct SuiteRow {
   /// task: a PyTorch problem no built-in family computes, under the templates generator
   /// (`--generator llm` would). Not correct, and not an error of a run.
   bool unserved = false;
+  /// The reference's median time on the timed workload, ms: the final rung's (result.json
+  /// /final/reference/median_ms) for a correct task, the reference check's
+  /// (`kforge task --check`, cli/reference_check.h) for a task not served; nullopt otherwise.
+  std::optional<double> reference_ms;
+  /// For a task not served: "ran" when the suite's reference check ran its reference, "skipped"
+  /// (--no-reference-check), else empty.
+  std::string reference_check;
 
   /// True when the run did not finish (bad task file, crash, timeout, Ctrl-C, unreadable
   /// result.json): an error of the run, reported apart from a run that found no correct

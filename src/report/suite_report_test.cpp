@@ -103,6 +103,7 @@ SuiteRow correct_row(const std::string& name, double speedup, double wall_s) {
 TEST(SuiteReport, MarkdownTableGolden) {
   std::vector<SuiteRow> rows = {correct_row("gemv", 1.5, 10.0), correct_row("rmsnorm", 1.5, 20.0)};
   rows[1].resumed = true;
+  rows[0].reference_ms = 2.5;
   SuiteRow incorrect;
   incorrect.name = "softmax";
   incorrect.completed = true;
@@ -139,17 +140,18 @@ TEST(SuiteReport, MarkdownTableGolden) {
       "- device time: not reported\n"
       "- LLM cost: not reported\n"
       "\n"
-      "| task | run | correct | speedup | CI | generator | family | best | candidates (correct) | "
-      "wall s | device s | LLM $ | why no correct candidate |\n"
-      "| --- | --- | --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n"
-      "| gemv | completed | yes | 1.500x | 1.400-1.600x | templates | gemv | best-gemv | 4 (3) | "
-      "10.0 | - | - | - |\n"
-      "| rmsnorm | earlier run | yes | 1.500x | 1.400-1.600x | templates | rmsnorm | best-rmsnorm "
-      "| 4 (3) | 20.0 | - | - | - |\n"
-      "| softmax | completed | no | - | - | templates | softmax | - | 2 (0) | 5.0 | - | - | no "
+      "| task | run | correct | speedup | CI | reference ms | generator | family | best | "
+      "candidates (correct) | wall s | device s | LLM $ | why no correct candidate |\n"
+      "| --- | --- | --- | ---: | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | --- "
+      "|\n"
+      "| gemv | completed | yes | 1.500x | 1.400-1.600x | 2.5000 | templates | gemv | best-gemv | "
+      "4 (3) | 10.0 | - | - | - |\n"
+      "| rmsnorm | earlier run | yes | 1.500x | 1.400-1.600x | - | templates | rmsnorm | "
+      "best-rmsnorm | 4 (3) | 20.0 | - | - | - |\n"
+      "| softmax | completed | no | - | - | - | templates | softmax | - | 2 (0) | 5.0 | - | - | no "
       "candidate passed the correctness gate (2 evaluated) |\n"
-      "| broken | error | no | - | - | - | - | - | - | 0.5 | - | - | task.toml: inputs[0].dtype: "
-      "unknown dtype 'float32' (expected f32\\|f16) |\n"
+      "| broken | error | no | - | - | - | - | - | - | - | 0.5 | - | - | task.toml: "
+      "inputs[0].dtype: unknown dtype 'float32' (expected f32\\|f16) |\n"
       "\n"
       "Errors (the run did not finish; counted as not correct):\n"
       "- broken (exit code 1): task.toml: inputs[0].dtype: unknown dtype 'float32' (expected "
@@ -181,9 +183,11 @@ std::vector<SuiteRow> compile_rows() {
   rows[2].compile_note = "runtime_error: torch.compile of layernorm_40.py failed: no lowering";
   SuiteRow unserved;
   unserved.name = "cumsum_89";
-  unserved.wall_s = 0.0;
+  unserved.wall_s = 3.0;  // its reference check
   unserved.exit = "not run";
   unserved.unserved = true;
+  unserved.reference_ms = 0.125;
+  unserved.reference_check = "ran";
   unserved.generator = "templates";
   unserved.failure = "cumsum_89.py: no built-in kernel family computes what this module computes "
                      "(families tried: softmax); --generator llm writes a kernel for it";
@@ -222,24 +226,25 @@ TEST(SuiteReport, CompileBaselineMarkdownGolden) {
       "torch.compile baseline left out (listed below).\n"
       "\n"
       "Cost:\n"
-      "- wall time: 12.1 s per task, 60.5 s in all (5 of 5 tasks reported it)\n"
+      "- wall time: 12.7 s per task, 63.5 s in all (5 of 5 tasks reported it)\n"
       "- device time: not reported\n"
       "- LLM cost: not reported\n"
       "\n"
-      "| task | run | correct | speedup | CI | vs compile | CI | generator | family | best | "
-      "candidates (correct) | wall s | device s | LLM $ | why no correct candidate |\n"
-      "| --- | --- | --- | ---: | --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: "
-      "| --- |\n"
-      "| softmax_23 | completed | yes | 1.500x | 1.400-1.600x | 1.200x | 1.100-1.300x | "
+      "| task | run | correct | speedup | CI | vs compile | CI | reference ms | generator | "
+      "family | best | candidates (correct) | wall s | device s | LLM $ | why no correct "
+      "candidate |\n"
+      "| --- | --- | --- | ---: | --- | ---: | --- | ---: | --- | --- | --- | ---: | ---: | ---: | "
+      "---: | --- |\n"
+      "| softmax_23 | completed | yes | 1.500x | 1.400-1.600x | 1.200x | 1.100-1.300x | - | "
       "templates | softmax | best-softmax_23 | 4 (3) | 10.0 | - | - | - |\n"
       "| rmsnorm_36 | completed | yes | 1.500x | 1.400-1.600x | 1.200x (cached) | 1.100-1.300x | "
-      "templates | rmsnorm | best-rmsnorm_36 | 4 (3) | 20.0 | - | - | - |\n"
-      "| layernorm_40 | completed | yes | 1.500x | 1.400-1.600x | none | - | templates | "
+      "- | templates | rmsnorm | best-rmsnorm_36 | 4 (3) | 20.0 | - | - | - |\n"
+      "| layernorm_40 | completed | yes | 1.500x | 1.400-1.600x | none | - | - | templates | "
       "layernorm | best-layernorm_40 | 4 (3) | 30.0 | - | - | - |\n"
-      "| cumsum_89 | not run | no | - | - | - | - | templates | - | - | - | 0.0 | - | - | "
-      "cumsum_89.py: no built-in kernel family computes what this module computes (families "
-      "tried: softmax); --generator llm writes a kernel for it |\n"
-      "| argmax_51 | error | no | - | - | - | - | - | - | - | - | 0.5 | - | - | Segmentation "
+      "| cumsum_89 | reference only | no | - | - | - | - | 0.1250 | templates | - | - | - | 3.0 | "
+      "- | - | cumsum_89.py: no built-in kernel family computes what this module computes "
+      "(families tried: softmax); --generator llm writes a kernel for it |\n"
+      "| argmax_51 | error | no | - | - | - | - | - | - | - | - | - | 0.5 | - | - | Segmentation "
       "fault |\n"
       "\n"
       "Errors (the run did not finish; counted as not correct):\n"
@@ -301,6 +306,9 @@ TEST(SuiteReport, SuiteJsonCarriesTheAggregateAgainstTorchCompile) {
   // A problem no family serves is its own status, not correct and not an error.
   EXPECT_EQ(j["tasks"][3]["status"], "not served");
   EXPECT_EQ(j["tasks"][3]["unserved"], true);
+  EXPECT_EQ(j["tasks"][3]["reference_check"], "ran");
+  EXPECT_DOUBLE_EQ(j["tasks"][3]["reference_ms"].get<double>(), 0.125);
+  EXPECT_TRUE(j["tasks"][4]["reference_ms"].is_null());
   EXPECT_EQ(j["tasks"][4]["status"], "error");
   EXPECT_FALSE(rows[3].errored());
   EXPECT_TRUE(rows[4].errored());
