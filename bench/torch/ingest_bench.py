@@ -200,14 +200,18 @@ def analyze(record, suite_dir):
     derivation_path = suite_dir / "derived" / "derivation.json"
     derivation = json.loads(derivation_path.read_text()) if derivation_path.exists() else {}
     parts = {"derivation": derivation.get("batch_wall_s", 0.0), "child_process": 0.0,
-             "prepare": 0.0, "compile_and_search": 0.0, "evaluation": 0.0}
+             "prepare": 0.0, "compile_and_search": 0.0, "evaluation": 0.0,
+             "reference_check": 0.0}
     rows = json.loads((suite_dir / "suite.json").read_text())["tasks"]
     record["tasks"] = []
     prepare_phases = {}
     for row in rows:
         entry = {"task": row["name"], "status": row["status"], "child_wall_s": row["wall_s"]}
         run_dir = pathlib.Path(row["run_dir"])
-        if row.get("resumed"):  # finished by an earlier invocation: no time in this one
+        # Finished by an earlier invocation: no time in this one, unless the record sums the
+        # invocations (bench/torch/suite_device.sh; a resumed row's wall_s is then its run's
+        # own, so its child's start is not counted).
+        if row.get("resumed") and "invocations" not in record:
             entry["resumed"] = True
         elif (run_dir / "result.json").exists():
             wall_s, device_s, prepare_s, phases = run_breakdown(run_dir)
@@ -219,6 +223,10 @@ def analyze(record, suite_dir):
             parts["prepare"] += prepare_s
             parts["compile_and_search"] += wall_s - device_s - prepare_s
             parts["evaluation"] += device_s
+        elif row.get("reference_check") == "ran" or row.get("exit") == "reference check failed":
+            # A problem no generator serves: `kforge task --check` ran its reference (issue 18).
+            entry["reference_check_s"] = row["wall_s"]
+            parts["reference_check"] += row["wall_s"]
         else:
             parts["child_process"] += row["wall_s"]  # a child that ended without a run
         record["tasks"].append(entry)
