@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "backends/backend.h"
+#include "cli/eval_command.h"
 #include "cli/memory_command.h"
 #include "cli/optimize_command.h"
 #include "cli/option_source.h"
@@ -328,6 +329,8 @@ int run_cli(int argc, char** argv) {
   add_suite_command(app, suite, add_optimize);
   TaskCommandOptions task;
   add_task_command(app, task);
+  EvalCommandOptions eval;
+  add_eval_command(app, eval);
   if (std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
@@ -349,6 +352,7 @@ int run_cli(int argc, char** argv) {
     if (app.got_subcommand("memory")) return run_memory(*app.get_subcommand("memory"), memory);
     if (app.got_subcommand("suite")) return run_suite(suite, add_optimize);
     if (app.got_subcommand("task")) return run_task_command(task);
+    if (app.got_subcommand("eval")) return run_eval_command(eval);
   } catch (const UsageError& e) {
     std::cerr << "kforge: error: " << e.what() << "\nRun with --help for more information.\n";
     return static_cast<int>(ExitCode::usage);

@@ -68,9 +68,10 @@ compile::Artifact reference_artifact(const Task& task, const std::string& backen
 
 }  // namespace
 
-ReferenceCheck check_reference(const Task& task, const ReferenceCheckOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  ReferenceCheck check;
+PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptions& options,
+                                     evaluation::EvaluationPolicy policy)
+    : start_(std::chrono::steady_clock::now()) {
+  ReferenceCheck& check = check_;
   check.task = task.name;
   check.task_hash = task_hash(task);
   std::string why;
@@ -79,8 +80,6 @@ ReferenceCheck check_reference(const Task& task, const ReferenceCheckOptions& op
   const Workload& timed = first_timed(task);
   check.timed_workload = timed.name;
   check.bytes_per_call = static_cast<double>(bytes_per_call(task, timed));
-
-  evaluation::EvaluationPolicy policy;
   if (parse_baseline_kind(options.baseline) == BaselineKind::compile) {
     if (task.has_torch_reference()) {
       policy.baseline = BaselineKind::compile;
@@ -89,29 +88,35 @@ ReferenceCheck check_reference(const Task& task, const ReferenceCheckOptions& op
                             "native, so only it was timed");
     }
   }
-  ScratchDir scratch("kforge-check");
+  scratch_ = std::make_unique<ScratchDir>("kforge-check");
   compile::Artifact artifact =
-      reference_artifact(task, check.backend, options, scratch, check.reference);
-
+      reference_artifact(task, check.backend, options, *scratch_, check.reference);
   WorkerConfigs configs = worker_configs(task, check.backend, options.device);
-  worker::ProcessWorker candidates(configs.candidate);
-  worker::ProcessWorker reference(configs.reference);
-  evaluation::Evaluator evaluator(candidates, reference, task, policy);
-  try {
-    check.report = with_context("reference " + check.reference,
-                                [&] { return evaluator.prepare(artifact); });
-    check.timing = with_context("reference " + check.reference,
-                                [&] { return evaluator.time_reference(); });
-  } catch (...) {
-    candidates.shutdown();
-    reference.shutdown();
-    throw;
-  }
-  candidates.shutdown();
-  reference.shutdown();
-  check.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return check;
+  candidate_config_ = configs.candidate;
+  candidates_ = std::make_unique<worker::ProcessWorker>(configs.candidate);
+  reference_ = std::make_unique<worker::ProcessWorker>(configs.reference);
+  evaluator_ = std::make_unique<evaluation::Evaluator>(*candidates_, *reference_, task, policy);
+  // The workers' destructors shut them down if what follows throws.
+  check.report = with_context("reference " + check.reference,
+                              [&] { return evaluator_->prepare(artifact); });
+  check.timing = with_context("reference " + check.reference,
+                              [&] { return evaluator_->time_reference(); });
+  check.wall_s = seconds();
+}
+
+PreparedReference::~PreparedReference() {
+  evaluator_.reset();
+  if (candidates_) candidates_->shutdown();
+  if (reference_) reference_->shutdown();
+}
+
+double PreparedReference::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+ReferenceCheck check_reference(const Task& task, const ReferenceCheckOptions& options) {
+  PreparedReference prepared(task, options);
+  return prepared.check();
 }
 
 nlohmann::json to_json(const ReferenceCheck& check) {

@@ -8,12 +8,16 @@
 // problem of a level has run its reference (issue 18).
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "common/scratch_dir.h"
 #include "core/task.h"
 #include "evaluation/evaluator.h"
+#include "worker/worker_client.h"
 
 namespace kforge::cli {
 
@@ -42,9 +46,41 @@ struct ReferenceCheck {
   double wall_s = 0.0;                // the whole check, workers' start included
 };
 
-/// Runs the check. Throws Error naming the task file and what failed: no reference for the
-/// backend, a native reference that does not compile, a reference that crashes, raises, does
-/// not fit the device, fails its own self-test or cannot be timed.
+/// A task's reference prepared on its workers and timed, as `kforge optimize` has it before its
+/// search, kept open for candidates: `kforge task --check` reads check() and stops, `kforge
+/// eval` goes on to evaluate a kernel on candidates() through evaluator().
+class PreparedReference {
+ public:
+  /// Resolves the backend, builds the reference's artifact, starts both workers, prepares the
+  /// task and quick-times the reference. Throws Error naming the task file and what failed: no
+  /// reference for the backend, a native reference that does not compile, a reference that
+  /// crashes, raises, does not fit the device, fails its own self-test or cannot be timed.
+  PreparedReference(const Task& task, const ReferenceCheckOptions& options,
+                    evaluation::EvaluationPolicy policy = {});
+  /// Shuts both workers down.
+  ~PreparedReference();
+  PreparedReference(const PreparedReference&) = delete;
+  PreparedReference& operator=(const PreparedReference&) = delete;
+
+  const ReferenceCheck& check() const { return check_; }
+  evaluation::Evaluator& evaluator() { return *evaluator_; }
+  worker::Worker& candidates() { return *candidates_; }
+  /// The candidate worker's configuration (a profiler starts its own worker with it).
+  const worker::ProcessWorkerConfig& candidate_config() const { return candidate_config_; }
+  /// Seconds since the constructor started.
+  double seconds() const;
+
+ private:
+  ReferenceCheck check_;
+  std::chrono::steady_clock::time_point start_;
+  std::unique_ptr<ScratchDir> scratch_;
+  worker::ProcessWorkerConfig candidate_config_;
+  std::unique_ptr<worker::ProcessWorker> candidates_;
+  std::unique_ptr<worker::ProcessWorker> reference_;
+  std::unique_ptr<evaluation::Evaluator> evaluator_;
+};
+
+/// Runs the check (a PreparedReference, then shut down). Throws as PreparedReference does.
 ReferenceCheck check_reference(const Task& task, const ReferenceCheckOptions& options);
 
 /// The check as JSON: {"ok": true, "task", "task_hash", "reference", "backend", "device":

@@ -1,0 +1,79 @@
+// `kforge eval TASK KERNEL`: kforge's trusted evaluation of one kernel a user wrote, without a
+// search. The kernel (a native source behind include/kforge/kernel.h: .cpp for cpu, .cu for
+// cuda) is screened and built like a candidate, gated (every check of rung 0), quick-timed (rung
+// 1), timed on every timed workload (rung 2) and then against the reference in the final rung's
+// interleaved rounds with a confidence interval (rung 3), and profiled under Nsight Compute on
+// cuda. The task may be a TOML task or a PyTorch problem (its reference runs in the torch
+// reference worker, as in `kforge optimize`). Nothing is written to the memory.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/reference_check.h"
+#include "compile/compiler.h"
+#include "evaluation/evaluator.h"
+#include "evaluation/profiler.h"
+
+namespace kforge::cli {
+
+struct EvalCommandOptions {
+  std::string task_path;    // a task.toml or a problem .py
+  std::string kernel_path;  // the kernel's source
+  std::string backend = "auto";
+  int device = 0;
+  std::string baseline = "eager";
+  int final_rounds = 5;     // rung 3's paired rounds (EvaluationPolicy::final_rounds)
+  std::string profile = "auto";  // auto, on, off (ncu on a backend that profiles)
+  std::string cuda_arch = "sm_90";
+  std::string cache_dir;    // build cache; "" = artifact_cache_dir()
+  bool json = false;
+};
+
+/// What the evaluation found. Times in ms.
+struct KernelEvaluation {
+  std::string kernel;               // the kernel file, absolute
+  ReferenceCheck reference;         // the reference as prepared and quick-timed
+  /// The kernel's verdict: ok when it passed every rung it reached up to the final one, else
+  /// the first failure's (rejected_by_policy at the screen, compile_error, wrong_answer, ...).
+  Verdict verdict = Verdict::ok;
+  std::string message;              // why, when not ok
+  std::string failed_at;            // "screen", "compile", "rungs 0-1", "rung 2", "rung 3"
+  compile::Artifact artifact;
+  std::optional<evaluation::CandidateEvaluation> quick;  // rungs 0 and 1
+  std::optional<evaluation::FullRung> full;              // rung 2
+  evaluation::SampleSummary reference_final;             // rung 3
+  evaluation::SampleSummary kernel_final;
+  evaluation::SpeedupEstimate speedup;                   // reference / kernel, with its CI
+  std::optional<evaluation::ProfileReport> profile;
+  double wall_s = 0.0;
+  bool correct() const { return verdict == Verdict::ok; }
+};
+
+void add_eval_command(CLI::App& app, EvalCommandOptions& options);
+
+/// Evaluates options.kernel_path against options.task_path. Throws Error (exit 1) when the
+/// evaluation cannot happen: a missing or unreadable file, a Python file (Python candidates are
+/// not taken yet), a task or reference that is broken, --profile on without ncu. A kernel that
+/// fails a rung is a result (verdict), not an error.
+KernelEvaluation evaluate_kernel(const EvalCommandOptions& options);
+
+/// The evaluation as JSON: {"kernel", "task", "backend", "device", "verdict", "correct",
+/// "message", "failed_at", "compile": {"key", "from_cache", "compile_s", "log"}, "gate",
+/// "quick" ({"median_ms", "samples_ms"}), "full" ({"geomean_speedup", "workloads"}), "final"
+/// ({"reference_median_ms", "kernel_median_ms", "speedup", "ci_low", "ci_high", "level",
+/// "achieved_gbps"}), "reference" (the check's to_json), "profile", "wall_s"}; absent rungs
+/// are null.
+nlohmann::json to_json(const KernelEvaluation& evaluation);
+
+/// The console summary.
+std::string render_kernel_evaluation(const KernelEvaluation& evaluation);
+
+/// Runs `kforge eval`: 0 when the kernel is correct, 3 (ExitCode::not_all_correct) when it
+/// failed a rung; throws Error otherwise.
+int run_eval_command(const EvalCommandOptions& options);
+
+}  // namespace kforge::cli
