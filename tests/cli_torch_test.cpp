@@ -161,6 +161,14 @@ TEST_F(CliTorchTest, OptimizeRunsTheModuleAsReferenceAndTheFamilyAsCandidates) {
   // The run keeps the problem as given and the task derived from it, which kforge reads back.
   EXPECT_TRUE(fs::exists(run / "my_softmax.py"));
   EXPECT_EQ(kforge({"task", (run / "task.toml").string(), "--json"}).exit_code, 0);
+  // Its bundle (kforge verify) names the copy of the problem beside it, and loads as a task.
+  ASSERT_TRUE(fs::exists(run / "bundle" / "my_softmax.py"));
+  const std::string bundled = [&] {
+    std::ifstream file(run / "bundle" / "task.toml");
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  }();
+  EXPECT_NE(bundled.find("torch = \"my_softmax.py\""), std::string::npos) << bundled;
+  EXPECT_EQ(kforge({"task", (run / "bundle" / "task.toml").string(), "--json"}).exit_code, 0);
   EXPECT_TRUE(fs::exists(run / "best.cpp"));
   // Every candidate passed the gate against the module's float64 outputs.
   for (const auto& entry : fs::directory_iterator(run / "candidates")) {

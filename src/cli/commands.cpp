@@ -17,6 +17,7 @@
 #include "cli/suite_command.h"
 #include "cli/task_command.h"
 #include "cli/validators.h"
+#include "cli/verify_command.h"
 #include "common/error.h"
 #include "common/secret_environment.h"
 #include "search/scheduler.h"
@@ -331,6 +332,8 @@ int run_cli(int argc, char** argv) {
   add_task_command(app, task);
   EvalCommandOptions eval;
   add_eval_command(app, eval);
+  VerifyCommandOptions verify;
+  add_verify_command(app, verify);
   if (std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
@@ -353,6 +356,7 @@ int run_cli(int argc, char** argv) {
     if (app.got_subcommand("suite")) return run_suite(suite, add_optimize);
     if (app.got_subcommand("task")) return run_task_command(task);
     if (app.got_subcommand("eval")) return run_eval_command(eval);
+    if (app.got_subcommand("verify")) return run_verify_command(verify);
   } catch (const UsageError& e) {
     std::cerr << "kforge: error: " << e.what() << "\nRun with --help for more information.\n";
     return static_cast<int>(ExitCode::usage);

@@ -107,12 +107,23 @@ void add_eval_command(CLI::App& app, EvalCommandOptions& options) {
 }
 
 KernelEvaluation evaluate_kernel(const EvalCommandOptions& options) {
-  KernelEvaluation result;
-  result.kernel = fs::absolute(options.kernel_path).lexically_normal().string();
   std::string why;
   const std::string backend = resolve_backend(options.backend, options.device, &why);
-  const std::string source = read_kernel(options.kernel_path, backend);  // before deriving
+  read_kernel(options.kernel_path, backend);  // a missing kernel fails before the derivation
   const Task task = load_task(options.task_path);
+  EvalCommandOptions resolved = options;
+  resolved.backend = backend;
+  KernelEvaluation result = evaluate_kernel(task, resolved, evaluation::EvaluationPolicy{});
+  if (!why.empty() && options.backend == "auto") result.reference.notes.push_back(why);
+  return result;
+}
+
+KernelEvaluation evaluate_kernel(const Task& task, const EvalCommandOptions& options,
+                                 evaluation::EvaluationPolicy policy) {
+  KernelEvaluation result;
+  result.kernel = fs::absolute(options.kernel_path).lexically_normal().string();
+  const std::string backend = resolve_backend(options.backend, options.device, nullptr);
+  const std::string source = read_kernel(options.kernel_path, backend);
   if (options.profile == "on") {
     if (!backends::get_backend(backend).can.ncu_profiler) {
       throw Error("--profile on needs " +
@@ -131,11 +142,9 @@ KernelEvaluation evaluate_kernel(const EvalCommandOptions& options) {
   reference_options.baseline = options.baseline;
   reference_options.cache_dir = options.cache_dir;
   reference_options.cuda_arch = options.cuda_arch;
-  evaluation::EvaluationPolicy policy;
   policy.final_rounds = options.final_rounds;
   PreparedReference prepared(task, reference_options, policy);
   result.reference = prepared.check();
-  if (!why.empty() && options.backend == "auto") result.reference.notes.push_back(why);
   evaluation::Evaluator& evaluator = prepared.evaluator();
 
   const std::string source_name = fs::path(options.kernel_path).filename().string();
@@ -150,6 +159,7 @@ KernelEvaluation evaluate_kernel(const EvalCommandOptions& options) {
     toolchain.include_dirs = kernel_include_dirs();
     toolchain.cuda_arch = options.cuda_arch;
     compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
+    result.toolchain = compiler.toolchain(backend);
     result.artifact = compiler.compile({backend, source, source_name, {}});
     if (result.artifact.verdict != Verdict::ok) {
       result.verdict = result.artifact.verdict;

@@ -43,6 +43,7 @@ struct KernelEvaluation {
   std::string message;              // why, when not ok
   std::string failed_at;            // "screen", "compile", "rungs 0-1", "rung 2", "rung 3"
   compile::Artifact artifact;
+  std::string toolchain;            // "g++ 12.2.0", "nvcc 13.0.88": what built it
   std::optional<evaluation::CandidateEvaluation> quick;  // rungs 0 and 1
   std::optional<evaluation::FullRung> full;              // rung 2
   evaluation::SampleSummary reference_final;             // rung 3
@@ -54,6 +55,12 @@ struct KernelEvaluation {
 };
 
 void add_eval_command(CLI::App& app, EvalCommandOptions& options);
+
+/// Evaluates options.kernel_path against `task` on options.backend ("auto" resolved here), with
+/// `policy` (its final_rounds replaced by options.final_rounds; a caller sets the gate's
+/// base_seed for fresh inputs). Throws as below.
+KernelEvaluation evaluate_kernel(const Task& task, const EvalCommandOptions& options,
+                                 evaluation::EvaluationPolicy policy);
 
 /// Evaluates options.kernel_path against options.task_path. Throws Error (exit 1) when the
 /// evaluation cannot happen: a missing or unreadable file, a Python file (Python candidates are

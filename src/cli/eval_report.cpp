@@ -10,6 +10,7 @@ nlohmann::json to_json(const KernelEvaluation& e) {
                       {"task", e.reference.task},
                       {"backend", e.reference.backend},
                       {"device", e.reference.report.device.name},
+                      {"toolchain", e.toolchain},
                       {"verdict", to_string(e.verdict)},
                       {"correct", e.correct()},
                       {"message", e.message},

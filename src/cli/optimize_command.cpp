@@ -32,6 +32,7 @@
 #include "generation/templates_generator.h"
 #include "memory/sqlite_store.h"
 #include "report/summary.h"
+#include "task/task_bundle.h"
 #include "task/task_loader.h"
 #include "task/torch_task.h"
 #include "worker/worker_client.h"
@@ -325,6 +326,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   generation::Generator& generator =
       use_llm ? llm_session->generator() : static_cast<generation::Generator&>(*templates);
   if (!resume) {
+    // What `kforge verify` needs to re-check the run elsewhere: the task and its references.
+    write_task_bundle(task, run_path / "bundle");
     if (task.has_torch_reference() && is_torch_problem(options.task_path)) {
       // The problem as given, and the task kforge derived from it (a TOML `kforge task` reads).
       fs::copy_file(options.task_path, run_path / fs::path(options.task_path).filename());
