@@ -9,70 +9,15 @@
 
 #include "common/files.h"
 #include "process/subprocess.h"
+#include "support/cli_case.h"
 
 namespace kforge {
 namespace {
 namespace fs = std::filesystem;
 
-// forward(A, s) = A * s, with s after the tensor: no built-in family; a native kernel of it gets
-// s as its one scalar.
-constexpr const char* kScale = R"(import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, A, s):
-        return A * s
-
-
-M = 257
-N = 33
-
-
-def get_inputs():
-    return [torch.rand(M, N), 2.5]
-
-
-def get_init_inputs():
-    return []
-)";
-
-constexpr const char* kScaleKernel = R"(#include <kforge/kernel.h>
-
-#include <cstdint>
-
-KFORGE_API int kforge_run(const kforge_args* args) {
-  if (args->num_inputs != 1 || args->num_outputs != 1 || args->num_scalars != 1) return -1;
-  const DLTensor& a = args->inputs[0];
-  const DLTensor& y = args->outputs[0];
-  int64_t n = 1;
-  for (int i = 0; i < a.ndim; ++i) n *= a.shape[i];
-  const float* ap = static_cast<const float*>(a.data);
-  float* yp = static_cast<float*>(y.data);
-  const float s = static_cast<float>(args->scalars[0]);
-  for (int64_t i = 0; i < n; ++i) yp[i] = ap[i] * s;
-  return 0;
-}
-)";
-
-class CliEvalTest : public ::testing::Test {
+class CliEvalTest : public testing::CliCase {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kforge_cli_eval_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return dir_ / name;
-  }
+  CliEvalTest() : CliCase("kforge_cli_eval_") {}
 
   // examples/softmax/reference.cpp with `from` replaced by `to`.
   fs::path softmax_variant(const std::string& name, const std::string& from, const std::string& to) {
@@ -85,30 +30,21 @@ class CliEvalTest : public ::testing::Test {
 
   process::CommandResult eval(const fs::path& task, const fs::path& kernel,
                               std::vector<std::string> more = {}) {
-    std::vector<std::string> argv = {"env", "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
-                                     "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
-                                     KFORGE_CLI_PATH, "eval", task.string(), kernel.string(),
-                                     "--backend", "cpu", "--final-rounds", "2"};
-    argv.insert(argv.end(), more.begin(), more.end());
-    return process::run_command(argv, 600);
-  }
-
-  static nlohmann::json json_of(const std::string& output) {
-    const size_t brace = output.find("{\n");
-    return brace == std::string::npos ? nlohmann::json() : nlohmann::json::parse(output.substr(brace));
+    std::vector<std::string> args = {"eval", task.string(), kernel.string(), "--backend", "cpu",
+                                     "--final-rounds", "2"};
+    args.insert(args.end(), more.begin(), more.end());
+    return kforge(args);
   }
 
   const fs::path softmax_task_ =
       fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "softmax_small" / "task.toml";
-  fs::path dir_;
 };
 
 TEST_F(CliEvalTest, ACorrectKernelIsGatedAndTimedAgainstTheReferenceWithAnInterval) {
   const fs::path kernel = fs::path(KFORGE_SOURCE_DIR) / "examples/softmax/reference.cpp";
   process::CommandResult result = eval(softmax_task_, kernel, {"--json"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const nlohmann::json j = json_of(result.output);
+  const nlohmann::json j = testing::json_in(result.output);
   EXPECT_EQ(j["verdict"], "ok") << j.dump(2);
   EXPECT_TRUE(j["correct"].get<bool>());
   EXPECT_EQ(j["backend"], "cpu");
@@ -168,10 +104,11 @@ TEST_F(CliEvalTest, FilesThatCannotBeEvaluatedAreErrorsSayingWhatIsTaken) {
 }
 
 TEST_F(CliEvalTest, ANativeKernelOfAPyTorchProblemGetsItsScalar) {
-  const fs::path problem = write("scale.py", kScale);
-  process::CommandResult result = eval(problem, write("scale.cpp", kScaleKernel), {"--json"});
+  const fs::path problem = write("scale.py", testing::kScaleByScalarProblem);
+  process::CommandResult result =
+      eval(problem, write("scale.cpp", testing::kScaleByScalarKernel), {"--json"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const nlohmann::json j = json_of(result.output);
+  const nlohmann::json j = testing::json_in(result.output);
   EXPECT_EQ(j["verdict"], "ok") << j.dump(2);
   EXPECT_EQ(j["reference"]["reference"], problem.string());
 }

@@ -8,36 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "process/subprocess.h"
+#include "support/cli_case.h"
 
 namespace kforge {
 namespace {
 namespace fs = std::filesystem;
-
-// forward(A, s): a scalar argument after the tensor, as in KernelBench 5. No built-in family
-// computes it; its reference must still run, with s given.
-constexpr const char* kScaleByScalar = R"(import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, A, s):
-        return A * s
-
-
-M = 300
-N = 40
-
-
-def get_inputs():
-    return [torch.rand(M, N), 2.5]
-
-
-def get_init_inputs():
-    return []
-)";
 
 // Derives at its small sizes; its own sizes need terabytes.
 constexpr const char* kTooLarge = R"(import torch
@@ -64,39 +39,17 @@ def get_init_inputs():
     return []
 )";
 
-class CliTaskCheckTest : public ::testing::Test {
+class CliTaskCheckTest : public testing::CliCase {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kforge_cli_task_check_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return dir_ / name;
-  }
-
-  process::CommandResult kforge(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"env", "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON};
-    argv.push_back(KFORGE_CLI_PATH);
-    argv.insert(argv.end(), args.begin(), args.end());
-    return process::run_command(argv, 600);
-  }
+  CliTaskCheckTest() : CliCase("kforge_cli_task_check_") {}
 
   static nlohmann::json read_json(const fs::path& path) {
     return nlohmann::json::parse(std::ifstream(path));
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CliTaskCheckTest, RunsTheReferenceOfAProblemNoFamilyServesWithItsScalarArgument) {
-  const fs::path problem = write("scale.py", kScaleByScalar);
+  const fs::path problem = write("scale.py", testing::kScaleByScalarProblem);
   const fs::path report = dir_ / "check.json";
   process::CommandResult result = kforge({"task", problem.string(), "--check", "--backend", "cpu",
                                           "--json", "--report", report.string()});
@@ -112,9 +65,7 @@ TEST_F(CliTaskCheckTest, RunsTheReferenceOfAProblemNoFamilyServesWithItsScalarAr
   EXPECT_TRUE(written["compile"].is_null());
   EXPECT_EQ(written["reference"], problem.string());
   // --json prints the same report (the console's other lines go to stderr).
-  const size_t brace = result.output.find("{\n");
-  ASSERT_NE(brace, std::string::npos) << result.output;
-  EXPECT_EQ(nlohmann::json::parse(result.output.substr(brace))["task_hash"], written["task_hash"]);
+  EXPECT_EQ(testing::json_in(result.output)["task_hash"], written["task_hash"]) << result.output;
 }
 
 TEST_F(CliTaskCheckTest, ChecksANativeTasksCompiledReference) {
@@ -150,7 +101,7 @@ TEST_F(CliTaskCheckTest, AReferenceThatCannotRunFailsNamingTheProblemAndWritesWh
 }
 
 TEST_F(CliTaskCheckTest, CheckAndOutputAreExclusive) {
-  const fs::path problem = write("scale.py", kScaleByScalar);
+  const fs::path problem = write("scale.py", testing::kScaleByScalarProblem);
   process::CommandResult result =
       kforge({"task", problem.string(), "--check", "-o", (dir_ / "t.toml").string()});
   EXPECT_EQ(result.exit_code, 1) << result.output;

@@ -9,6 +9,7 @@
 #include "cli/verify_command.h"
 #include "common/files.h"
 #include "process/subprocess.h"
+#include "support/cli_case.h"
 
 namespace kforge {
 namespace {
@@ -22,11 +23,6 @@ process::CommandResult kforge(const fs::path& dir, std::vector<std::string> args
                                    KFORGE_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return process::run_command(argv, 600);
-}
-
-nlohmann::json json_of(const std::string& output) {
-  const size_t brace = output.find("{\n");
-  return brace == std::string::npos ? nlohmann::json() : nlohmann::json::parse(output.substr(brace));
 }
 
 class CliVerifyTest : public ::testing::Test {
@@ -76,7 +72,7 @@ process::CommandResult CliVerifyTest::optimize_;
 
 TEST_F(CliVerifyTest, AMovedRunIsRecheckedFromItsBundleOnFreshSeeds) {
   process::CommandResult result = verify({"--json", "--seed", "42"});
-  const nlohmann::json j = json_of(result.output);
+  const nlohmann::json j = testing::json_in(result.output);
   ASSERT_TRUE(j.is_object()) << result.output;
   // Timing on a shared machine may land either side; the best itself must be correct here.
   const std::string verdict = j["verdict"];

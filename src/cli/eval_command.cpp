@@ -84,26 +84,30 @@ void add_eval_command(CLI::App& app, EvalCommandOptions& options) {
   command->add_option("--backend", options.backend, "auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  command->add_option("--device", options.device, "the device index")
-      ->check(CLI::NonNegativeNumber);
   command->add_option("--baseline", options.baseline,
                       "eager, or compile (a PyTorch reference is also compiled with "
                       "torch.compile and quick-timed)")
       ->check(CLI::IsMember({"eager", "compile"}))
       ->capture_default_str();
-  command->add_option("--final-rounds", options.final_rounds,
-                      "interleaved rounds of the kernel and the reference at the final rung")
+  add_measurement_options(*command, options);
+  command->add_flag("--json", options.json, "print the evaluation as JSON");
+}
+
+void add_measurement_options(CLI::App& command, EvalCommandOptions& options) {
+  command.add_option("--device", options.device, "the device index")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("--final-rounds", options.final_rounds,
+                     "interleaved rounds of the kernel and the reference at the final rung")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  command->add_option("--profile", options.profile,
-                      "auto (Nsight Compute where the backend profiles and ncu is found), on, off")
+  command.add_option("--profile", options.profile,
+                     "auto (Nsight Compute where the backend profiles and ncu is found), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  command->add_option("--cuda-arch", options.cuda_arch, "nvcc -arch for a cuda kernel")
+  command.add_option("--cuda-arch", options.cuda_arch, "nvcc -arch for a cuda kernel")
       ->capture_default_str();
-  command->add_option("--cache-dir", options.cache_dir, "build cache (default: kforge's)")
+  command.add_option("--cache-dir", options.cache_dir, "build cache (default: kforge's)")
       ->envname("KFORGE_CACHE_DIR");
-  command->add_flag("--json", options.json, "print the evaluation as JSON");
 }
 
 KernelEvaluation evaluate_kernel(const EvalCommandOptions& options) {

@@ -56,6 +56,10 @@ struct KernelEvaluation {
 
 void add_eval_command(CLI::App& app, EvalCommandOptions& options);
 
+/// The options of how a kernel is built and measured, shared by `eval` and `verify`: --device,
+/// --final-rounds, --profile, --cuda-arch, --cache-dir.
+void add_measurement_options(CLI::App& command, EvalCommandOptions& options);
+
 /// Evaluates options.kernel_path against `task` on options.backend ("auto" resolved here), with
 /// `policy` (its final_rounds replaced by options.final_rounds; a caller sets the gate's
 /// base_seed for fresh inputs). Throws as below.

@@ -130,21 +130,10 @@ void add_verify_command(CLI::App& app, VerifyCommandOptions& options) {
   command->add_option("--backend", options.backend,
                       "cpu or cuda (default: the run's own backend)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--device", options.device, "the device index")
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--final-rounds", options.final_rounds,
-                      "interleaved rounds of the best and the reference")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
   command->add_option("--seed", options.seed,
                       "the gate's base seed (default: a fresh random one, printed)");
-  command->add_option("--profile", options.profile, "auto, on or off (Nsight Compute on cuda)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  command->add_option("--cuda-arch", options.cuda_arch, "nvcc -arch for a cuda kernel")
-      ->capture_default_str();
-  command->add_option("--cache-dir", options.cache_dir, "build cache (default: kforge's)")
-      ->envname("KFORGE_CACHE_DIR");
+  options.measurement.profile = "off";
+  add_measurement_options(*command, options.measurement);
   command->add_flag("--json", options.json, "print the verification as JSON");
 }
 
@@ -153,7 +142,7 @@ int run_verify_command(const VerifyCommandOptions& options) {
   v.run_dir = fs::absolute(options.run_dir).lexically_normal().string();
   v.recorded = read_claim(options.run_dir);
   const fs::path run(options.run_dir);
-  EvalCommandOptions eval;
+  EvalCommandOptions eval = options.measurement;
   eval.task_path = task_of(run).string();
   eval.backend = options.backend.empty() ? v.recorded.backend : options.backend;
   eval.kernel_path =
@@ -161,11 +150,6 @@ int run_verify_command(const VerifyCommandOptions& options) {
   if (!fs::exists(eval.kernel_path)) {
     throw Error(options.run_dir + ": the best kernel " + eval.kernel_path + " is missing");
   }
-  eval.device = options.device;
-  eval.final_rounds = options.final_rounds;
-  eval.profile = options.profile;
-  eval.cuda_arch = options.cuda_arch;
-  eval.cache_dir = options.cache_dir;
   const Task task = with_context(options.run_dir, [&] { return load_task(eval.task_path); });
   evaluation::EvaluationPolicy policy;
   v.seed = options.seed.value_or(fresh_seed());

@@ -20,14 +20,12 @@ namespace kforge::cli {
 
 struct VerifyCommandOptions {
   std::string run_dir;
-  std::string backend;       // "" = the run's own backend
-  int device = 0;
-  int final_rounds = 5;
+  std::string backend;           // "" = the run's own backend
   std::optional<uint64_t> seed;  // the gate's base seed; default: a fresh random one
-  std::string profile = "off";
-  std::string cuda_arch = "sm_90";
-  std::string cache_dir;
   bool json = false;
+  /// How the best is built and measured (device, final rounds, profile, cuda arch, cache);
+  /// its task, kernel and backend are the run's. Profiling is off unless asked for.
+  EvalCommandOptions measurement;
 };
 
 /// The run's claim as result.json records it.
