@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "common/hash.h"
 #include "process/subprocess.h"
+#include "support/cli_case.h"
 
 namespace kforge {
 namespace {
@@ -50,29 +51,6 @@ class Model(nn.Module):
 
 rows = 64
 cols = 300
-
-
-def get_inputs():
-    return [torch.rand(rows, cols)]
-
-
-def get_init_inputs():
-    return []
-)";
-
-// No family computes it; it derives at small sizes, and at its own sizes the tensors need
-// terabytes.
-constexpr const char* kTooLarge = R"(import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.cumsum(x, dim=1)
-
-
-rows = 1 << 20
-cols = 1 << 20
 
 
 def get_inputs():
@@ -276,7 +254,7 @@ TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProbl
 
 TEST_F(CliSuiteTorchTest, AProblemWhoseReferenceCannotRunIsAnErrorRowAndTheSuiteGoesOn) {
   write_problem("cumsum.py", kCumsum);
-  write_problem("too_large.py", kTooLarge);
+  write_problem("too_large.py", testing::kTooLargeProblem);
   process::CommandResult result = suite();
   ASSERT_EQ(result.exit_code, 1) << result.output;  // too_large errored
   EXPECT_EQ(row("too_large")["status"], "error") << row("too_large").dump(2);

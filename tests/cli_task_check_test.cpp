@@ -14,31 +14,6 @@ namespace kforge {
 namespace {
 namespace fs = std::filesystem;
 
-// Derives at its small sizes; its own sizes need terabytes.
-constexpr const char* kTooLarge = R"(import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x)
-
-
-rows = 1 << 20
-cols = 1 << 20
-
-
-def get_inputs():
-    return [torch.rand(rows, cols)]
-
-
-def get_init_inputs():
-    return []
-)";
-
 class CliTaskCheckTest : public testing::CliCase {
  protected:
   CliTaskCheckTest() : CliCase("kforge_cli_task_check_") {}
@@ -86,7 +61,7 @@ TEST_F(CliTaskCheckTest, ChecksANativeTasksCompiledReference) {
 }
 
 TEST_F(CliTaskCheckTest, AReferenceThatCannotRunFailsNamingTheProblemAndWritesWhy) {
-  const fs::path problem = write("too_large.py", kTooLarge);
+  const fs::path problem = write("too_large.py", testing::kTooLargeProblem);
   const fs::path report = dir_ / "check.json";
   process::CommandResult result = kforge(
       {"task", problem.string(), "--check", "--backend", "cpu", "--report", report.string()});

@@ -57,6 +57,27 @@ def get_init_inputs():
     return []
 )";
 
+const char* const kTooLargeProblem = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+rows = 1 << 20
+cols = 1 << 20
+
+
+def get_inputs():
+    return [torch.rand(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+)";
+
 const char* const kScaleByScalarKernel = R"(#include <kforge/kernel.h>
 
 #include <cstdint>

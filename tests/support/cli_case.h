@@ -41,6 +41,10 @@ nlohmann::json json_in(const std::string& output);
 /// computes it, and its reference must be given s.
 extern const char* const kScaleByScalarProblem;
 
+/// A cumulative sum (no built-in family computes it) that derives at small sizes, while at its
+/// own sizes its tensors need terabytes: its reference cannot run.
+extern const char* const kTooLargeProblem;
+
 /// A native cpu kernel of kScaleByScalarProblem: y = A * scalars[0].
 extern const char* const kScaleByScalarKernel;
 
