@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "report/run_database.h"
+#include "report/run_html.h"
 #include "common/paths.h"
 #include "common/scratch_dir.h"
 #include "evaluation/profiler.h"
@@ -358,6 +360,24 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     if (llm_session) run_json["llm"] = llm_session->describe();
     run_dir.write_json("run.json", run_json);
   }
+  // report.html follows the run: written now, after candidates and rungs (at most every 2 s),
+  // at the end (optimize_report.cpp) and when the run fails.
+  auto refresh_report = [&run_path, last = std::chrono::steady_clock::time_point()](
+                                  bool now) mutable {
+    const auto t = std::chrono::steady_clock::now();
+    if (!now && t - last < std::chrono::seconds(2)) return;
+    last = t;
+    if (std::string problem = report::write_run_html(run_path); !problem.empty()) {
+      std::cerr << "kforge: warning: " << problem << "\n";
+    }
+  };
+  refresh_report(true);
+  run_dir.set_event_listener([refresh_report](const nlohmann::json& event) mutable {
+    const std::string kind = event.value("event", "");
+    if (kind == "candidate" || kind == "full_rung" || kind == "step" || kind == "final") {
+      refresh_report(kind == "final");
+    }
+  });
   std::cerr << "kforge: " << (resume ? "resuming " : "optimizing ") << task.name << " on "
             << backend << " -> " << run_path.string() << "\n";
 
@@ -372,6 +392,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     } else {
       run_dir.write_text("failed.txt", std::string(e.what()) + "\n");
       run_dir.append_event({{"event", "failed"}, {"error", e.what()}});
+      report::write_run_html(run_path);  // says it failed, and why
     }
   };
   // The real evaluator and compile pool over this run's workers (the seams the optimizer

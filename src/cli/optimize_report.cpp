@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "report/run_html.h"
 #include "report/summary.h"
 
 namespace kforge::cli {
@@ -26,6 +27,9 @@ int report_finished_run(const search::OptimizeResult& result, const FinishedRun&
   run_dir.write_text("report.md", report::render_markdown(json, run.task));
   if (!result.final_skipped) {
     run_dir.write_json("result.json", json);  // last: its presence marks a finished run
+  }
+  if (std::string problem = report::write_run_html(run_dir.path()); !problem.empty()) {
+    std::cerr << "kforge: warning: " << problem << "\n";
   }
   if (run.json) {
     std::cout << json.dump(2) << "\n";

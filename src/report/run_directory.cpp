@@ -99,11 +99,21 @@ void RunDirectory::write_json(const fs::path& relative, const nlohmann::json& va
 }
 
 void RunDirectory::append_event(const nlohmann::json& event) {
-  std::lock_guard lock(events_mutex_);
   nlohmann::json stamped = event;
-  stamped["time"] = utc_now_iso8601();
-  events_ << stamped.dump() << '\n';
-  events_.flush();
+  std::function<void(const nlohmann::json&)> listener;
+  {
+    std::lock_guard lock(events_mutex_);
+    stamped["time"] = utc_now_iso8601();
+    events_ << stamped.dump() << '\n';
+    events_.flush();
+    listener = listener_;
+  }
+  if (listener) listener(stamped);
+}
+
+void RunDirectory::set_event_listener(std::function<void(const nlohmann::json&)> listener) {
+  std::lock_guard lock(events_mutex_);
+  listener_ = std::move(listener);
 }
 
 fs::path RunDirectory::default_path(const fs::path& base, const std::string& task_name) {

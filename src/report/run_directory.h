@@ -17,6 +17,8 @@
 #include <mutex>
 #include <string>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 namespace kforge::report {
@@ -43,8 +45,11 @@ class RunDirectory {
   /// Writes `text` to path()/relative atomically (temp file + rename).
   void write_text(const std::filesystem::path& relative, const std::string& text);
   void write_json(const std::filesystem::path& relative, const nlohmann::json& value);
-  /// Appends one event line to events.jsonl and flushes it.
+  /// Appends one event line to events.jsonl and flushes it, then calls the event listener.
   void append_event(const nlohmann::json& event);
+  /// Called with every event after it is on disk (e.g. to refresh report.html as the run goes);
+  /// from the thread that appended it. Exceptions it throws are the appender's.
+  void set_event_listener(std::function<void(const nlohmann::json&)> listener);
 
   /// A default path: runs/<task>-<UTC yyyymmdd-hhmmss>[-n] under `base`.
   static std::filesystem::path default_path(const std::filesystem::path& base,
@@ -55,6 +60,7 @@ class RunDirectory {
   int lock_fd_ = -1;  // run.lock, flock'ed for this object's life
   std::mutex events_mutex_;
   std::ofstream events_;
+  std::function<void(const nlohmann::json&)> listener_;
 };
 
 /// Current UTC time as ISO-8601 ("2026-11-29T10:17:36Z").

@@ -200,6 +200,10 @@ void Optimizer::prepare_reference() {
   if (!reference_quick.warning.empty()) progress_("warning: " + reference_quick.warning);
   reference_ms_ = reference_quick.summary.median_ms;
   journal_->record_reference({reference_ms_, copy_bytes_per_s_, peak_flops_per_s_});
+  run_dir_.append_event({{"event", "reference_timed"},
+                         {"workload", timed.name},
+                         {"median_ms", reference_ms_},
+                         {"samples_ms", reference_quick.samples_ms}});
   progress_(fmt::format("reference on '{}': {:.4f} ms (median of {})", timed.name, reference_ms_,
                         reference_quick.samples_ms.size()));
 }

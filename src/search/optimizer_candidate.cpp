@@ -342,7 +342,10 @@ void Optimizer::consider(CandidateRecord& record) {
                          {"verdict", to_string(record.verdict)},
                          {"outcome", to_string(outcome)},
                          {"median_ms", record.median_ms ? nlohmann::json(*record.median_ms)
-                                                        : nlohmann::json()}});
+                                                        : nlohmann::json()},
+                         // the run's spend so far, for the report's best-so-far curves
+                         {"spent_device_s", budget_->spend().device_s},
+                         {"spent_wall_s", budget_->spend().wall_s}});
   records_.push_back(record);
 }
 

@@ -1,0 +1,123 @@
+#include "report/run_html.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace kforge::report {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The part of `page` from the chart with id `id` to its end.
+std::string chart(const std::string& page, const std::string& id) {
+  const size_t start = page.find("<svg id=\"" + id + "\"");
+  if (start == std::string::npos) return "";
+  return page.substr(start, page.find("</svg>", start) - start);
+}
+
+class RunHtmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / "kforge_run_html_test";
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "run.json") << json{{"task", "softmax <rows>"}, {"backend", "cpu"},
+                                            {"task_path", "/t/task.toml"}, {"steps", 2},
+                                            {"seed", 7}, {"policy", "htam"},
+                                            {"generator", "templates"}, {"started", "2026-12-05"}};
+    std::ofstream events(dir_ / "events.jsonl");
+    events << json{{"event", "run_started"}, {"device", "AMD EPYC"}, {"toolchain", "g++ 12"}}.dump()
+           << "\n"
+           << json{{"event", "reference_timed"}, {"median_ms", 2.0}}.dump() << "\n";
+    const char* verdicts[] = {"ok", "wrong_answer", "ok", "compile_error", "ok"};
+    const double medians[] = {1.0, 0.0, 0.5, 0.0, 0.8};
+    for (int i = 0; i < 5; ++i) {
+      json e = {{"event", "candidate"}, {"index", i}, {"id", i == 2 ? "<script>x</script>" : "c" + std::to_string(i)},
+                {"step", i / 3}, {"verdict", verdicts[i]},
+                {"outcome", i == 0 || i == 2 ? "accepted" : "not_better"},
+                {"spent_device_s", 1.5 * (i + 1)}};
+      e["median_ms"] = medians[i] > 0 ? json(medians[i]) : json();
+      events << e.dump() << "\n";
+    }
+    events << "{\"event\": \"cut by a kill" << "\n";  // a damaged last line is skipped
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void finish() {
+    json best = {{"id", "<script>x</script>"}, {"source", "/elsewhere/best.cpp"},
+                 {"full_workload_speedups", json::array({{{"workload", "wide"}, {"speedup", 3.9}},
+                                                         {{"workload", "tall"}, {"speedup", 4.1}}})}};
+    json candidates = json::array();
+    for (int i = 0; i < 5; ++i) candidates.push_back({{"rung", i == 2 ? 3 : (i % 2 == 0 ? 2 : 0)}});
+    std::ofstream(dir_ / "result.json") << json{
+        {"best", best}, {"candidates", candidates}, {"bytes_moved", 8e6},
+        {"device", {{"copy_bytes_per_s", 1e10}}},
+        {"final", {{"speedup", {{"speedup", 4.0}, {"ci_low", 3.8}, {"ci_high", 4.2}, {"level", 0.95}}},
+                   {"reference", {{"median_ms", 2.0}, {"min_ms", 1.9}, {"max_ms", 2.3}, {"count", 10}}},
+                   {"best", {{"median_ms", 0.5}, {"min_ms", 0.49}, {"max_ms", 0.6}, {"count", 10}}}}},
+        {"profile", nullptr}};
+    std::ofstream(dir_ / "best.cpp") << "int kforge_run() { return a < b; }\n";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunHtmlTest, AnUnfinishedRunShowsItsCandidatesAndSaysSo) {
+  const std::string page = render_run_html(dir_);
+  EXPECT_NE(page.find("not finished: the run was stopped half-way"), std::string::npos);
+  EXPECT_EQ(count(chart(page, "by-candidate"), "class=\"mark "), 5u);
+  EXPECT_EQ(count(chart(page, "by-device-seconds"), "class=\"mark "), 5u);
+  EXPECT_EQ(count(chart(page, "by-candidate"), "class=\"mark wrong_answer\""), 1u);
+  EXPECT_EQ(count(chart(page, "funnel"), "class=\"mark bar"), 4u);
+  EXPECT_EQ(chart(page, "per-workload"), "");  // no best yet
+  // Names from the run are text, never markup.
+  EXPECT_EQ(page.find("<script>"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;x&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.find("softmax &lt;rows&gt;"), std::string::npos);
+  // The best-so-far line (from the first accepted candidate on: 5 points, each after the first
+  // with its step corner) and the marks' exact numbers in their tooltips.
+  const std::string by_candidate = chart(page, "by-candidate");
+  const size_t line = by_candidate.find("class=\"line best\" points=\"");
+  ASSERT_NE(line, std::string::npos) << by_candidate;
+  const std::string points = by_candidate.substr(line, by_candidate.find("\"/>", line) - line);
+  EXPECT_EQ(count(points, ","), 9u) << points;
+  EXPECT_NE(by_candidate.find("0.5000 ms, 4.000x, accepted"), std::string::npos);
+}
+
+TEST_F(RunHtmlTest, AFinishedRunHasTheBestsChartsAndItsSource) {
+  finish();
+  const std::string page = render_run_html(dir_);
+  EXPECT_NE(page.find("finished: best 4.000x over the reference"), std::string::npos);
+  // Two rung-2 workloads and the final rung with its interval.
+  EXPECT_EQ(count(chart(page, "per-workload"), "class=\"mark bar"), 3u);
+  EXPECT_EQ(count(chart(page, "per-workload"), "class=\"whisker\""), 1u);
+  EXPECT_NE(chart(page, "per-workload").find("final rung: 4.000x, 95% CI 3.800-4.200x"),
+            std::string::npos);
+  EXPECT_EQ(count(chart(page, "timings"), "class=\"mark bar"), 2u);
+  // No FLOP count: the achieved bandwidth against the copy bandwidth instead of a roofline.
+  EXPECT_EQ(count(chart(page, "roofline"), "class=\"mark bar"), 2u);
+  EXPECT_NE(chart(page, "roofline").find("best: 16.0 GB/s"), std::string::npos);
+  // Rungs reached: 5, then 3 at rung 1 (every rung >= 1 candidate)...
+  EXPECT_NE(chart(page, "funnel").find("rung 3 (final): 1 candidate(s)"), std::string::npos);
+  EXPECT_NE(page.find("return a &lt; b;"), std::string::npos);
+}
+
+TEST_F(RunHtmlTest, AFailedRunSaysWhyAndANonRunIsRefused) {
+  std::ofstream(dir_ / "failed.txt") << "the reference crashed\n";
+  EXPECT_NE(render_run_html(dir_).find("failed: the reference crashed"), std::string::npos);
+  EXPECT_THROW(render_run_html(dir_ / "nothing"), Error);
+  EXPECT_NE(write_run_html(dir_ / "nothing").find("not a kforge run directory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge::report
