@@ -192,6 +192,10 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
   EXPECT_NE(read_file(suite_dir() / "logs" / "cumsum.log").find("  softmax: "), std::string::npos);
   EXPECT_FALSE(fs::exists(suite_dir() / "cumsum"));
   EXPECT_NE(read_file(suite_dir() / "suite.md").find("Not served"), std::string::npos);
+  // The page of the suite, with the row and a link to the served task's own page.
+  EXPECT_NE(read_file(suite_dir() / "suite.html").find("<a href=\"my_softmax/report.html\">"),
+            std::string::npos);
+  EXPECT_TRUE(fs::exists(suite_dir() / "my_softmax" / "report.html"));
   EXPECT_EQ(row("cumsum")["reference_check"], "ran") << row("cumsum").dump(2);
   EXPECT_GT(row("cumsum")["reference_ms"].get<double>(), 0.0) << row("cumsum").dump(2);
   const nlohmann::json check =

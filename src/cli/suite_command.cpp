@@ -26,6 +26,7 @@
 #include "common/files.h"
 #include "process/subprocess.h"
 #include "report/run_directory.h"
+#include "report/suite_html.h"
 #include "report/suite_report.h"
 #include "task/task_loader.h"
 #include "task/torch_task.h"
@@ -330,6 +331,8 @@ class SuiteRunner {
         suite_dir_ / "suite.json",
         report::suite_json(rows_, m, suite_dir_.string(), optimize_args_).dump(2) + "\n");
     write_file_atomically(suite_dir_ / "suite.md", report::render_suite_markdown(rows_, m));
+    write_file_atomically(suite_dir_ / "suite.html",
+                          report::render_suite_html(rows_, m, suite_dir_.string()));
   }
 
   const SuiteCommandOptions& options_;
