@@ -1,5 +1,7 @@
 // `kforge verify RUN_DIR` as a reviewer runs it (cpu backend): a finished run is re-checked from
 // what it carries, also after its task's own folder is gone and the run has moved.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -15,7 +17,11 @@ namespace kforge {
 namespace {
 namespace fs = std::filesystem;
 
-fs::path suite_root() { return fs::temp_directory_path() / "kforge_cli_verify"; }
+// One folder per test process: ctest runs each test of this suite in its own process, at the
+// same time as the others, and each makes its own run there.
+fs::path suite_root() {
+  return fs::temp_directory_path() / ("kforge_cli_verify_" + std::to_string(::getpid()));
+}
 
 process::CommandResult kforge(const fs::path& dir, std::vector<std::string> args) {
   std::vector<std::string> argv = {"env", "KFORGE_CACHE_DIR=" + (dir / "cache").string(),

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "report/search_path.h"
 #include "report/svg_chart.h"
 
 namespace kforge::report {
@@ -321,7 +322,12 @@ std::string render_run_html(const fs::path& run_dir) {
                       lines.empty() ? "<p class=\"note\">" + svg::escape(text_or(profile, "message")) + "</p>\n"
                                     : "<ul>" + lines + "</ul>\n");
     }
-    page += section("The search's path (direction and strategy of each candidate)", path_table(*result));
+    std::string why;
+    const std::string graph = render_dot_svg(search_path_dot(result->value("candidates", json::array())), why);
+    page += section("The search's path through the memory (direction and strategy of each candidate)",
+                    (graph.empty() ? "<p class=\"note\">" + svg::escape(why) + "</p>\n"
+                                   : "<div class=\"path-graph\">" + graph + "</div>\n") +
+                        path_table(*result));
     const fs::path source = run_dir / fs::path(text_or(result->at("best"), "source")).filename();
     const fs::path best_file = fs::exists(run_dir / "best.cu") ? run_dir / "best.cu" : run_dir / "best.cpp";
     page += section("The best kernel: " + text_or(result->at("best"), "id"),

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "report/search_path.h"
 
 namespace kforge::report {
 namespace {
@@ -39,7 +40,7 @@ class RunHtmlTest : public ::testing::Test {
     events << json{{"event", "run_started"}, {"device", "AMD EPYC"}, {"toolchain", "g++ 12"}}.dump()
            << "\n"
            << json{{"event", "reference_timed"}, {"median_ms", 2.0}}.dump() << "\n";
-    const char* verdicts[] = {"ok", "wrong_answer", "ok", "compile_error", "ok"};
+    const char* const* verdicts = verdicts_;
     const double medians[] = {1.0, 0.0, 0.5, 0.0, 0.8};
     for (int i = 0; i < 5; ++i) {
       json e = {{"event", "candidate"}, {"index", i}, {"id", i == 2 ? "<script>x</script>" : "c" + std::to_string(i)},
@@ -58,7 +59,16 @@ class RunHtmlTest : public ::testing::Test {
                  {"full_workload_speedups", json::array({{{"workload", "wide"}, {"speedup", 3.9}},
                                                          {{"workload", "tall"}, {"speedup", 4.1}}})}};
     json candidates = json::array();
-    for (int i = 0; i < 5; ++i) candidates.push_back({{"rung", i == 2 ? 3 : (i % 2 == 0 ? 2 : 0)}});
+    for (int i = 0; i < 5; ++i) {
+      // Two expert hints, then three candidates of one direction refining the first hint.
+      candidates.push_back({{"rung", i == 2 ? 3 : (i % 2 == 0 ? 2 : 0)},
+                            {"id", "v" + std::to_string(i) + "[A=1]"},
+                            {"parent", i < 2 ? "" : "v0[A=1]"},
+                            {"direction", i < 2 ? "" : "vectorization"},
+                            {"strategy", i < 2 ? "" : "simd_" + std::to_string(i)},
+                            {"step", i < 2 ? 0 : 1},
+                            {"verdict", verdicts_[i]}});
+    }
     std::ofstream(dir_ / "result.json") << json{
         {"best", best}, {"candidates", candidates}, {"bytes_moved", 8e6},
         {"device", {{"copy_bytes_per_s", 1e10}}},
@@ -70,6 +80,7 @@ class RunHtmlTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  static constexpr const char* verdicts_[] = {"ok", "wrong_answer", "ok", "compile_error", "ok"};
 };
 
 TEST_F(RunHtmlTest, AnUnfinishedRunShowsItsCandidatesAndSaysSo) {
@@ -110,6 +121,25 @@ TEST_F(RunHtmlTest, AFinishedRunHasTheBestsChartsAndItsSource) {
   // Rungs reached: 5, then 3 at rung 1 (every rung >= 1 candidate)...
   EXPECT_NE(chart(page, "funnel").find("rung 3 (final): 1 candidate(s)"), std::string::npos);
   EXPECT_NE(page.find("return a &lt; b;"), std::string::npos);
+  // The search's path, laid out by graphviz (scripts/setup installs it): start -> hint v0,
+  // start -> hint v1, hint v0 -> vectorization (three candidates, one arrow).
+  const size_t graph = page.find("<div class=\"path-graph\">");
+  ASSERT_NE(graph, std::string::npos) << page;
+  const std::string svg = page.substr(graph, page.find("</svg>", graph) - graph);
+  EXPECT_EQ(count(svg, "class=\"edge\""), 3u) << svg;
+  EXPECT_NE(svg.find("s1 simd_2"), std::string::npos) << svg;
+}
+
+TEST(SearchPathDot, EachCandidateIsAnArrowFromItsParentsDirection) {
+  const json candidates = json::array(
+      {{{"id", "a[X=1]"}, {"verdict", "ok"}, {"step", 0}},
+       {{"id", "b"}, {"parent", "a[X=1]"}, {"direction", "tiling"}, {"strategy", "t1"},
+        {"step", 1}, {"verdict", "wrong_answer"}}});
+  const std::string dot = search_path_dot(candidates);
+  EXPECT_NE(dot.find("\"start\" -> \"hint: a\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("\"hint: a\" -> \"tiling\" [penwidth=2.0, color=\"#d62728\", label=\"s1 t1\"]"),
+            std::string::npos)
+      << dot;
 }
 
 TEST_F(RunHtmlTest, AFailedRunSaysWhyAndANonRunIsRefused) {
