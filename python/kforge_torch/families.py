@@ -115,6 +115,7 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
          "dtype": values[e["name"]]["dtype"]} if e.get("name") in values else e
         for e in derived["torch"].get("scalars", [])]
     result["torch"]["tensors"] = [derived["torch"]["tensors"][i] for i in order]
+    result["torch"]["scalars"] = [scalar_place(match.scalars[s.name][1]) for s in family.scalars]
     for name, entry in result["torch"]["workloads"].items():
         entry["shapes"] = [shapes[name][i] for i in order]
     # Formulas in the module's own symbols would no longer bind; the family's use its symbols.
@@ -132,6 +133,21 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
                          f"output does not depend on it (checked with random values); the "
                          f"reference keeps the module's own")
     return result
+
+
+def scalar_place(origin: str) -> dict:
+    """Where a family scalar lives in the module, as a `torch.scalars` entry, from the origin
+    `family_probe.scalar_candidates` gave its value.
+
+    "attribute ln.eps" -> {"source": "attribute", "name": "ln.eps"} (a float attribute of the
+    model or a submodule: a solution reads it, so a model built with another eps keeps it); any
+    other origin (a literal in forward, the family's default, torch.finfo's eps) ->
+    {"source": "constant", "origin": origin}: the signature's value is the module's.
+    """
+    prefix = "attribute "
+    if origin.startswith(prefix):
+        return {"source": "attribute", "name": origin[len(prefix):]}
+    return {"source": "constant", "origin": origin}
 
 
 def family_names() -> List[str]:
