@@ -18,6 +18,7 @@ tensor has the element count its signature shape asks for and raises naming it o
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -95,11 +96,13 @@ def make_plan(derived: dict) -> Plan:
     shapes = _module_shapes(torch_table, workloads, len(tensors))
     arguments = _argument_shapes(places, shapes)
     primary = next((p["index"] for p in places if p["source"] == "input"), None)
+    grouped = _primary_groups(tensors, places, arguments, workloads)
     symbols = []
     for symbol in _symbols(tensors):
         values = {w["name"]: int(w["dims"][symbol]) for w in workloads}
-        symbols.append((symbol, find_extent(values, arguments, primary,
-                                            f"signature symbol {symbol!r}")))
+        rule = grouped.get(symbol) or find_extent(values, arguments, primary,
+                                                  f"signature symbol {symbol!r}")
+        symbols.append((symbol, rule))
     planned, outputs = [], []
     for i, (spec, place) in enumerate(zip(tensors, places)):
         planned.append(_planned_tensor(spec, place, shapes, i))
@@ -112,7 +115,7 @@ def make_plan(derived: dict) -> Plan:
             for d in range(rank.pop()):
                 values = {w: s[i][d] for w, s in shapes.items()}
                 dims.append(find_extent(values, arguments, primary,
-                                        f"dim {d} of output {place['index']}"))
+                                        f"dim {d} of output {place['index']}", same_dim=d))
             outputs.append((int(place["index"]), tuple(dims)))
     ranks = tuple(sorted((arg, len(next(iter(by_workload.values()))))
                          for arg, by_workload in arguments.items()))
@@ -121,11 +124,18 @@ def make_plan(derived: dict) -> Plan:
 
 
 def find_extent(values: Dict[str, int], arguments: Dict[int, Dict[str, List[int]]],
-                preferred: Optional[int], what: str) -> Extent:
+                preferred: Optional[int], what: str, same_dim: Optional[int] = None) -> Extent:
     """A rule giving `values` (workload -> extent) at every workload: the product of one group
     of consecutive dims of a forward argument (`arguments`: argument -> workload -> module
-    shape), `preferred` argument first, single dims before longer groups; else the constant when
-    every workload has the same extent. ValueError naming `what` when neither fits."""
+    shape): dim `same_dim` of the `preferred` argument first (an output shaped like its input
+    keeps each dim where it is, even where two dims are equal), then the `preferred` argument,
+    single dims before longer groups; else the constant when every workload has the same
+    extent. ValueError naming `what` when neither fits."""
+    if preferred in arguments and same_dim is not None:
+        by_workload = arguments[preferred]
+        if all(len(by_workload[w]) > same_dim and by_workload[w][same_dim] == v
+               for w, v in values.items() if w in by_workload):
+            return (preferred, same_dim, same_dim + 1)
     order = sorted(arguments, key=lambda a: (a != preferred, a))
     for length in range(1, 1 + max((len(next(iter(s.values()))) for s in arguments.values()),
                                    default=0)):
@@ -180,6 +190,35 @@ def _argument_shapes(places: Sequence[dict],
         if len({len(s) for s in by_workload.values()}) == 1:
             arguments[int(place["index"])] = by_workload
     return arguments
+
+
+def _primary_groups(tensors: Sequence[dict], places: Sequence[dict],
+                    arguments: Dict[int, Dict[str, List[int]]],
+                    workloads: Sequence[dict]) -> Dict[str, Extent]:
+    """The symbols of the first signature tensor, when it is a forward argument shaped only by
+    symbols, as consecutive groups of its dims in order (how a family views its primary input:
+    family_search.binding_dims), the cuts that give every workload's dims; {} when none do."""
+    if not tensors or places[0]["source"] != "input" or int(places[0]["index"]) not in arguments:
+        return {}
+    shape = tensors[0]["shape"]
+    if any(str(e).isdigit() for e in shape):
+        return {}
+    arg = int(places[0]["index"])
+    by_workload = arguments[arg]
+    rank = len(next(iter(by_workload.values())))
+    cut_lists = itertools.combinations_with_replacement(range(rank + 1), len(shape) - 1)
+    # Groups of one dim or more first: an empty group (extent 1) fits by accident more often.
+    for cuts in sorted(cut_lists, key=lambda c: sum(a == b for a, b in _pairs(c, rank))):
+        groups = _pairs(cuts, rank)
+        if all(math.prod(by_workload[w["name"]][a:b]) == int(w["dims"][symbol])
+               for w in workloads for symbol, (a, b) in zip(shape, groups)):
+            return {symbol: (arg, a, b) for symbol, (a, b) in zip(shape, groups)}
+    return {}
+
+
+def _pairs(cuts: Sequence[int], rank: int) -> List[Tuple[int, int]]:
+    bounds = [0, *cuts, rank]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _symbols(tensors: Sequence[dict]) -> List[str]:
