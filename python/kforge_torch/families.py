@@ -30,7 +30,8 @@ def match_family(derived: dict, instances: Sequence[Tuple[str, torch.nn.Module, 
     adapter, checked}, `signature` (the family's tensor names, symbolic shapes and scalars),
     `workloads[*].dims` in the family's symbols, `torch.tensors` and `torch.workloads[*].shapes`
     in the family's tensor order (shapes stay the module's own: the family's are views of them),
-    `flops`/`bytes`/`distributions` of the family's example task, and `input_rules` renamed. With
+    `flops`/`bytes`/`distributions` of the family's example task, `torch.scalars` (where each
+    family scalar lives: scalar_place), and `input_rules` renamed. With
     no match `family` is "". Either way `family_misses` says why each family tried did not fit.
     The models' parameters and buffers are overwritten while testing and put back before return.
 
