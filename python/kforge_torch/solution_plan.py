@@ -3,9 +3,9 @@
 From a derived task (docs/torch_tasks.md) this works out, once, at export time:
 
 - every symbol of the signature (rows, cols, n, c, s, ...) as an *extent rule* over the forward
-  arguments: the product of dims [first, end) of argument `arg`, found by testing the rule on the
-  module shapes of every workload in `torch.workloads` (KernelBench 40's cols is
-  prod(shape[1:4]) of x);
+  arguments (then the module's parameters and buffers): the product of dims [first, end) of one
+  of them, found by testing the rule on the module shapes of every workload in
+  `torch.workloads` (KernelBench 40's cols is prod(shape[1:4]) of x);
 - every dim of every output's module shape the same way (gemv's y is (M, 1) in the module: M is
   dim 0 of A, 1 a constant);
 - where each signature tensor comes from (forward argument, parameter or buffer by its
@@ -23,9 +23,11 @@ import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-# An extent rule: a constant, or (forward argument, first dim, end dim): the product of that
-# argument's dims [first, end).
-Extent = Union[int, Tuple[int, int, int]]
+# An extent rule: a constant, or (tensor, first dim, end dim): the product of that tensor's dims
+# [first, end), the tensor a forward argument (its position) or a parameter or buffer of the
+# module (its dotted name: a conv's out_channels is only in its weight's shape).
+Extent = Union[int, Tuple[Union[int, str], int, int]]
+Holder = Union[int, str]
 
 DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
           "i32": "int32", "i64": "int64", "bool": "bool"}
@@ -94,7 +96,7 @@ def make_plan(derived: dict) -> Plan:
                          f"{len(tensors)} tensors")
     workloads = _field(derived, "workloads", list, "derived task")
     shapes = _module_shapes(torch_table, workloads, len(tensors))
-    arguments = _argument_shapes(places, shapes)
+    arguments = _argument_shapes(places, tensors, shapes)
     primary = next((p["index"] for p in places if p["source"] == "input"), None)
     grouped = _primary_groups(tensors, places, arguments, workloads)
     symbols = []
@@ -118,16 +120,17 @@ def make_plan(derived: dict) -> Plan:
                                         f"dim {d} of output {place['index']}", same_dim=d))
             outputs.append((int(place["index"]), tuple(dims)))
     ranks = tuple(sorted((arg, len(next(iter(by_workload.values()))))
-                         for arg, by_workload in arguments.items()))
+                         for arg, by_workload in arguments.items() if isinstance(arg, int)))
     return Plan(tuple(planned), _scalars(derived, torch_table), ranks, tuple(symbols),
                 tuple(sorted(outputs)))
 
 
-def find_extent(values: Dict[str, int], arguments: Dict[int, Dict[str, List[int]]],
+def find_extent(values: Dict[str, int], arguments: Dict[Holder, Dict[str, List[int]]],
                 preferred: Optional[int], what: str, same_dim: Optional[int] = None) -> Extent:
     """A rule giving `values` (workload -> extent) at every workload: the product of one group
-    of consecutive dims of a forward argument (`arguments`: argument -> workload -> module
-    shape): dim `same_dim` of the `preferred` argument first (an output shaped like its input
+    of consecutive dims of a tensor (`arguments`: forward argument position or parameter /
+    buffer name -> workload -> module shape; arguments before parameters): dim `same_dim` of
+    the `preferred` argument first (an output shaped like its input
     keeps each dim where it is, even where two dims are equal), then the `preferred` argument,
     single dims before longer groups; else the constant when every workload has the same
     extent. ValueError naming `what` when neither fits."""
@@ -136,7 +139,7 @@ def find_extent(values: Dict[str, int], arguments: Dict[int, Dict[str, List[int]
         if all(len(by_workload[w]) > same_dim and by_workload[w][same_dim] == v
                for w, v in values.items() if w in by_workload):
             return (preferred, same_dim, same_dim + 1)
-    order = sorted(arguments, key=lambda a: (a != preferred, a))
+    order = sorted(arguments, key=lambda a: (a != preferred, isinstance(a, str), str(a)))
     for length in range(1, 1 + max((len(next(iter(s.values()))) for s in arguments.values()),
                                    default=0)):
         for arg in order:
@@ -150,9 +153,10 @@ def find_extent(values: Dict[str, int], arguments: Dict[int, Dict[str, List[int]
     distinct = set(values.values())
     if len(distinct) == 1:
         return distinct.pop()
-    raise ValueError(f"{what}: no group of a forward argument's dims gives its extents "
-                     f"{values} at every workload, and they differ (a solution computes it from "
-                     f"the arguments)")
+    raise ValueError(f"{what}: no group of the dims of a forward argument, parameter or buffer "
+                     f"gives its extents {values} at every workload, and they differ (a solution "
+                     f"reads every extent off the tensors it is given; a size computed by a "
+                     f"formula, such as a strided convolution's output height, is not supported)")
 
 
 def _field(table: dict, key: str, kind: type, where: str):
@@ -178,22 +182,24 @@ def _module_shapes(torch_table: dict, workloads: Sequence[dict],
     return shapes
 
 
-def _argument_shapes(places: Sequence[dict],
-                     shapes: Dict[str, List[List[int]]]) -> Dict[int, Dict[str, List[int]]]:
-    """Forward tensor argument -> workload -> its module shape (arguments whose rank changes
-    between workloads are left out: no rule can index them)."""
-    arguments = {}
+def _argument_shapes(places: Sequence[dict], tensors: Sequence[dict],
+                     shapes: Dict[str, List[List[int]]]) -> Dict[Holder, Dict[str, List[int]]]:
+    """Forward tensor argument (position) or parameter / buffer (name) -> workload -> its module
+    shape (tensors whose rank changes between workloads are left out: no rule can index them)."""
+    arguments: Dict[Holder, Dict[str, List[int]]] = {}
     for i, place in enumerate(places):
-        if place["source"] != "input":
+        if place["source"] == "output":
             continue
+        key: Holder = int(place["index"]) if place["source"] == "input" \
+            else place.get("name", tensors[i]["name"])
         by_workload = {w: s[i] for w, s in shapes.items()}
         if len({len(s) for s in by_workload.values()}) == 1:
-            arguments[int(place["index"])] = by_workload
+            arguments[key] = by_workload
     return arguments
 
 
 def _primary_groups(tensors: Sequence[dict], places: Sequence[dict],
-                    arguments: Dict[int, Dict[str, List[int]]],
+                    arguments: Dict[Holder, Dict[str, List[int]]],
                     workloads: Sequence[dict]) -> Dict[str, Extent]:
     """The symbols of the first signature tensor, when it is a forward argument shaped only by
     symbols, as consecutive groups of its dims in order (how a family views its primary input:

@@ -35,14 +35,15 @@ autograd history (inference only). Written by kforge (`kforge export RUN --forma
 
 _RUNTIME = '''
 
-def _kforge_extent(args, rule):
-    """An extent of the kernel's signature: a constant, or the product of dims [first, end) of
-    forward argument `arg`."""
+def _kforge_extent(module, args, rule):
+    """An extent of the kernel's signature: a constant, or the product of dims [first, end) of a
+    forward argument (by position) or of a parameter or buffer of the module (by name)."""
     if isinstance(rule, int):
         return rule
-    arg, first, end = rule
+    holder, first, end = rule
+    tensor = args[holder] if isinstance(holder, int) else _kforge_attribute(module, holder)
     size = 1
-    for extent in args[arg].shape[first:end]:
+    for extent in tensor.shape[first:end]:
         size *= extent
     return size
 
@@ -67,12 +68,13 @@ def _kforge_forward(module, args):
         if not isinstance(args[arg], torch.Tensor) or args[arg].dim() != rank:
             raise ValueError(f"ModelNew: forward argument {arg} must be a tensor of rank {rank} "
                              f"(the kernel's signature is a view of it)")
-    dims = {symbol: _kforge_extent(args, rule) for symbol, rule in _KFORGE_SYMBOLS}
+    dims = {symbol: _kforge_extent(module, args, rule) for symbol, rule in _KFORGE_SYMBOLS}
     device, inputs, outputs, results = None, [], [], []
     for name, role, source, key, dtype, shape, as_is in _KFORGE_TENSORS:
         viewed = tuple(dims[e] if isinstance(e, str) else e for e in shape)
         if role == "output":
-            extents = tuple(_kforge_extent(args, rule) for rule in _KFORGE_OUTPUT_SHAPES[key])
+            extents = tuple(_kforge_extent(module, args, rule)
+                            for rule in _KFORGE_OUTPUT_SHAPES[key])
             result = torch.empty(extents, dtype=dtype, device=device)
             results.append(result)
             outputs.append(result.view(viewed))
@@ -162,7 +164,8 @@ def _plan_text(plan: Plan) -> str:
             f"_KFORGE_SCALARS = (\n{scalars})\n"
             "# (forward argument, rank) of the tensor arguments the extents below index\n"
             f"_KFORGE_RANKS = {plan.ranks!r}\n"
-            "# each signature symbol: a constant or (argument, first dim, end dim), the product\n"
+            "# each signature symbol: a constant or (tensor, first dim, end dim), the product of\n"
+            "# those dims of a forward argument (position) or a parameter or buffer (name)\n"
             f"_KFORGE_SYMBOLS = {plan.symbols!r}\n"
             "# each output's module shape, one extent per dim, by its position in the results\n"
             f"_KFORGE_OUTPUT_SHAPES = {dict(plan.output_shapes)!r}\n")

@@ -11,6 +11,8 @@ import re
 import tempfile
 import unittest
 
+from kforge_torch.derive import derive
+from kforge_torch.families import match_family
 from kforge_torch.solution import ExportError, solution_text
 from kforge_torch.solution_plan import find_extent, make_plan
 from kforge_torch.solution_problem import problem_parts
@@ -151,8 +153,22 @@ class PlanPiecesTest(unittest.TestCase):
         self.assertEqual(find_extent({"a": 3, "b": 11}, arguments, 0, "x"), (0, 1, 2))
         self.assertEqual(find_extent({"a": 15, "b": 143}, arguments, 0, "x"), (0, 1, 3))
         self.assertEqual(find_extent({"a": 1, "b": 1}, arguments, 0, "x"), 1)
-        with self.assertRaisesRegex(ValueError, "x: no group"):
+        with self.assertRaisesRegex(ValueError, "x: no group of the dims"):
             find_extent({"a": 4, "b": 9}, arguments, 0, "x")
+
+    def test_a_size_only_a_parameter_holds_is_read_from_it(self):
+        # linear_gelu (no family: an LLM run's task): out_features is in linear.weight and
+        # linear.bias only, and the output's dim 1 is read from the module at each call.
+        derived = derive(str(PROBLEMS / "linear_gelu.py"), match_family=match_family)
+        plan = make_plan(derived)
+        self.assertEqual(dict(plan.output_shapes)[0][1], ("linear.bias", 0, 1))
+        self.assertEqual(plan.ranks, ((0, 2),))  # parameters are not forward arguments
+
+    def test_an_output_size_no_dim_gives_is_refused_by_name(self):
+        # A convolution's output height is a formula of the input's, not one of its dims.
+        derived = derive(str(PROBLEMS / "grouped_conv.py"), match_family=match_family)
+        with self.assertRaisesRegex(ValueError, "signature symbol .out_d2.: no group of the dims"):
+            make_plan(derived)
 
     def test_problem_without_model_is_refused(self):
         with self.assertRaisesRegex(ValueError, "no top-level `class Model`"):
