@@ -116,7 +116,9 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
          "dtype": values[e["name"]]["dtype"]} if e.get("name") in values else e
         for e in derived["torch"].get("scalars", [])]
     result["torch"]["tensors"] = [derived["torch"]["tensors"][i] for i in order]
-    result["torch"]["scalars"] = [scalar_place(match.scalars[s.name][1]) for s in family.scalars]
+    # The family's own scalars: where the module keeps each (a solution reads it there).
+    result["torch"]["scalars"] += [scalar_place(s.name, match.scalars[s.name][1])
+                                   for s in family.scalars]
     for name, entry in result["torch"]["workloads"].items():
         entry["shapes"] = [shapes[name][i] for i in order]
     # Formulas in the module's own symbols would no longer bind; the family's use its symbols.
@@ -136,19 +138,20 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
     return result
 
 
-def scalar_place(origin: str) -> dict:
-    """Where a family scalar lives in the module, as a `torch.scalars` entry, from the origin
+def scalar_place(name: str, origin: str) -> dict:
+    """The `torch.scalars` entry of family scalar `name`, from the origin
     `family_probe.scalar_candidates` gave its value.
 
-    "attribute ln.eps" -> {"source": "attribute", "name": "ln.eps"} (a float attribute of the
-    model or a submodule: a solution reads it, so a model built with another eps keeps it); any
-    other origin (a literal in forward, the family's default, torch.finfo's eps) ->
-    {"source": "constant", "origin": origin}: the signature's value is the module's.
+    "attribute ln.eps" -> {"source": "attribute", "name": name, "attribute": "ln.eps"} (a float
+    attribute of the model or a submodule: a solution reads it, so a model built with another
+    eps keeps it); any other origin (a literal in forward, the family's default, torch.finfo's
+    eps) -> {"source": "constant", "name": name, "origin": origin}: the signature's value is the
+    module's. The reference worker reads only "input" entries (forward's own scalars).
     """
     prefix = "attribute "
     if origin.startswith(prefix):
-        return {"source": "attribute", "name": origin[len(prefix):]}
-    return {"source": "constant", "origin": origin}
+        return {"source": "attribute", "name": name, "attribute": origin[len(prefix):]}
+    return {"source": "constant", "name": name, "origin": origin}
 
 
 def family_names() -> List[str]:

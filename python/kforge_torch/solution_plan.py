@@ -252,17 +252,25 @@ def _planned_tensor(spec: dict, place: dict, shapes: Dict[str, List[List[int]]],
 
 
 def _scalars(derived: dict, torch_table: dict) -> Tuple[PlannedScalar, ...]:
+    """Each signature scalar from its `torch.scalars` entry: the one whose "name" is the
+    scalar's (docs/torch_tasks.md), else, in a task derived before entries had names, the
+    entry at the same position when it is a forward argument; none: the signature's value."""
     specs = derived["signature"].get("scalars", [])
-    places = torch_table.get("scalars", [])
+    places = [p for p in torch_table.get("scalars", []) if isinstance(p, dict)]
+    named = {p["name"]: p for p in places if "name" in p}
     planned = []
     for k, spec in enumerate(specs):
-        place = places[k] if k < len(places) and isinstance(places[k], dict) else {}
+        place = named.get(spec["name"])
+        if place is None and k < len(places) and "name" not in places[k]:
+            place = places[k]
+        place = place or {}
         source = place.get("source", "constant")
-        if source == "input":
-            key: Union[int, str, None] = int(place["index"])
+        key: Union[int, str, None] = None
+        if source == "input" and "value" not in place:
+            key = int(place["index"])
         elif source == "attribute":
-            key = str(place["name"])
+            key = str(place["attribute"])
         else:
-            source, key = "constant", None
+            source = "constant"
         planned.append(PlannedScalar(spec["name"], source, key, float(spec["value"])))
     return tuple(planned)
