@@ -5,6 +5,9 @@
                                            derived task(s) of problem files (derive_cli.py,
                                            several files: derive_batch.py)
   compile-support                          whether torch.compile works here, as JSON (compiled.py)
+  solution RUN_DIR [-o FILE] [--include-dir DIR]...
+                                           a finished run's KernelBench-format solution.py
+                                           (solution.py)
 
 Exit status 2 for a bad command line (argparse's own).
 """
@@ -42,8 +45,10 @@ def build_parser():
                                   "used with this PyTorch and Python, as JSON")
     support.set_defaults(run=_compile_support)
 
-    # `derive` parses its own arguments (derive_cli.py); it is listed here for --help.
+    # `derive` and `solution` parse their own arguments; they are listed here for --help.
     commands.add_parser("derive", help="derive a kforge task (JSON) from a problem file",
+                        add_help=False)
+    commands.add_parser("solution", help="write a finished run's KernelBench-format solution.py",
                         add_help=False)
     return parser
 
@@ -51,6 +56,9 @@ def build_parser():
 def main(argv=None):
     """Parses `argv` (default sys.argv[1:]) and runs the subcommand; returns its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["solution"]:
+        from kforge_torch import solution
+        return solution.main(argv[1:])
     if argv[:1] == ["derive"]:
         from kforge_torch import derive_cli
         return derive_cli.main(argv[1:])

@@ -30,7 +30,8 @@ def match_family(derived: dict, instances: Sequence[Tuple[str, torch.nn.Module, 
     adapter, checked}, `signature` (the family's tensor names, symbolic shapes and scalars),
     `workloads[*].dims` in the family's symbols, `torch.tensors` and `torch.workloads[*].shapes`
     in the family's tensor order (shapes stay the module's own: the family's are views of them),
-    `flops`/`bytes`/`distributions` of the family's example task, and `input_rules` renamed. With
+    `flops`/`bytes`/`distributions` of the family's example task, `torch.scalars` (where each
+    family scalar lives: scalar_place), and `input_rules` renamed. With
     no match `family` is "". Either way `family_misses` says why each family tried did not fit.
     The models' parameters and buffers are overwritten while testing and put back before return.
 
@@ -115,6 +116,9 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
          "dtype": values[e["name"]]["dtype"]} if e.get("name") in values else e
         for e in derived["torch"].get("scalars", [])]
     result["torch"]["tensors"] = [derived["torch"]["tensors"][i] for i in order]
+    # The family's own scalars: where the module keeps each (a solution reads it there).
+    result["torch"]["scalars"] += [scalar_place(s.name, match.scalars[s.name][1])
+                                   for s in family.scalars]
     for name, entry in result["torch"]["workloads"].items():
         entry["shapes"] = [shapes[name][i] for i in order]
     # Formulas in the module's own symbols would no longer bind; the family's use its symbols.
@@ -132,6 +136,22 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
                          f"output does not depend on it (checked with random values); the "
                          f"reference keeps the module's own")
     return result
+
+
+def scalar_place(name: str, origin: str) -> dict:
+    """The `torch.scalars` entry of family scalar `name`, from the origin
+    `family_probe.scalar_candidates` gave its value.
+
+    "attribute ln.eps" -> {"source": "attribute", "name": name, "attribute": "ln.eps"} (a float
+    attribute of the model or a submodule: a solution reads it, so a model built with another
+    eps keeps it); any other origin (a literal in forward, the family's default, torch.finfo's
+    eps) -> {"source": "constant", "name": name, "origin": origin}: the signature's value is the
+    module's. The reference worker reads only "input" entries (forward's own scalars).
+    """
+    prefix = "attribute "
+    if origin.startswith(prefix):
+        return {"source": "attribute", "name": name, "attribute": origin[len(prefix):]}
+    return {"source": "constant", "name": name, "origin": origin}
 
 
 def family_names() -> List[str]:

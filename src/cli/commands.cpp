@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "cli/eval_command.h"
+#include "cli/export_command.h"
 #include "cli/memory_command.h"
 #include "cli/optimize_command.h"
 #include "cli/option_source.h"
@@ -334,6 +335,8 @@ int run_cli(int argc, char** argv) {
   add_eval_command(app, eval);
   VerifyCommandOptions verify;
   add_verify_command(app, verify);
+  ExportCommandOptions export_options;
+  add_export_command(app, export_options);
   if (std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::cerr << "kforge: error: " << unknown << "\n";
     return static_cast<int>(ExitCode::usage);
@@ -357,6 +360,7 @@ int run_cli(int argc, char** argv) {
     if (app.got_subcommand("task")) return run_task_command(task);
     if (app.got_subcommand("eval")) return run_eval_command(eval);
     if (app.got_subcommand("verify")) return run_verify_command(verify);
+    if (app.got_subcommand("export")) return run_export_command(export_options);
   } catch (const UsageError& e) {
     std::cerr << "kforge: error: " << e.what() << "\nRun with --help for more information.\n";
     return static_cast<int>(ExitCode::usage);

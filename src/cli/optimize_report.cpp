@@ -6,10 +6,30 @@
 
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "common/error.h"
 #include "report/run_html.h"
+#include "report/solution_export.h"
 #include "report/summary.h"
 
 namespace kforge::cli {
+namespace {
+
+// A PyTorch problem's finished run with a best kernel gets solution.py (a KernelBench ModelNew),
+// written from result.json, so after it. Returns its path, or "" when there is none; a failure
+// is a warning: the run and its best kernel stand without it (`kforge export` retries).
+std::string write_solution(const nlohmann::json& result, report::RunDirectory& run_dir) {
+  if (result.at("best").is_null() || !report::is_torch_run(run_dir.path())) return "";
+  const std::filesystem::path output = run_dir.path() / "solution.py";
+  try {
+    report::write_kernelbench_solution(run_dir.path(), output);
+  } catch (const Error& e) {
+    std::cerr << "kforge: warning: no solution.py: " << e.what() << "\n";
+    return "";
+  }
+  return output.string();
+}
+
+}  // namespace
 
 int report_finished_run(const search::OptimizeResult& result, const FinishedRun& run,
                         LlmSession* llm, report::RunDirectory& run_dir) {
@@ -25,8 +45,10 @@ int report_finished_run(const search::OptimizeResult& result, const FinishedRun&
     std::cerr << llm->usage_line() << "\n";
   }
   run_dir.write_text("report.md", report::render_markdown(json, run.task));
+  std::string solution;
   if (!result.final_skipped) {
-    run_dir.write_json("result.json", json);  // last: its presence marks a finished run
+    run_dir.write_json("result.json", json);  // its presence marks a finished run
+    solution = write_solution(json, run_dir);
   }
   if (std::string problem = report::write_run_html(run_dir.path()); !problem.empty()) {
     std::cerr << "kforge: warning: " << problem << "\n";
@@ -35,6 +57,7 @@ int report_finished_run(const search::OptimizeResult& result, const FinishedRun&
     std::cout << json.dump(2) << "\n";
   } else {
     std::cout << report::render_console_summary(json, run.task);
+    if (!solution.empty()) std::cout << "  solution:   " << solution << " (KernelBench ModelNew)\n";
   }
   if (result.interrupted) {
     std::cerr << "kforge: interrupted; continue with: kforge optimize --resume "

@@ -6,7 +6,9 @@
 //   events.jsonl                  one JSON object per event (candidate evaluated, best changed)
 //   candidates/NNN-<variant>/     source, build.log, evaluation.json for each candidate
 //   best.cpp | best.cu            the best kernel as a standalone source a user can take away
-//   result.json                   written last, atomically: its presence means the run finished
+//   result.json                   written atomically: its presence means the run finished
+//   solution.py                   a PyTorch problem's run, after result.json: a KernelBench
+//                                 ModelNew running the best kernel (report/solution_export.h)
 //   report.md                     human-readable summary
 //   run.lock                      held (flock) by the one kforge process writing the run; holds
 //                                 its pid

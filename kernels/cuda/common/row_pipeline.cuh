@@ -308,8 +308,8 @@ __device__ __forceinline__ void run_resident(const Op& op, const Layout& layout,
   const Slots slots(layout, work.group);
   const int64_t nvec = (work.end - work.begin) / V;
   Slot* buffers = static_cast<Slot*>(chunks_shared);
-  auto pass = [&](const kf_elem* xn, kf_elem* yr, bool write, bool load, Slot* buffer,
-                  float4 constants, typename Op::State& state) {
+  auto sweep = [&](const kf_elem* xn, kf_elem* yr, bool write, bool load, Slot* buffer,
+                   float4 constants, typename Op::State& state) {
     if constexpr (ASYNC) {
       resident_pass_async<THREADS, V, U>(op, xn, yr, work.begin, nvec, write, load, buffer,
                                          constants, state);
@@ -334,7 +334,7 @@ __device__ __forceinline__ void run_resident(const Op& op, const Layout& layout,
     int64_t row = work.group;  // < rows: the layout has at most `rows` groups
     {
       typename Op::State state = op.start(row);
-      pass(x + row * cols + work.begin, nullptr, false, true, buffers, none, state);
+      sweep(x + row * cols + work.begin, nullptr, false, true, buffers, none, state);
       publish(0, op.finish(state));
     }
 #pragma unroll 1
@@ -346,8 +346,8 @@ __device__ __forceinline__ void run_resident(const Op& op, const Layout& layout,
       __syncthreads();  // rewritten after the next gather only
       const bool load = next < rows;
       typename Op::State state = op.start(load ? next : row);
-      pass(x + (load ? next : 0) * cols + work.begin, y + row * cols + work.begin, true, load,
-           buffers, constants, state);
+      sweep(x + (load ? next : 0) * cols + work.begin, y + row * cols + work.begin, true, load,
+            buffers, constants, state);
       if (!load) break;
       publish(k + 1, op.finish(state));
       row = next;
@@ -358,8 +358,8 @@ __device__ __forceinline__ void run_resident(const Op& op, const Layout& layout,
 #pragma unroll 1
     for (int64_t k = 0; k <= LAG && k < work.count; ++k) {
       typename Op::State state = op.start(row_of(k));
-      pass(x + row_of(k) * cols + work.begin, nullptr, false, true, buffers + k * layout.chunk,
-           none, state);
+      sweep(x + row_of(k) * cols + work.begin, nullptr, false, true, buffers + k * layout.chunk,
+            none, state);
       publish(k, op.finish(state));
     }
 #pragma unroll 1
@@ -368,8 +368,8 @@ __device__ __forceinline__ void run_resident(const Op& op, const Layout& layout,
       const int64_t next = k + LAG + 1;
       const bool load = next < work.count;
       typename Op::State state = op.start(load ? row_of(next) : row_of(k));
-      pass(x + (load ? row_of(next) : 0) * cols + work.begin, y + row_of(k) * cols + work.begin,
-           true, load, buffers + (k % (LAG + 1)) * layout.chunk, constants, state);
+      sweep(x + (load ? row_of(next) : 0) * cols + work.begin, y + row_of(k) * cols + work.begin,
+            true, load, buffers + (k % (LAG + 1)) * layout.chunk, constants, state);
       if (load) publish(next, op.finish(state));
     }
   }

@@ -1,0 +1,144 @@
+"""KernelBench's own verdict on kforge's solution.py files (issue 19's target), on a GPU machine.
+
+For each finished run directory of a PyTorch problem (`kforge optimize PROBLEM.py --backend cuda`
+wrote RUN/solution.py): KernelBench's static checker (backend cuda, fp32), then
+`eval_kernel_against_ref` (5 correctness trials at fp32 tolerance, its cuda-event timing with L2
+cleared, the reference timed the same way), beside kforge's own final-rung medians from
+result.json. Writes one JSON object: machine, PyTorch, per run the verdicts, KernelBench's mean
+times (ms) and the ratio of KernelBench's time of the solution to kforge's time of the kernel
+(the target: within 5%, or the difference explained; KernelBench times the whole forward, Python
+and output allocation included, and reports a mean, kforge the kernel call and a median).
+
+  python3 bench/torch/solution_check.py --harness PATH/TO/kernelbench/harness \\
+      --out solution_check.json RUN_DIR...
+
+The harness is read from where it lies (never copied into kforge). Its package imports
+modules that only its LLM-querying and progress-bar code uses (openai, litellm, dotenv, tqdm,
+requests); where one is not installed, an empty module of that name is put in its place and
+the JSON lists it under `harness_placeholders` (eval_kernel_against_ref uses none of them).
+pydantic, numpy and torch are needed for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import importlib.util
+import json
+import pathlib
+import sys
+import time
+import types
+
+# Imported by kernelbench/utils.py or eval.py for what the evaluation does not run.
+_UNUSED_BY_EVAL = {
+    "openai": {"OpenAI": None},
+    "litellm": {"completion": None},
+    "dotenv": {"load_dotenv": lambda *args, **kwargs: False},
+    "tqdm": {"tqdm": lambda iterable=None, *args, **kwargs: iterable},
+    "requests": {},
+}
+
+
+def import_harness(harness: pathlib.Path):
+    """(eval module, static checker module, placeholders put in) from the harness folder."""
+    placeholders = []
+    for name, attributes in _UNUSED_BY_EVAL.items():
+        if importlib.util.find_spec(name) is None:
+            module = types.ModuleType(name)
+            module.__dict__.update(attributes)
+            sys.modules[name] = module
+            placeholders.append(name)
+    sys.path.insert(0, str(harness))
+    for needed in ("pydantic", "numpy", "torch"):
+        if importlib.util.find_spec(needed) is None:
+            sys.exit(f"solution_check: KernelBench's eval needs {needed}, which is not installed")
+    evaluation = importlib.import_module("kernelbench.eval")
+    checker = importlib.import_module("kernelbench.kernel_static_checker")
+    return evaluation, checker, placeholders
+
+
+def kforge_times(run: pathlib.Path) -> dict:
+    """kforge's final-rung medians (ms) and speedup from RUN/result.json."""
+    result = json.loads((run / "result.json").read_text())
+    final = result.get("final") or {}
+    return {"best": (result.get("best") or {}).get("id"),
+            "best_median_ms": (final.get("best") or {}).get("median_ms"),
+            "reference_median_ms": (final.get("reference") or {}).get("median_ms"),
+            "speedup": (final.get("speedup") or {}).get("speedup")}
+
+
+def check_run(run: pathlib.Path, evaluation, checker, args, torch) -> dict:
+    derived = json.loads((run / "reference.torch.json").read_text())
+    problem = run / pathlib.Path(derived["problem"]).name
+    solution = (run / "solution.py").read_text()
+    row = {"run": str(run), "problem": problem.name, "family": derived.get("family"),
+           "kforge": kforge_times(run)}
+    valid, errors, warnings = checker.validate_kernel_static(solution, backend="cuda",
+                                                             precision="fp32")
+    row["static_check"] = {"valid": valid, "errors": errors, "warnings": warnings}
+    started = time.time()
+    result = evaluation.eval_kernel_against_ref(
+        problem.read_text(), solution, seed_num=42, num_correct_trials=args.correct_trials,
+        num_perf_trials=args.perf_trials, measure_performance=True,
+        timing_method=args.timing_method, build_dir=str(args.build_dir / run.name),
+        device=torch.device("cuda:0"), backend="cuda", precision=torch.float32)
+    row["eval_s"] = round(time.time() - started, 1)
+    if result is None:
+        row["kernelbench"] = {"error": "eval_kernel_against_ref returned None (a build lock "
+                                       "or missing file: retry)"}
+        return row
+    kb = {"compiled": result.compiled, "correctness": result.correctness,
+          "metadata": {k: str(v) for k, v in result.metadata.items()},
+          "mean_ms": result.runtime, "stats_ms": result.runtime_stats,
+          "reference_mean_ms": result.ref_runtime, "reference_stats_ms": result.ref_runtime_stats}
+    if result.runtime > 0 and result.ref_runtime > 0:
+        kb["speedup"] = result.ref_runtime / result.runtime
+    best_ms = row["kforge"]["best_median_ms"]
+    if result.runtime > 0 and best_ms:
+        kb["solution_over_kforge_kernel"] = result.runtime / best_ms
+        kb["within_5_percent"] = abs(result.runtime / best_ms - 1.0) <= 0.05
+    row["kernelbench"] = kb
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=pathlib.Path, help="finished run directories")
+    parser.add_argument("--harness", type=pathlib.Path, required=True,
+                        help="KernelBench's harness folder (holding kernelbench/eval.py)")
+    parser.add_argument("--out", type=pathlib.Path, required=True, help="JSON to write")
+    parser.add_argument("--correct-trials", type=int, default=5)
+    parser.add_argument("--perf-trials", type=int, default=100)
+    parser.add_argument("--timing-method", default="cuda_event")
+    parser.add_argument("--build-dir", type=pathlib.Path, default=None,
+                        help="load_inline build folders (default OUT's folder/torch_extensions)")
+    args = parser.parse_args()
+    args.build_dir = args.build_dir or args.out.resolve().parent / "torch_extensions"
+    evaluation, checker, placeholders = import_harness(args.harness.resolve())
+    import torch
+    report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "python": sys.version.split()[0], "harness": str(args.harness.resolve()),
+              "harness_placeholders": placeholders, "runs": []}
+    for run in args.runs:
+        missing = [f for f in ("solution.py", "result.json", "reference.torch.json")
+                   if not (run / f).is_file()]
+        if missing:
+            report["runs"].append({"run": str(run), "error": f"missing {', '.join(missing)}"})
+            continue
+        report["runs"].append(check_run(run.resolve(), evaluation, checker, args, torch))
+        args.out.write_text(json.dumps(report, indent=1))  # after each run: a kill keeps some
+    args.out.write_text(json.dumps(report, indent=1))
+    for row in report["runs"]:
+        kb = row.get("kernelbench", {})
+        print(f"{row.get('problem', row['run'])}: static {row.get('static_check', {}).get('valid')}"
+              f", correct {kb.get('correctness')}, KernelBench {kb.get('mean_ms')} ms vs kforge "
+              f"{row.get('kforge', {}).get('best_median_ms')} ms "
+              f"(ratio {kb.get('solution_over_kforge_kernel')}), {row.get('error', '')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
