@@ -12,6 +12,7 @@ Needs libkforge_inputs.so ($KFORGE_INPUTS_LIB or $KFORGE_BIN_DIR); fails without
 """
 
 import os
+import re
 import shutil
 import tempfile
 import tomllib
@@ -136,6 +137,9 @@ class Judge:
         if len(reply["samples_ms"]) != 8 or len(reply["checked"]) != 2:
             raise AssertionError("timing reply %r" % reply)
         for k, checked in enumerate(reply["checked"]):
+            if not re.fullmatch("[0-9a-f]{16}", str(checked["digest"])):
+                raise AssertionError("digest %r is not 16 hex digits (protocol.h)"
+                                     % checked["digest"])
             with open("%s.%d" % (check_path, k), "rb") as f:
                 got = f.read()
             want = self._expected("tail", checked["seed"], checked["distribution"])

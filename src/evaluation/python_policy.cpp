@@ -279,26 +279,53 @@ void screen_literals(const SourcePolicy& policy, const PythonText& prepared,
 
 std::vector<std::string> forbidden_torch_ops(const std::string& family,
                                              std::string_view problem_source) {
-  static const std::map<std::string, std::vector<std::string>> by_family = {
-      {"softmax", {"softmax", "Softmax", "softmin", "Softmin", "log_softmax", "LogSoftmax",
-                   "_softmax"}},
-      {"log_softmax", {"log_softmax", "LogSoftmax", "softmax", "Softmax", "_log_softmax"}},
+  using Ops = std::vector<std::string>;
+  static const Ops softmax = {"softmax", "Softmax", "softmin", "Softmin", "log_softmax",
+                              "LogSoftmax", "_softmax", "_log_softmax"};
+  static const Ops gemv = {"matmul", "mm", "mv", "bmm", "addmm", "addmv", "linear", "Linear",
+                           "einsum", "tensordot", "inner", "@"};
+  static const std::map<std::string, Ops> by_family = {
+      {"softmax", softmax},
+      {"log_softmax", softmax},
       {"rmsnorm", {"rms_norm", "RMSNorm"}},
       {"rmsnorm_channels", {"rms_norm", "RMSNorm"}},
       {"layernorm", {"layer_norm", "LayerNorm", "native_layer_norm"}},
       {"gelu", {"gelu", "GELU"}},
       {"relu", {"relu", "relu_", "ReLU"}},
       {"silu", {"silu", "SiLU"}},
-      {"gemv", {"matmul", "mm", "mv", "bmm", "addmm", "addmv", "linear", "Linear", "einsum",
-                "tensordot", "inner", "@"}},
-      {"gemv_t", {"matmul", "mm", "mv", "bmm", "addmm", "addmv", "linear", "Linear", "einsum",
-                  "tensordot", "inner", "@"}},
+      {"gemv", gemv},
+      {"gemv_t", gemv},
   };
-  std::vector<std::string> ops;
-  if (auto it = by_family.find(family); it != by_family.end()) ops = it->second;
-  for (const char* fused : {"scaled_dot_product_attention", "MultiheadAttention",
-                            "multi_head_attention_forward"}) {
-    if (problem_source.find(fused) != std::string_view::npos) ops.emplace_back(fused);
+  // Whole operators: a problem that calls one of a group asks for that operator.
+  static const std::vector<Ops> whole_operators = {
+      softmax,
+      {"layer_norm", "LayerNorm", "native_layer_norm"},
+      {"rms_norm", "RMSNorm"},
+      {"group_norm", "GroupNorm"},
+      {"batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"},
+      {"instance_norm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"},
+      {"scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"},
+  };
+  const auto mentions = [&](const std::string& name) {
+    for (size_t at = problem_source.find(name); at != std::string_view::npos;
+         at = problem_source.find(name, at + 1)) {
+      const size_t end = at + name.size();
+      if ((at == 0 || !is_identifier_char(problem_source[at - 1])) &&
+          (end == problem_source.size() || !is_identifier_char(problem_source[end]))) {
+        return true;
+      }
+    }
+    return false;
+  };
+  Ops ops;
+  const auto add = [&ops](const Ops& more) {
+    for (const std::string& op : more) {
+      if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    }
+  };
+  if (auto it = by_family.find(family); it != by_family.end()) add(it->second);
+  for (const Ops& group : whole_operators) {
+    if (std::any_of(group.begin(), group.end(), mentions)) add(group);
   }
   return ops;
 }
@@ -361,10 +388,6 @@ std::vector<PolicyViolation> check_python_source(const SourcePolicy& policy,
     if (seen.insert({v.line, v.category}).second) kept.push_back(std::move(v));
   }
   return kept;
-}
-
-bool is_python_source(std::string_view source_name) {
-  return source_name.size() >= 3 && source_name.substr(source_name.size() - 3) == ".py";
 }
 
 }  // namespace kforge::evaluation

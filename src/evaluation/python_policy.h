@@ -47,13 +47,19 @@ struct PythonScreen {
 };
 
 /// The torch ops that compute the whole operator of a task, which a candidate calling them would
-/// only delegate. The rule: a task served by a built-in family forbids that family's operator
-/// (softmax forbids softmax, Softmax, softmin and log_softmax; gemv forbids matmul, mm, mv,
-/// linear, einsum and the `@` operator; ...); any task whose problem source calls
-/// scaled_dot_product_attention or MultiheadAttention forbids those (an attention candidate
-/// that calls them is not a kernel). Ops for the other parts of a fused problem (the GEMM in
-/// front of a softmax) stay allowed, as KernelBench allows them; a task forbids more with
-/// `[policy] forbid`. `family` may be "" or a family without an entry; `problem_source` may be "".
+/// only delegate. The rule, two parts:
+/// - a task served by a built-in family forbids that family's operator (softmax forbids
+///   softmax, Softmax, softmin and log_softmax; gemv forbids matmul, mm, mv, linear, einsum and
+///   the `@` operator; rmsnorm forbids rms_norm and RMSNorm; ...);
+/// - a problem whose source names a normalization, softmax or attention operator (softmax,
+///   layer_norm, rms_norm, group_norm, batch_norm, instance_norm, scaled_dot_product_attention,
+///   MultiheadAttention, in function or module form) forbids that operator's group: it is the
+///   work the problem asks for (an attention candidate calling F.scaled_dot_product_attention
+///   is not a kernel).
+/// GEMMs and convolutions in front of such an operator stay allowed unless the family is a
+/// GEMV, as KernelBench's fused problems keep them in cuBLAS/cuDNN; a task forbids more with
+/// `[policy] forbid`. `family` may be "" or a family without an entry; `problem_source` may be
+/// "" (then only the family counts).
 std::vector<std::string> forbidden_torch_ops(const std::string& family,
                                              std::string_view problem_source);
 
@@ -66,8 +72,5 @@ std::vector<PolicyViolation> check_python_source(const SourcePolicy& policy,
                                                  std::string_view source,
                                                  const PythonScreen& screen,
                                                  std::string_view backend);
-
-/// True when `source_name` names a Python candidate (ends in ".py").
-bool is_python_source(std::string_view source_name);
 
 }  // namespace kforge::evaluation

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <toml++/toml.h>
@@ -23,14 +24,17 @@ std::string read_file(const std::string& path) {
 
 std::string screen(const std::string& source, const std::string& family = "softmax",
                    const std::string& problem_source = "") {
+  // Screened as the corpus task is (tests/adversarial/torch/problem.py, no family) unless a
+  // test names a family.
   const PythonScreen task{forbidden_torch_ops(family, problem_source), "problem"};
   return format_violations(check_python_source(SourcePolicy{}, source, task, "cpu"),
                            "candidate.py");
 }
 
-// Every corpus file (tests/adversarial/torch/manifest.toml) screened as a softmax task: the
-// entries whose verdict is rejected_by_policy are rejected for their static_reason, and every
-// other passes, so the dynamic checks judge it.
+// Every corpus file (tests/adversarial/torch/manifest.toml) screened as the corpus task is (its
+// problem calls torch.softmax after a linear layer, no family): the entries whose verdict is
+// rejected_by_policy are rejected for their static_reason, and every other passes, so the
+// dynamic checks judge it.
 TEST(PythonPolicyTest, CorpusEntriesGetTheirStaticVerdicts) {
   const toml::table root = toml::parse_file(corpus_dir() + "/manifest.toml");
   const toml::array* candidates = root["candidate"].as_array();
@@ -40,7 +44,8 @@ TEST(PythonPolicyTest, CorpusEntriesGetTheirStaticVerdicts) {
     const toml::table& entry = *node.as_table();
     const std::string file = entry["file"].value_or(std::string());
     SCOPED_TRACE(file);
-    const std::string found = screen(read_file(corpus_dir() + "/" + file));
+    const std::string found =
+        screen(read_file(corpus_dir() + "/" + file), "", read_file(corpus_dir() + "/problem.py"));
     if (entry["expect"].value_or(std::string()) == "rejected_by_policy") {
       ++rejected;
       EXPECT_NE(found.find("[" + entry["static_reason"].value_or(std::string("?")) + "]"),
@@ -85,6 +90,12 @@ TEST(PythonPolicyTest, ForbiddenOpsFollowTheFamilyAndTheProblem) {
                 .find("'scaled_dot_product_attention'"),
             std::string::npos);
   EXPECT_EQ(screen("y = F.scaled_dot_product_attention(q, k, v)\n", "", ""), "");
+  // A fused problem: its softmax is forbidden, its linear layer is not.
+  const std::string fused = "return torch.softmax(self.linear(x), dim=1)";
+  EXPECT_NE(screen("y = x.softmax(1)\n", "", fused).find("[library_compute]"), std::string::npos);
+  EXPECT_EQ(screen("z = torch.addmm(b, x, w.t())\n", "", fused), "");
+  // A name inside a longer one is not a mention.
+  EXPECT_EQ(forbidden_torch_ops("", "my_softmaxish(x)"), std::vector<std::string>{});
 }
 
 TEST(PythonPolicyTest, TamperingAndTheReferenceAreCaught) {
@@ -109,12 +120,6 @@ TEST(PythonPolicyTest, LongLiteralsAndRunsDoNotExhaustTheMatcher) {
   const std::string source = "open" + std::string("\"\"\"") + blank + "\"\"\"(\ngetattr" + blank +
                              "(x, 'softmax')\n";
   EXPECT_NO_THROW(screen(source));
-}
-
-TEST(PythonPolicyTest, PythonSourcesAreKnownByName) {
-  EXPECT_TRUE(is_python_source("candidates/007-first/candidate.py"));
-  EXPECT_FALSE(is_python_source("kernel.cu"));
-  EXPECT_FALSE(is_python_source("py"));
 }
 
 }  // namespace

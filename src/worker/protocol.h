@@ -81,6 +81,11 @@ struct DeviceInfo {
 /// Load a shared object and check its ABI. `handle` identifies it in later requests.
 struct LoadRequest {
   std::string path;
+  /// A Python candidate (a ModelNew source, docs/torch_tasks.md "Python candidates"): the
+  /// derived task JSON it is evaluated for. Only the candidate worker (`python3 -m kforge_torch
+  /// candidate-worker`) takes one, and needs it; "" for a native kernel (not sent). Defaulted,
+  /// so that LoadRequest{path} still says everything for a native kernel.
+  std::string task_path = "";
 };
 struct LoadResult {
   Verdict verdict = Verdict::ok;   // ok or wrong_signature (missing kforge_run, ABI mismatch,
