@@ -16,8 +16,7 @@ import hashlib
 import json
 import statistics
 import time
-
-import torch
+import types
 
 from kforge_torch import inputs as kinputs
 from kforge_torch.candidate_run import CallFailure, call_once, modified_input, prepare
@@ -37,11 +36,9 @@ def parse_checks(request):
         distribution = j.get("distribution", "uniform")
         if distribution not in DISTRIBUTIONS:
             raise ProtocolError("timed check: unknown input distribution '%s'" % distribution)
-        check = type("Check", (), {})()
-        check.call = j["call"]
-        check.overwrite = bool(j.get("overwrite", False))
-        check.seed = int(j.get("seed", 0)) & 0xFFFFFFFFFFFFFFFF
-        check.distribution = distribution
+        check = types.SimpleNamespace(call=j["call"], overwrite=bool(j.get("overwrite", False)),
+                                      seed=int(j.get("seed", 0)) & 0xFFFFFFFFFFFFFFFF,
+                                      distribution=distribution)
         if not 0 <= check.call < request.policy.min_repetitions:
             raise ProtocolError("timed check at call %d: checks must be below min_repetitions "
                                 "(%d)" % (check.call, request.policy.min_repetitions))
