@@ -89,7 +89,9 @@ struct LoadRequest {
 };
 struct LoadResult {
   Verdict verdict = Verdict::ok;   // ok or wrong_signature (missing kforge_run, ABI mismatch,
-                                   // dlopen failure)
+                                   // dlopen failure); for a Python candidate also
+                                   // compile_error (syntax, an import that fails),
+                                   // runtime_error and rejected_by_policy
   std::string message;
   int handle = -1;
 };
@@ -129,7 +131,11 @@ struct RunRequest {
 };
 struct RunResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device
-                                   // error); a wrong answer is for the orchestrator to find
+                                   // error); a wrong answer is for the orchestrator to find.
+                                   // The Python candidate worker also answers wrong_answer (an
+                                   // output aliasing an input, a parameter or an earlier
+                                   // output), wrong_signature (forward returned the wrong kind
+                                   // or size) and rejected_by_policy (the harness was changed)
   std::string message;
   int calls_completed = 0;
   int64_t output_bytes = 0;        // bytes per call in output_path (all outputs of one call)
