@@ -1,6 +1,9 @@
 """Command line of kforge_torch: `python3 -m kforge_torch SUBCOMMAND ...`.
 
   worker --backend cpu|cuda [--device N]   the reference worker (worker.py)
+  candidate-worker --backend cpu|cuda [--device N]
+                                           the worker of Python (ModelNew) candidates
+                                           (candidate_worker.py)
   derive FILE... [--batch] [--device cpu|cuda] [-o OUT]
                                            derived task(s) of problem files (derive_cli.py,
                                            several files: derive_batch.py)
@@ -22,6 +25,11 @@ def _worker(args):
     return worker.main(args.backend, args.device)
 
 
+def _candidate_worker(args):
+    from kforge_torch import candidate_worker
+    return candidate_worker.main(args.backend, args.device)
+
+
 def _compile_support(_args):
     from kforge_torch import compiled
     return compiled.main()
@@ -40,6 +48,13 @@ def build_parser():
     worker.add_argument("--device", type=int, default=0, metavar="N",
                         help="device index (cuda) or 0 (cpu)")
     worker.set_defaults(run=_worker)
+
+    candidates = commands.add_parser("candidate-worker", help="run Python candidates (a "
+                                     "ModelNew source) behind the worker protocol (stdin/stdout)")
+    candidates.add_argument("--backend", required=True, choices=["cpu", "cuda"])
+    candidates.add_argument("--device", type=int, default=0, metavar="N",
+                            help="device index (cuda) or 0 (cpu)")
+    candidates.set_defaults(run=_candidate_worker)
 
     support = commands.add_parser("compile-support", help="print whether torch.compile can be "
                                   "used with this PyTorch and Python, as JSON")

@@ -37,6 +37,7 @@
 #include "task/task_bundle.h"
 #include "task/task_loader.h"
 #include "task/torch_task.h"
+#include "worker/candidate_router.h"
 #include "worker/worker_client.h"
 
 namespace kforge::cli {
@@ -279,6 +280,29 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   };
   std::vector<worker::Worker*> candidate_workers;
   for (auto& w : workers) candidate_workers.push_back(w.get());
+  // A PyTorch task's candidates may also be Python (ModelNew sources): each device's candidate
+  // worker becomes a router that sends those to a Python candidate worker of their own (started
+  // at the first one), apart from the reference's process (worker/candidate_router.h).
+  std::vector<std::unique_ptr<worker::ProcessWorker>> python_workers;
+  std::vector<std::unique_ptr<worker::CandidateRouter>> routers;
+  if (task.has_torch_reference()) {
+    const std::vector<std::string> command = torch_candidate_worker_command();
+    for (size_t i = 0; i < workers.size(); ++i) {
+      worker::ProcessWorkerConfig python_config = worker_config;
+      python_config.worker_path = command.front();
+      python_config.worker_arguments.assign(command.begin() + 1, command.end());
+      python_config.environment = torch_environment(worker::scrubbed_environment());
+      python_config.display_name = "python candidate worker";
+      python_config.device_index = devices[i];
+      python_config.measure_device = false;
+      python_config.on_restart = nullptr;
+      python_config.slow_notice_s = 0.0;
+      python_workers.push_back(std::make_unique<worker::ProcessWorker>(python_config));
+      routers.push_back(std::make_unique<worker::CandidateRouter>(*workers[i],
+                                                                  *python_workers.back()));
+      candidate_workers[i] = routers.back().get();
+    }
+  }
   std::optional<std::string> ncu;
   const bool profiles = backends::get_backend(backend).can.ncu_profiler;
   if (options.profile != "off" && profiles) ncu = evaluation::find_ncu();

@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/hash.h"
 #include "process/subprocess.h"
+#include "worker/candidate_router.h"
 
 namespace kforge::compile {
 namespace fs = std::filesystem;
@@ -121,7 +122,20 @@ std::string ToolchainCompiler::headers_digest() {
   return headers_digest_;
 }
 
+Artifact ToolchainCompiler::stage_python(const CompileJob& job) {
+  Artifact artifact;
+  artifact.key = sha256_hex("python\n" + job.source).substr(0, 24);
+  fs::path source = fs::path(options_.cache_dir) / artifact.key;
+  source += ".py";
+  artifact.path = source.string();
+  artifact.from_cache = fs::exists(source);
+  if (!artifact.from_cache) write_file_atomically(source, job.source);
+  artifact.log = "staged for the Python candidate worker: importing it there is its build";
+  return artifact;
+}
+
 Artifact ToolchainCompiler::compile(const CompileJob& job) {
+  if (worker::is_python_candidate(job.source_name)) return stage_python(job);
   Artifact artifact;
   const std::string extension = toolchains_(job.backend).source_extension();
   // The key covers everything that changes the binary: source, defines, flags, toolchain, and

@@ -30,6 +30,12 @@ class ToolchainCompiler : public Compiler {
                                    const std::string& output) ;
 
  private:
+  /// A Python candidate (job.source_name ending in ".py", worker/candidate_router.h): no
+  /// compiler runs here. Its source is written to <cache_dir>/<key>.py, keyed by its content, and
+  /// that file is the artifact; the candidate worker's import is its build (syntax errors,
+  /// absent modules and load_inline/Triton failures are the load's compile_error, and
+  /// load_inline's own cache, keyed by the source's hash, keeps its builds).
+  Artifact stage_python(const CompileJob& job);
   std::string compiler_path(const std::string& backend);
   /// SHA-256 over the names and contents of the files under <include dir>/kforge/ (the ABI),
   /// <include dir>/common/ and <include dir>/<name>/common/ (the kernel libraries of

@@ -8,6 +8,7 @@
 
 #include "backends/backend.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "common/paths.h"
 
 namespace kforge::compile {
@@ -49,6 +50,25 @@ TEST_F(ToolchainCompilerTest, BuildsASharedObjectAndCachesIt) {
   EXPECT_TRUE(second.from_cache);
   EXPECT_EQ(second.key, first.key);
   job.defines["KF_X"] = "1";  // a different define is a different artifact
+  EXPECT_NE(compiler.compile(job).key, first.key);
+}
+
+TEST_F(ToolchainCompilerTest, APythonCandidateIsStagedByContentNotCompiled) {
+  ToolchainCompiler compiler(options_, &backends::toolchain_for);
+  CompileJob job;
+  job.backend = "cpu";
+  job.source_name = "candidate.py";
+  job.source = "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n";
+  const Artifact first = compiler.compile(job);
+  ASSERT_EQ(first.verdict, Verdict::ok) << first.log;
+  EXPECT_EQ(fs::path(first.path).extension(), ".py");
+  EXPECT_EQ(read_file(first.path), job.source);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_EQ(first.compile_s, 0.0);
+  const Artifact again = compiler.compile(job);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.path, first.path);
+  job.source += "# edited\n";
   EXPECT_NE(compiler.compile(job).key, first.key);
 }
 

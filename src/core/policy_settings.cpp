@@ -17,6 +17,8 @@ constexpr std::pair<PolicyCategory, const char*> kCategoryNames[] = {
     {PolicyCategory::process_control, "process_control"},
     {PolicyCategory::source_size, "source_size"},
     {PolicyCategory::task_pattern, "task_pattern"},
+    {PolicyCategory::harness_tampering, "harness_tampering"},
+    {PolicyCategory::reference_call, "reference_call"},
 };
 
 // Each `*`, `+` or `{n,}` outside a bracket expression repeats without bound.

@@ -12,7 +12,8 @@
 namespace kforge {
 
 /// What a rule protects. The first seven can be switched off per task (`allow`); source_size and
-/// task_pattern come from the task itself and always apply.
+/// task_pattern come from the task itself, and harness_tampering and reference_call (Python
+/// candidates, evaluation/python_policy.h) protect the measurement itself: those always apply.
 enum class PolicyCategory {
   library_compute,        // calls a vendor library (cuBLAS, cuDNN, CUTLASS, Thrust, ATen, ...)
   thread_creation,        // starts threads or processes (OpenMP pragmas are allowed)
@@ -23,6 +24,8 @@ enum class PolicyCategory {
   process_control,        // exits, aborts, signals, non-local jumps, raw system calls
   source_size,            // the source is larger than SourcePolicy::max_source_bytes
   task_pattern,           // matches one of the task's own forbidden patterns
+  harness_tampering,      // (Python) reassigns clocks, synchronize or torch; inspects the harness
+  reference_call,         // (Python) calls the task's reference Model or imports the problem
 };
 
 std::string to_string(PolicyCategory category);

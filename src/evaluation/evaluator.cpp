@@ -5,21 +5,37 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "backends/backend.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "common/mapped_file.h"
 #include "evaluation/source_policy.h"
 #include "evaluation/tolerance.h"
+#include "worker/candidate_router.h"
 #include "worker/host_data.h"
 #include "worker/kernel_runner.h"
 #include "worker/provided_inputs.h"
 
 namespace kforge::evaluation {
 namespace {
+
+// What the Python screen knows of `task`: its family's torch ops, and the problem module (a
+// PyTorch reference's file stem) with the ops the problem itself calls.
+PythonScreen python_screen_for(const Task& task) {
+  std::string problem_source;
+  std::string problem_module;
+  if (auto found = task.reference_paths.find("torch"); found != task.reference_paths.end()) {
+    const std::filesystem::path problem(found->second);
+    problem_module = problem.stem().string();
+    if (std::filesystem::is_regular_file(problem)) problem_source = read_file(problem);
+  }
+  return {forbidden_torch_ops(task.family, problem_source), problem_module};
+}
 
 /// Flat index of the first NaN or infinite element of a `dtype` buffer, or -1 (integers: -1).
 int64_t first_non_finite(DType dtype, std::span<const std::byte> bytes) {
@@ -122,6 +138,7 @@ Evaluator::Evaluator(worker::Worker& candidates, worker::Worker& reference, cons
   gate_cases_ = plan_gate(task_, policy_.gate);
   timing_seed_ = policy_.gate.base_seed + 5000;
   checks_ = std::make_unique<TimedChecks>(task_, *oracle_, TimedChecks::random_secret());
+  python_screen_ = python_screen_for(task_);
 }
 
 Evaluator::~Evaluator() = default;
@@ -158,6 +175,7 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
     }
   }
   oracle_->load(reference);
+  if (task_.has_torch_reference()) candidate_task_path_ = reference.path;
   end_phase("reference_load");
   provide_inputs();
   end_phase("provided_inputs");
@@ -304,7 +322,9 @@ std::vector<SelfTestProbe> Evaluator::probes(const GateCase& gate_case) {
 std::string Evaluator::screen(const std::string& source, const std::string& source_name,
                               const std::string& backend) const {
   const std::vector<PolicyViolation> violations =
-      check_source(task_.source_policy, source, backend);
+      worker::is_python_candidate(source_name)
+          ? check_python_source(task_.source_policy, source, python_screen_, backend)
+          : check_source(task_.source_policy, source, backend);
   return violations.empty() ? "" : format_violations(violations, source_name);
 }
 
@@ -331,7 +351,7 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
                 artifact.verdict == Verdict::compile_error ? "compile error" : artifact.log);
   }
   auto start = Clock::now();
-  worker::LoadResult loaded = on.load({artifact.path}, policy_.load_timeout_s);
+  worker::LoadResult loaded = on.load(load_request(artifact), policy_.load_timeout_s);
   if (loaded.verdict != Verdict::ok) return fail(loaded.verdict, loaded.message);
   result.handle = loaded.handle;
 
@@ -372,7 +392,13 @@ worker::LoadResult Evaluator::load(const compile::Artifact& artifact) {
 }
 
 worker::LoadResult Evaluator::load(const compile::Artifact& artifact, worker::Worker& on) {
-  return on.load({artifact.path}, policy_.load_timeout_s);
+  return on.load(load_request(artifact), policy_.load_timeout_s);
+}
+
+worker::LoadRequest Evaluator::load_request(const compile::Artifact& artifact) const {
+  worker::LoadRequest request{artifact.path, ""};
+  if (worker::is_python_candidate(artifact.path)) request.task_path = candidate_task_path_;
+  return request;
 }
 
 }  // namespace kforge::evaluation

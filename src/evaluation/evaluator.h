@@ -31,6 +31,7 @@
 #include "evaluation/gate.h"
 #include "evaluation/measurement.h"
 #include "evaluation/profiler.h"
+#include "evaluation/python_policy.h"
 #include "evaluation/self_check.h"
 #include "evaluation/reference_oracle.h"
 #include "evaluation/statistics.h"
@@ -216,7 +217,9 @@ class Evaluator : public EvaluationPlane {
   /// reason when the task is broken: the run must not start. Weak-task findings are warnings.
   TaskReport prepare(const compile::Artifact& reference) override;
 
-  /// Static policy check of a candidate's source: "" when it passes, else the violations.
+  /// Static policy check of a candidate's source: "" when it passes, else the violations. A
+  /// Python candidate (`source_name` ending in ".py") gets the Python screen (python_policy.h),
+  /// with the task family's torch ops forbidden.
   std::string screen(const std::string& source, const std::string& source_name,
                      const std::string& backend) const override;
 
@@ -329,6 +332,12 @@ class Evaluator : public EvaluationPlane {
   std::map<std::string, double> reference_full_ms_;  // rung-2 reference medians per workload
   uint64_t timing_seed_ = 0;
   std::unique_ptr<TimedChecks> checks_;
+  PythonScreen python_screen_;       // what the Python screen knows of the task
+  /// The derived task JSON a Python candidate is loaded against (the reference's artifact of a
+  /// PyTorch task, set by prepare()); "" for a task with native references only.
+  std::string candidate_task_path_;
+  /// The load request of `artifact`: with the derived task when it is a Python candidate.
+  worker::LoadRequest load_request(const compile::Artifact& artifact) const;
 };
 
 }  // namespace kforge::evaluation

@@ -39,6 +39,10 @@ SourcePolicy parse_source_policy(const toml::table* table, const std::string& wh
         if (category == PolicyCategory::source_size || category == PolicyCategory::task_pattern) {
           fail(field, "'" + names[i] + "' cannot be allowed (set max_source_bytes or forbid)");
         }
+        if (category == PolicyCategory::harness_tampering ||
+            category == PolicyCategory::reference_call) {
+          fail(field, "'" + names[i] + "' cannot be allowed (it protects the measurement)");
+        }
         policy.enabled.erase(category);
       }
     } else if (name == "forbid") {

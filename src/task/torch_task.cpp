@@ -269,6 +269,10 @@ std::vector<std::string> torch_worker_command() {
   return {torch_python(), "-m", "kforge_torch", "worker"};
 }
 
+std::vector<std::string> torch_candidate_worker_command() {
+  return {torch_python(), "-m", "kforge_torch", "candidate-worker"};
+}
+
 json derive_torch_task(const std::string& path, double timeout_s) {
   if (!fs::is_regular_file(path)) throw Error(path + ": problem file does not exist");
   const std::string absolute = fs::absolute(path).lexically_normal().string();

@@ -50,6 +50,11 @@ std::vector<std::string> torch_environment();
 /// `--backend B --device N` arguments: {python, "-m", "kforge_torch", "worker"}.
 std::vector<std::string> torch_worker_command();
 
+/// The command line of the Python candidate worker (ModelNew candidates, python/kforge_torch/
+/// candidate_worker.py) up to its `--backend B --device N` arguments: {python, "-m",
+/// "kforge_torch", "candidate-worker"}. A process apart from the reference worker's.
+std::vector<std::string> torch_candidate_worker_command();
+
 /// Runs `python -m kforge_torch derive PATH` and returns the derived task JSON. Throws Error
 /// with the derivation's own message (which names the file and what was expected) when it
 /// fails, and a timeout message after `timeout_s` seconds.

@@ -156,9 +156,15 @@ void from_json(const json& j, DeviceInfo& v) {
   v.sm_clock_mhz = j.value("sm_clock_mhz", 0);
 }
 
-void to_json(json& j, const LoadRequest& v) { j = {{"path", v.path}}; }
+void to_json(json& j, const LoadRequest& v) {
+  j = {{"path", v.path}};
+  if (!v.task_path.empty()) j["task_path"] = v.task_path;
+}
 
-void from_json(const json& j, LoadRequest& v) { v.path = j.at("path").get<std::string>(); }
+void from_json(const json& j, LoadRequest& v) {
+  v.path = j.at("path").get<std::string>();
+  v.task_path = j.value("task_path", "");
+}
 
 void to_json(json& j, const LoadResult& v) {
   j = {{"verdict", to_string(v.verdict)}, {"message", v.message}, {"handle", v.handle}};

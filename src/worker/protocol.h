@@ -81,10 +81,17 @@ struct DeviceInfo {
 /// Load a shared object and check its ABI. `handle` identifies it in later requests.
 struct LoadRequest {
   std::string path;
+  /// A Python candidate (a ModelNew source, docs/torch_tasks.md "Python candidates"): the
+  /// derived task JSON it is evaluated for. Only the candidate worker (`python3 -m kforge_torch
+  /// candidate-worker`) takes one, and needs it; "" for a native kernel (not sent). Defaulted,
+  /// so that LoadRequest{path} still says everything for a native kernel.
+  std::string task_path = "";
 };
 struct LoadResult {
   Verdict verdict = Verdict::ok;   // ok or wrong_signature (missing kforge_run, ABI mismatch,
-                                   // dlopen failure)
+                                   // dlopen failure); for a Python candidate also
+                                   // compile_error (syntax, an import that fails),
+                                   // runtime_error and rejected_by_policy
   std::string message;
   int handle = -1;
 };
@@ -124,7 +131,11 @@ struct RunRequest {
 };
 struct RunResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device
-                                   // error); a wrong answer is for the orchestrator to find
+                                   // error); a wrong answer is for the orchestrator to find.
+                                   // The Python candidate worker also answers wrong_answer (an
+                                   // output aliasing an input, a parameter or an earlier
+                                   // output), wrong_signature (forward returned the wrong kind
+                                   // or size) and rejected_by_policy (the harness was changed)
   std::string message;
   int calls_completed = 0;
   int64_t output_bytes = 0;        // bytes per call in output_path (all outputs of one call)

@@ -59,6 +59,9 @@ TEST(Protocol, DeviceInfoRoundTrips) {
 
 TEST(Protocol, LoadMessagesRoundTrip) {
   EXPECT_EQ(round_trip(LoadRequest{"/tmp/k.so"}).path, "/tmp/k.so");
+  // A native load sends no task_path (kforge-worker never sees one); a Python candidate's does.
+  EXPECT_FALSE(json(LoadRequest{"/tmp/k.so"}).contains("task_path"));
+  EXPECT_EQ(round_trip(LoadRequest{"/tmp/m.py", "/run/task.json"}).task_path, "/run/task.json");
   const LoadResult back = round_trip(LoadResult{Verdict::wrong_signature, "no kforge_run", -1});
   EXPECT_EQ(back.verdict, Verdict::wrong_signature);
   EXPECT_EQ(back.message, "no kforge_run");

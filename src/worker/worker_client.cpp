@@ -309,8 +309,8 @@ LoadResult ProcessWorker::load(const LoadRequest& request, double timeout_s) {
     result.handle = -1;
     return result;
   }
-  handle_paths_.push_back(request.path);
-  const int client_handle = static_cast<int>(handle_paths_.size());
+  handle_loads_.push_back(request);
+  const int client_handle = static_cast<int>(handle_loads_.size());
   if (process_) worker_handles_[client_handle] = result.handle;
   result.handle = client_handle;
   return result;
@@ -318,7 +318,7 @@ LoadResult ProcessWorker::load(const LoadRequest& request, double timeout_s) {
 
 std::optional<ProcessWorker::Outcome> ProcessWorker::resolve(int client_handle, double timeout_s,
                                                              int* worker_handle) {
-  if (client_handle < 1 || client_handle > static_cast<int>(handle_paths_.size())) {
+  if (client_handle < 1 || client_handle > static_cast<int>(handle_loads_.size())) {
     throw Error("unknown kernel handle " + std::to_string(client_handle) + " for " + describe());
   }
   ensure_started();
@@ -326,9 +326,10 @@ std::optional<ProcessWorker::Outcome> ProcessWorker::resolve(int client_handle, 
     *worker_handle = found->second;
     return std::nullopt;
   }
-  const std::string& path = handle_paths_[client_handle - 1];
+  const LoadRequest& original = handle_loads_[client_handle - 1];
+  const std::string& path = original.path;
   const LoadResult reloaded =
-      decode<LoadResult>(exchange(Command::load, LoadRequest{path}, timeout_s), Command::load);
+      decode<LoadResult>(exchange(Command::load, original, timeout_s), Command::load);
   if (reloaded.verdict == Verdict::worker_crashed || reloaded.verdict == Verdict::timeout) {
     return Outcome{std::nullopt, reloaded.verdict, reloaded.message};
   }

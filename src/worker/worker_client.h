@@ -4,8 +4,8 @@
 // answers garbage, its whole process group is killed and the call returns the verdict `timeout`
 // or `worker_crashed` with a message naming the exit status and the tail of its stderr; the next
 // call starts a fresh worker. Handles are the client's own numbers: ProcessWorker remembers the
-// path behind each one and reloads it transparently in a respawned worker, so a caller's handles
-// stay valid across crashes. Not thread-safe: one caller at a time (the pool owns one per device).
+// load request (path, task) behind each one and reloads it transparently in a respawned worker,
+// so a caller's handles stay valid across crashes. Not thread-safe: one caller at a time (the pool owns one per device).
 #pragma once
 
 #include <functional>
@@ -133,7 +133,7 @@ class ProcessWorker final : public Worker {
   ProcessWorkerConfig config_;
   std::unique_ptr<process::Subprocess> process_;
   DeviceInfo info_;
-  std::vector<std::string> handle_paths_;  // client handle h -> handle_paths_[h - 1]
+  std::vector<LoadRequest> handle_loads_;  // client handle h -> handle_loads_[h - 1]
   std::map<int, int> worker_handles_;      // client handle -> handle in the running process
   std::string last_stderr_tail_;
   std::string lost_cause_;  // why the last process is gone, if not by shutdown(); see on_restart

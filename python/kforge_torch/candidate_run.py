@@ -1,0 +1,177 @@
+"""The `run` command of the candidate worker: a ModelNew's outputs for kforge's generated inputs,
+with the checks a candidate that allocates its own outputs needs (candidate_guard.py).
+
+Per call, in this order of verdicts: forward raises (runtime_error); the harness was tampered
+with or a thread left running (rejected_by_policy); forward returned the wrong kind or size
+(wrong_signature); an output shares storage with an input, a parameter or buffer, or an
+earlier call's output (wrong_answer: a result returned by reference, or replayed from a cache).
+Then, as kforge-worker reports them for the gate to judge: an input or parameter changed
+(input_modified), an output changed after the call returned and the device was idle
+(late_write). Whether the outputs are right is the orchestrator's to
+judge, as for native candidates: they are written to output_path, call after call.
+"""
+
+import os
+import time
+
+import torch
+
+from kforge_torch import inputs as kinputs
+from kforge_torch.candidate import CandidateFailure, map_parameters
+from kforge_torch.candidate_guard import find_alias, fresh_copy
+from kforge_torch.protocol import ProtocolError
+from kforge_torch.reference import describe_exception
+from kforge_torch.running import first_change, ms_since, new_run_result
+
+
+class CallFailure(Exception):
+    """A call of the candidate failed: the verdict and message of the reply."""
+
+    def __init__(self, verdict, message):
+        super().__init__(message)
+        self.verdict = verdict
+
+
+def prepare(session, request, plan):
+    """(model, held, values) for a request: ModelNew at the request's workload and seed, its
+    tensors matched to the signature (held), and the generated (or provided) inputs (values).
+    CallFailure for the candidate's failures."""
+    task = session.candidate.task
+    task.provided_dir = getattr(request, "provided_dir", "")
+    try:
+        model = session.candidate.build(request.workload.name, request.seed,
+                                        session.device.torch_device)
+        held = map_parameters(model, plan)
+    except CandidateFailure as e:
+        raise CallFailure(e.verdict, str(e))
+    values = task.generate_inputs(plan, request.seed, request.distribution,
+                                  session.device.torch_device,
+                                  host=getattr(request, "host_inputs", False),
+                                  workload_name=request.workload.name)
+    return model, held, values
+
+
+def owners_of(plan, passed, model):
+    """[(name, tensor)] an output must not share storage with: the call's inputs and every
+    parameter and buffer of the model."""
+    owners = [("input '%s'" % plan[i].spec.name, t) for i, t in passed.items()
+              if plan[i].source == "input"]
+    owners += [("parameter '%s'" % n, t) for n, t in model.named_parameters()]
+    owners += [("buffer '%s'" % n, t) for n, t in model.named_buffers()]
+    return owners
+
+
+def call_once(session, plan, model, held, sources, workload_name, seed):
+    """One call on the inputs `sources` ({signature index: tensor}): parameters set to their
+    values, the other inputs copied into new storage (fresh_copy; the previous call's copies are
+    held until this one returns), forward under no_grad, then the tamper, output and alias
+    checks. Returns (pairs, passed, call_ms); pairs = [(signature index, output)], passed = what
+    forward received by signature index. CallFailure for a failed check."""
+    task = session.candidate.task
+    device = session.device
+    try:
+        with torch.no_grad():
+            for i, tensor in held.items():
+                tensor.copy_(sources[i])
+            passed = {i: fresh_copy(sources[i]) for i in sources if i not in held}
+            passed.update(held)
+            args = task.forward_args(plan, passed, workload_name, seed)
+            device.synchronize()
+            start = time.perf_counter()
+            returned = model(*args)
+            device.synchronize()
+            call_ms = ms_since(start)
+    except Exception as e:
+        raise CallFailure("runtime_error", "forward raised " + describe_exception(e))
+    tampered = session.watch.violation()
+    if tampered:
+        raise CallFailure("rejected_by_policy", "the candidate changed the harness: " + tampered)
+    pairs, problem = task.outputs(plan, returned)
+    if pairs is None:
+        raise CallFailure("wrong_signature", problem)
+    owners = owners_of(plan, passed, model) + session.earlier_outputs
+    for i, output in pairs:
+        alias = find_alias(output, owners)
+        if alias:
+            raise CallFailure("wrong_answer", "output '%s' shares storage with %s: ModelNew must "
+                              "return new tensors it computed, not an input, a parameter or a "
+                              "result kept from an earlier call" % (plan[i].spec.name, alias))
+    # Held until the next call has returned: an output that reappears there was replayed, and
+    # the next inputs cannot take these inputs' addresses.
+    session.earlier_outputs = [("the output of an earlier call", t) for _, t in pairs]
+    session.previous_inputs = passed
+    return pairs, passed, call_ms
+
+
+def modified_input(plan, sources, passed):
+    """"" or "'x' at [i, j]" for the first input or parameter whose bits differ from the
+    values it was given."""
+    for i in sorted(passed):
+        changed = first_change(plan[i].spec.name, plan[i].shape, sources[i], passed[i])
+        if changed:
+            return changed
+    return ""
+
+
+def late_change(pairs, plan, snapshots, wait_ms, device):
+    """"" or "'y' at [i]" for the first output that differs from its snapshot after `wait_ms`."""
+    if wait_ms > 0:
+        time.sleep(wait_ms / 1e3)
+    device.synchronize()
+    for (i, output), before in zip(pairs, snapshots):
+        changed = first_change(plan[i].spec.name, plan[i].shape, before, output)
+        if changed:
+            return changed
+    return ""
+
+
+def run_candidate(session, request):
+    """Answers a RunRequest for the session's candidate; returns a RunResult dict (verdicts
+    above). Raises ProtocolError for a malformed request or a task/signature mismatch."""
+    if request.calls not in (1, 2):
+        raise ProtocolError("run request needs calls = 1 or 2")
+    if not os.path.isfile(request.output_path):
+        raise ProtocolError("output file %s does not exist (the orchestrator creates it)"
+                            % request.output_path)
+    if request.padded or request.remap != "none":
+        raise ProtocolError("the candidate worker takes no padded or remapped inputs (a "
+                            "ModelNew receives the module's own contiguous tensors)")
+    task = session.candidate.task
+    plan = task.plan(request.signature, request.workload)
+    result = new_run_result()
+    result["output_bytes"] = sum(e.numel * kinputs.ELEMENT_BYTES[e.spec.dtype]
+                                 for e in plan if e.source == "output")
+    start = time.perf_counter()
+    try:
+        model, held, values = prepare(session, request, plan)
+    except CallFailure as e:
+        result.update(verdict=e.verdict, message=str(e))
+        return result
+    session.device.synchronize()
+    result["input_ms"] = ms_since(start)
+    with open(request.output_path, "r+b") as out:
+        out.truncate(0)
+        for call in range(request.calls):
+            prefix = "call %d: " % (call + 1) if request.calls > 1 else ""
+            try:
+                pairs, passed, call_ms = call_once(session, plan, model, held, values,
+                                                   request.workload.name, request.seed)
+            except CallFailure as e:
+                result.update(verdict=e.verdict, message=prefix + str(e))
+                return result
+            result["call_ms"].append(call_ms)
+            check_start = time.perf_counter()
+            if not result["input_modified"]:
+                result["input_modified"] = modified_input(plan, values, passed)
+            if request.late_write_wait_ms > 0 and not result["late_write"]:
+                snapshots = [output.detach().clone() for _, output in pairs]
+                result["late_write"] = late_change(pairs, plan, snapshots,
+                                                   request.late_write_wait_ms, session.device)
+            result["check_ms"] += ms_since(check_start)
+            output_start = time.perf_counter()
+            for i, tensor in pairs:
+                cast = tensor.detach().to(kinputs.TORCH_DTYPES[plan[i].spec.dtype])
+                kinputs.write_raw(cast, out)
+            result["output_ms"] += ms_since(output_start)
+            result["calls_completed"] += 1
+    return result

@@ -1,0 +1,115 @@
+"""The candidate worker: `python3 -m kforge_torch candidate-worker --backend cpu|cuda --device N`.
+
+Runs Python candidates (a KernelBench-format source with `class ModelNew(nn.Module)`,
+candidate.py) for a PyTorch-problem task, in a process of their own: never the reference
+worker's, and expected outputs never enter it. It speaks worker protocol v2
+(src/worker/protocol.h) exactly as kforge-worker does, on private copies of stdin/stdout:
+
+- `load` {path: the candidate's source, task_path: the derived task JSON} imports the source and
+  checks ModelNew (verdicts compile_error, wrong_signature, runtime_error, rejected_by_policy);
+- `run` writes the candidate's outputs for kforge's generated inputs (candidate_run.py), with
+  the checks a module that allocates its own outputs needs;
+- `time` times it with the reference worker's measurement policy, L2 flush and rotated input
+  sets, with checked calls (candidate_timing.py);
+- `provide` is refused (ok: false), as kforge-worker refuses it.
+
+The harness (timers, synchronize, its own functions) is snapshotted before any candidate is
+imported (candidate_guard.TamperWatch) and checked after every import and call.
+Exit status: 0 after shutdown or EOF, 1 when it cannot start, 3 after a sticky device error.
+"""
+
+import os
+import resource
+import sys
+import types
+
+from kforge_torch import protocol
+from kforge_torch.candidate import Candidate, CandidateFailure, CandidateTask
+from kforge_torch.candidate_guard import TamperWatch
+from kforge_torch.candidate_run import run_candidate
+from kforge_torch.candidate_timing import run_candidate_time
+from kforge_torch.device import Device
+from kforge_torch.protocol import ProtocolError
+from kforge_torch.timing import new_timing_cache
+from kforge_torch.worker import Worker
+
+
+class CandidateWorker(Worker):
+    """Answers protocol requests for Python candidates on one Device. handle_line() (Worker's)
+    never raises for a request."""
+
+    def __init__(self, device):
+        super().__init__(device)
+        self._tasks = {}       # derived task path -> CandidateTask, shared by its candidates
+        self._candidates = {}  # handle -> session namespace
+        self._timing_cache = new_timing_cache()
+        self.watch = TamperWatch(device)
+
+    def load(self, request):
+        """LoadRequest {path: candidate source, task_path: derived task JSON} -> LoadResult
+        {verdict, message, handle}. A bad task file is a harness error (ProtocolError)."""
+        path = request.get("path")
+        task_path = request.get("task_path")
+        if not isinstance(path, str) or not path:
+            raise ProtocolError("missing field 'path' (the candidate's source)")
+        if not isinstance(task_path, str) or not task_path:
+            raise ProtocolError("the candidate worker needs field 'task_path' (the derived task "
+                                "JSON the candidate is evaluated for)")
+        if task_path not in self._tasks:
+            self._tasks[task_path] = CandidateTask(task_path)
+        try:
+            candidate = Candidate(self._tasks[task_path], os.path.abspath(path))
+        except CandidateFailure as e:
+            return {"verdict": e.verdict, "message": str(e), "handle": -1}
+        tampered = self.watch.violation()
+        if tampered:
+            # The process is no longer trustworthy: answer, then leave (the client respawns).
+            self.device_lost = True
+            return {"verdict": "rejected_by_policy", "handle": -1,
+                    "message": "importing the candidate changed the harness: " + tampered}
+        handle = self._next_handle
+        self._next_handle += 1
+        self._candidates[handle] = types.SimpleNamespace(
+            candidate=candidate, device=self.device, watch=self.watch, earlier_outputs=[],
+            previous_inputs={})
+        return {"verdict": "ok", "message": "", "handle": handle}
+
+    def _session(self, handle):
+        if handle not in self._candidates:
+            raise ProtocolError("unknown kernel handle %d" % handle)
+        return self._candidates[handle]
+
+    def dispatch(self, command, request):
+        """The reply body of one request (Worker.dispatch's contract)."""
+        if command in ("hello", "load", "shutdown"):
+            return super().dispatch(command, request)
+        if command == "provide":
+            raise ProtocolError("the candidate worker does not make provided inputs (only the "
+                                "reference worker runs the problem's code)")
+        if command == "run":
+            parsed = protocol.parse_run_request(request)
+            parsed.provided_dir = request.get("provided_dir", "") or ""
+            session = self._session(parsed.handle)
+            reply = run_candidate(session, parsed)
+        else:  # time
+            parsed = protocol.parse_time_request(request)
+            parsed.provided_dir = request.get("provided_dir", "") or ""
+            session = self._session(parsed.handle)
+            reply = run_candidate_time(session, parsed, self._timing_cache)
+        if reply["verdict"] == "rejected_by_policy":
+            self.device_lost = True  # a tampered process serves nothing more: respawned
+        elif reply["verdict"] != "ok" and self.device.device_lost():
+            self.device_lost = True
+        return reply
+
+
+def main(backend, device_index):
+    """Runs the candidate worker on this process's stdin/stdout; returns the exit status."""
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        request_fd, response_fd = protocol.take_private_channels()
+        device = Device(backend, device_index)
+    except Exception as e:
+        sys.stderr.write("kforge-torch candidate-worker: error: %s\n" % e)
+        return protocol.EXIT_HARNESS_ERROR
+    return CandidateWorker(device).serve(request_fd, response_fd)

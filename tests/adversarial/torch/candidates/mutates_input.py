@@ -1,0 +1,19 @@
+# Right answer, but uses its input as scratch afterwards.
+import torch
+import torch.nn as nn
+
+
+def _normalized_exp(z):
+    e = (z - z.max(dim=1, keepdim=True).values).exp()
+    return e / e.sum(dim=1, keepdim=True)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+
+    def forward(self, x):
+        y = _normalized_exp(self.linear(x))
+        x.mul_(0.5)
+        return y
