@@ -98,9 +98,28 @@ TEST_F(CliEvalTest, FilesThatCannotBeEvaluatedAreErrorsSayingWhatIsTaken) {
       << result.output;
   result = eval(softmax_task_, write("model_new.py", "class ModelNew: pass\n"));
   EXPECT_EQ(result.exit_code, 1) << result.output;
-  EXPECT_NE(result.output.find("model_new.py: a Python file; kforge eval takes a native kernel"),
+  EXPECT_NE(result.output.find("model_new.py: a Python file; a ModelNew candidate needs a PyTorch "
+                               "task"),
             std::string::npos)
       << result.output;
+}
+
+// A KernelBench ModelNew of a PyTorch problem runs in its own Python candidate worker through
+// the same rungs: a right one is correct, one that hands back its input is not.
+TEST_F(CliEvalTest, AModelNewOfAPyTorchProblemIsEvaluatedInItsOwnWorker) {
+  const fs::path problem = write("scale.py", testing::kScaleByScalarProblem);
+  const std::string header = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                             "    def __init__(self):\n        super().__init__()\n\n";
+  process::CommandResult result = eval(
+      problem, write("right.py", header + "    def forward(self, A, s):\n        return A * s\n"),
+      {"--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(testing::json_in(result.output)["verdict"], "ok") << result.output;
+  result = eval(problem,
+                write("alias.py", header + "    def forward(self, A, s):\n        A.mul_(s)\n"
+                                           "        return A\n"));
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("at rungs 0-1"), std::string::npos) << result.output;
 }
 
 TEST_F(CliEvalTest, ANativeKernelOfAPyTorchProblemGetsItsScalar) {

@@ -14,23 +14,27 @@
 #include "common/scratch_dir.h"
 #include "compile/toolchain_compiler.h"
 #include "task/task_loader.h"
+#include "task/torch_task.h"
 
 namespace kforge::cli {
 namespace fs = std::filesystem;
 
 namespace {
 
-// The kernel's source, refused with what kforge eval takes when it cannot be a native kernel.
-std::string read_kernel(const std::string& path, const std::string& backend) {
+// The kernel's source, refused with what kforge eval takes when it cannot be evaluated: a
+// native kernel, or for a PyTorch task a KernelBench ModelNew source (.py).
+std::string read_kernel(const std::string& path, const std::string& backend, bool torch_task) {
   if (!fs::is_regular_file(path)) {
     throw Error(path + ": no such kernel file (expected a " +
                 backends::get_backend(backend).source_extension + " source behind kforge's "
-                "kernel ABI, include/kforge/kernel.h)");
+                "kernel ABI, include/kforge/kernel.h" +
+                (torch_task ? std::string(", or a ModelNew .py") : std::string()) + ")");
   }
-  if (fs::path(path).extension() == ".py") {
-    throw Error(path + ": a Python file; kforge eval takes a native kernel (" +
+  if (fs::path(path).extension() == ".py" && !torch_task) {
+    throw Error(path + ": a Python file; a ModelNew candidate needs a PyTorch task (a problem "
+                ".py, or a TOML task with [reference] torch); this task takes a native kernel (" +
                 backends::get_backend(backend).source_extension + " on " + backend +
-                ") behind include/kforge/kernel.h; Python ModelNew candidates are not taken yet");
+                ") behind include/kforge/kernel.h");
   }
   return read_file(path);
 }
@@ -60,6 +64,11 @@ void final_rung(PreparedReference& prepared, const Task& task, const EvalCommand
                        .speedup;
   const bool profiles = backends::get_backend(result.reference.backend).can.ncu_profiler;
   if (options.profile == "off" || !profiles) return;
+  if (fs::path(options.kernel_path).extension() == ".py") {
+    result.reference.notes.push_back("not profiled: the profiler loads native kernels only, not "
+                                     "a ModelNew candidate");
+    return;
+  }
   std::optional<std::string> ncu = evaluation::find_ncu();
   if (!ncu) return;  // --profile on without ncu was refused before anything ran
   ScratchDir scratch("kforge-profile");
@@ -113,7 +122,9 @@ void add_measurement_options(CLI::App& command, EvalCommandOptions& options) {
 KernelEvaluation evaluate_kernel(const EvalCommandOptions& options) {
   std::string why;
   const std::string backend = resolve_backend(options.backend, options.device, &why);
-  read_kernel(options.kernel_path, backend);  // a missing kernel fails before the derivation
+  if (!fs::is_regular_file(options.kernel_path)) {
+    read_kernel(options.kernel_path, backend, is_torch_problem(options.task_path));  // says why
+  }
   const Task task = load_task(options.task_path);
   EvalCommandOptions resolved = options;
   resolved.backend = backend;
@@ -127,7 +138,7 @@ KernelEvaluation evaluate_kernel(const Task& task, const EvalCommandOptions& opt
   KernelEvaluation result;
   result.kernel = fs::absolute(options.kernel_path).lexically_normal().string();
   const std::string backend = resolve_backend(options.backend, options.device, nullptr);
-  const std::string source = read_kernel(options.kernel_path, backend);
+  const std::string source = read_kernel(options.kernel_path, backend, task.has_torch_reference());
   if (options.profile == "on") {
     if (!backends::get_backend(backend).can.ncu_profiler) {
       throw Error("--profile on needs " +

@@ -286,17 +286,9 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   std::vector<std::unique_ptr<worker::ProcessWorker>> python_workers;
   std::vector<std::unique_ptr<worker::CandidateRouter>> routers;
   if (task.has_torch_reference()) {
-    const std::vector<std::string> command = torch_candidate_worker_command();
     for (size_t i = 0; i < workers.size(); ++i) {
-      worker::ProcessWorkerConfig python_config = worker_config;
-      python_config.worker_path = command.front();
-      python_config.worker_arguments.assign(command.begin() + 1, command.end());
-      python_config.environment = torch_environment(worker::scrubbed_environment());
-      python_config.display_name = "python candidate worker";
+      worker::ProcessWorkerConfig python_config = configs.python_candidate;
       python_config.device_index = devices[i];
-      python_config.measure_device = false;
-      python_config.on_restart = nullptr;
-      python_config.slow_notice_s = 0.0;
       python_workers.push_back(std::make_unique<worker::ProcessWorker>(python_config));
       routers.push_back(std::make_unique<worker::CandidateRouter>(*workers[i],
                                                                   *python_workers.back()));

@@ -94,8 +94,15 @@ PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptio
   WorkerConfigs configs = worker_configs(task, check.backend, options.device);
   candidate_config_ = configs.candidate;
   candidates_ = std::make_unique<worker::ProcessWorker>(configs.candidate);
+  candidate_plane_ = candidates_.get();
+  if (task.has_torch_reference()) {
+    python_candidates_ = std::make_unique<worker::ProcessWorker>(configs.python_candidate);
+    router_ = std::make_unique<worker::CandidateRouter>(*candidates_, *python_candidates_);
+    candidate_plane_ = router_.get();
+  }
   reference_ = std::make_unique<worker::ProcessWorker>(configs.reference);
-  evaluator_ = std::make_unique<evaluation::Evaluator>(*candidates_, *reference_, task, policy);
+  evaluator_ =
+      std::make_unique<evaluation::Evaluator>(*candidate_plane_, *reference_, task, policy);
   // The workers' destructors shut them down if what follows throws.
   check.report = with_context("reference " + check.reference,
                               [&] { return evaluator_->prepare(artifact); });
@@ -106,6 +113,7 @@ PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptio
 
 PreparedReference::~PreparedReference() {
   evaluator_.reset();
+  if (router_) router_->shutdown();
   if (candidates_) candidates_->shutdown();
   if (reference_) reference_->shutdown();
 }

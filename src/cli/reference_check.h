@@ -17,6 +17,7 @@
 #include "common/scratch_dir.h"
 #include "core/task.h"
 #include "evaluation/evaluator.h"
+#include "worker/candidate_router.h"
 #include "worker/worker_client.h"
 
 namespace kforge::cli {
@@ -64,7 +65,9 @@ class PreparedReference {
 
   const ReferenceCheck& check() const { return check_; }
   evaluation::Evaluator& evaluator() { return *evaluator_; }
-  worker::Worker& candidates() { return *candidates_; }
+  /// Where candidates run: kforge-worker, or for a PyTorch task a router that also sends
+  /// ModelNew sources (.py) to a Python candidate worker of their own (candidate_router.h).
+  worker::Worker& candidates() { return *candidate_plane_; }
   /// The candidate worker's configuration (a profiler starts its own worker with it).
   const worker::ProcessWorkerConfig& candidate_config() const { return candidate_config_; }
   /// Seconds since the constructor started.
@@ -76,6 +79,9 @@ class PreparedReference {
   std::unique_ptr<ScratchDir> scratch_;
   worker::ProcessWorkerConfig candidate_config_;
   std::unique_ptr<worker::ProcessWorker> candidates_;
+  std::unique_ptr<worker::ProcessWorker> python_candidates_;
+  std::unique_ptr<worker::CandidateRouter> router_;
+  worker::Worker* candidate_plane_ = nullptr;
   std::unique_ptr<worker::ProcessWorker> reference_;
   std::unique_ptr<evaluation::Evaluator> evaluator_;
 };

@@ -23,6 +23,13 @@ WorkerConfigs worker_configs(const Task& task, const std::string& backend, int d
     reference.worker_arguments.assign(command.begin() + 1, command.end());
     reference.environment = torch_environment(worker::scrubbed_environment());
     reference.display_name = "torch reference worker";
+    const std::vector<std::string> python = torch_candidate_worker_command();
+    worker::ProcessWorkerConfig& candidate_python = configs.python_candidate;
+    candidate_python = candidate;
+    candidate_python.worker_path = python.front();
+    candidate_python.worker_arguments.assign(python.begin() + 1, python.end());
+    candidate_python.environment = torch_environment(worker::scrubbed_environment());
+    candidate_python.display_name = "python candidate worker";
   }
   return configs;
 }

@@ -20,6 +20,10 @@ struct WorkerConfigs {
   /// (torch_worker_command) in the scrubbed environment plus what PyTorch needs
   /// (torch_environment). No restart or slow-answer callbacks: the caller adds its own.
   worker::ProcessWorkerConfig reference;
+  /// For a task with a PyTorch reference: the Python candidate worker that runs ModelNew
+  /// candidates (worker/candidate_router.h), on `device`, in the scrubbed environment plus what
+  /// PyTorch needs; empty worker_path otherwise.
+  worker::ProcessWorkerConfig python_candidate;
 };
 
 /// Builds both configurations. Throws Error when the worker binary cannot be found.
