@@ -21,7 +21,7 @@ from kforge_torch.candidate import CandidateFailure, map_parameters
 from kforge_torch.candidate_guard import find_alias, fresh_copy
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.reference import describe_exception
-from kforge_torch.running import first_change, ms_since, new_run_result
+from kforge_torch.running import first_change, ms_since, new_run_result, write_call_outputs
 
 
 class CallFailure(Exception):
@@ -168,10 +168,5 @@ def run_candidate(session, request):
                 result["late_write"] = late_change(pairs, plan, snapshots,
                                                    request.late_write_wait_ms, session.device)
             result["check_ms"] += ms_since(check_start)
-            output_start = time.perf_counter()
-            for i, tensor in pairs:
-                cast = tensor.detach().to(kinputs.TORCH_DTYPES[plan[i].spec.dtype])
-                kinputs.write_raw(cast, out)
-            result["output_ms"] += ms_since(output_start)
-            result["calls_completed"] += 1
+            write_call_outputs(pairs, plan, out, result)
     return result

@@ -19,8 +19,6 @@ Exit status: 0 after shutdown or EOF, 1 when it cannot start, 3 after a sticky d
 """
 
 import os
-import resource
-import sys
 import types
 
 from kforge_torch import protocol
@@ -28,10 +26,9 @@ from kforge_torch.candidate import Candidate, CandidateFailure, CandidateTask
 from kforge_torch.candidate_guard import TamperWatch
 from kforge_torch.candidate_run import run_candidate
 from kforge_torch.candidate_timing import run_candidate_time
-from kforge_torch.device import Device
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.timing import new_timing_cache
-from kforge_torch.worker import Worker
+from kforge_torch.worker import Worker, serve_process
 
 
 class CandidateWorker(Worker):
@@ -105,11 +102,4 @@ class CandidateWorker(Worker):
 
 def main(backend, device_index):
     """Runs the candidate worker on this process's stdin/stdout; returns the exit status."""
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        request_fd, response_fd = protocol.take_private_channels()
-        device = Device(backend, device_index)
-    except Exception as e:
-        sys.stderr.write("kforge-torch candidate-worker: error: %s\n" % e)
-        return protocol.EXIT_HARNESS_ERROR
-    return CandidateWorker(device).serve(request_fd, response_fd)
+    return serve_process("candidate-worker", CandidateWorker, backend, device_index)

@@ -28,6 +28,18 @@ def first_change(name, shape, before, after):
     return "'%s' at %s" % (name, format_index(int(differs[0, 0]), shape))
 
 
+def write_call_outputs(pairs, plan, out, result):
+    """Writes one call's outputs ([(signature index, tensor)]) to the open file `out`, each in
+    its signature dtype, in signature order; adds the time to result["output_ms"] and counts the
+    call in result["calls_completed"]."""
+    output_start = time.perf_counter()
+    for i, tensor in pairs:
+        cast = tensor.detach().to(kinputs.TORCH_DTYPES[plan[i].spec.dtype])
+        kinputs.write_raw(cast, out)
+    result["output_ms"] += ms_since(output_start)
+    result["calls_completed"] += 1
+
+
 def new_run_result():
     """A RunResult of protocol.h with its defaults."""
     return {"verdict": "ok", "message": "", "calls_completed": 0, "output_bytes": 0,
@@ -117,10 +129,5 @@ def run_outputs(task, device, request):
                                                         values[i], passed[i])
             result["check_ms"] += ms_since(check_start)
 
-            output_start = time.perf_counter()
-            for i, tensor in pairs:
-                cast = tensor.detach().to(kinputs.TORCH_DTYPES[plan[i].spec.dtype])
-                kinputs.write_raw(cast, out)
-            result["output_ms"] += ms_since(output_start)
-            result["calls_completed"] += 1
+            write_call_outputs(pairs, plan, out, result)
     return result

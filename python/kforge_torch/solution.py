@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from .solution_plan import Plan, make_plan
-from .solution_problem import ProblemParts, problem_parts
-from .solution_source import BUILDS, Sources, solution_sources
+from .solution_plan import make_plan
+from .solution_problem import problem_parts
+from .solution_source import BUILDS, solution_sources
 from .solution_template import render
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # python/kforge_torch -> repo

@@ -139,7 +139,7 @@ def _list(items: Sequence[str]) -> str:
 def _load_call(sources: Sources, build: Build, names) -> str:
     cpp = "[" + ", ".join(n for kind, n in names if kind == "cpp") + "]"
     cuda = "[" + ", ".join(n for kind, n in names if kind == "cuda") + "]"
-    lines = [f"_kforge_kernel = load_inline(", f"    name={sources.name!r},",
+    lines = ["_kforge_kernel = load_inline(", f"    name={sources.name!r},",
              f"    cpp_sources={cpp},"]
     if sources.cuda:
         lines.append(f"    cuda_sources={cuda},")

@@ -130,14 +130,21 @@ class Worker:
         return 0
 
 
-def main(backend, device_index):
-    """Runs the worker on this process's stdin/stdout; returns the exit status."""
+def serve_process(name, make_worker, backend, device_index):
+    """Runs `make_worker(device)` (a Worker) on this process's private request/response
+    channels; returns the exit status. A harness error before serving (no such device, the
+    channels) prints "kforge-torch NAME: error: ..." and exits EXIT_HARNESS_ERROR."""
     try:
         # A crashing module must not leave a core file (gigabytes with a CUDA context) behind.
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         request_fd, response_fd = protocol.take_private_channels()
         device = Device(backend, device_index)
     except Exception as e:
-        sys.stderr.write("kforge-torch worker: error: %s\n" % e)
+        sys.stderr.write("kforge-torch %s: error: %s\n" % (name, e))
         return protocol.EXIT_HARNESS_ERROR
-    return Worker(device).serve(request_fd, response_fd)
+    return make_worker(device).serve(request_fd, response_fd)
+
+
+def main(backend, device_index):
+    """Runs the reference worker on this process's stdin/stdout; returns the exit status."""
+    return serve_process("worker", Worker, backend, device_index)

@@ -103,13 +103,15 @@ def expected_bytes(task, workload, seed, distribution="uniform", double=None, de
 class WorkerProcess:
     """`python3 -m kforge_torch worker` as a subprocess; its stderr goes to a temporary file."""
 
+    command = "worker"  # the kforge_torch subcommand this class starts
+
     def __init__(self, backend="cpu", device=0, token="0123456789abcdef0123456789abcdef"):
         self.token = token
         self.stderr = tempfile.TemporaryFile()
         environment = dict(os.environ)
         environment["PYTHONPATH"] = PYTHON_DIR + os.pathsep + environment.get("PYTHONPATH", "")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kforge_torch", "worker", "--backend", backend,
+            [sys.executable, "-m", "kforge_torch", self.command, "--backend", backend,
              "--device", str(device)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=environment)
         self.next_id = 1
