@@ -29,7 +29,10 @@ std::string chart(const std::string& page, const std::string& id) {
 class RunHtmlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / "kforge_run_html_test";
+    // A folder per test: ctest runs the tests of this suite at once, each in its own process.
+    dir_ = fs::temp_directory_path() /
+           ("kforge_run_html_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "run.json") << json{{"task", "softmax <rows>"}, {"backend", "cpu"},
