@@ -123,12 +123,25 @@ std::vector<std::string> tensor_lines(const Task& task, const json& torch,
 std::vector<std::string> scalar_lines(const Task& task, const json& torch) {
   const json& entries = array_at(torch, "scalars");
   std::vector<std::string> lines;
+  // An entry names its signature scalar (docs/torch_tasks.md); a task derived before names
+  // existed pairs them by position.
+  bool named = false;
+  for (const json& e : entries) named = named || (e.is_object() && e.contains("name"));
   for (size_t k = 0; k < task.signature.scalars.size(); ++k) {
     const ScalarSpec& s = task.signature.scalars[k];
+    const json* entry = nullptr;
+    for (const json& e : entries) {
+      if (e.is_object() && e.value("name", "") == s.name) entry = &e;
+    }
+    if (!named && k < entries.size() && entries[k].is_object()) entry = &entries[k];
     std::string place = "a constant of the module that kforge found by testing (e.g. a norm's eps)";
-    if (k < entries.size() && entries[k].is_object() && entries[k].value("source", "") == "input") {
+    const std::string source = entry ? entry->value("source", "") : "";
+    if (source == "input") {
       place = fmt::format("argument {0} of `forward` (element {0} of `get_inputs()`)",
-                          index_of(entries[k]));
+                          index_of(*entry));
+    } else if (source == "attribute") {
+      place = "the module's attribute `" + entry->value("attribute", "") +
+              "` (kforge found the value by testing)";
     }
     lines.push_back(fmt::format("- `args->scalars[{}]` = `{}` = {} ({}, passed as double); {}", k,
                                 s.name, s.value, to_string(s.dtype), place));

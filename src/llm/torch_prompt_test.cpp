@@ -63,6 +63,23 @@ TEST(TorchPromptTest, ScalarsProblemMadeInputsAndViewsAreSaid) {
   EXPECT_EQ(text.find("float64"), std::string::npos) << text;
 }
 
+// A family's task: its signature scalar (eps) is a module attribute, found by name among
+// torch.scalars, after forward's own scalar argument (which carries its value and no name).
+TEST(TorchPromptTest, ScalarsAreFoundByNameNotByPosition) {
+  nlohmann::json derived = derived_linear_relu();
+  derived["signature"]["scalars"] = {{{"name", "eps"}, {"dtype", "f64"}, {"value", 1e-5}}};
+  derived["torch"]["scalars"] = {
+      {{"source", "input"}, {"index", 1}, {"value", 0.5}, {"dtype", "f64"}},
+      {{"source", "attribute"}, {"name", "eps"}, {"attribute", "norm.eps"}}};
+  Task task = task_from_derived(derived, "linear_relu_half.py");
+  const std::string text = describe_torch_mapping(task);
+  EXPECT_NE(text.find("= `eps` = 1e-05 (f64, passed as double); the module's attribute "
+                      "`norm.eps`"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("argument 1 of `forward`"), std::string::npos) << text;
+}
+
 TEST(TorchPromptTest, ANativeTaskHasNoMapping) {
   const Task task =
       load_task((fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml").string());
