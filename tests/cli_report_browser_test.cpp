@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "process/subprocess.h"
 #include "support/cli_case.h"
+#include "support/html_marks.h"
 
 namespace kforge {
 namespace {
@@ -31,18 +32,6 @@ std::string find_chromium() {
     }
   }
   return "";
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-std::string chart(const std::string& dom, const std::string& id) {
-  const size_t start = dom.find("<svg id=\"" + id + "\"");
-  if (start == std::string::npos) return "";
-  return dom.substr(start, dom.find("</svg>", start) - start);
 }
 
 class CliReportBrowserTest : public testing::CliCase {
@@ -73,12 +62,12 @@ TEST_F(CliReportBrowserTest, ARunsReportLoadsInChromiumWithEveryMark) {
   EXPECT_EQ(loaded.output.find(":CONSOLE"), std::string::npos) << loaded.output;
   const std::string& dom = loaded.output;
   const size_t candidates = result.at("candidates").size();
-  EXPECT_EQ(count(chart(dom, "by-candidate"), "class=\"mark "), candidates) << dom;
-  EXPECT_EQ(count(chart(dom, "by-device-seconds"), "class=\"mark "), candidates);
-  EXPECT_EQ(count(chart(dom, "funnel"), "class=\"mark bar"), 4u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "by-candidate"), "class=\"mark "), candidates) << dom;
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "by-device-seconds"), "class=\"mark "), candidates);
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "funnel"), "class=\"mark bar"), 4u);
   const size_t workloads = result.at("best").at("full_workload_speedups").size();
-  EXPECT_EQ(count(chart(dom, "per-workload"), "class=\"mark bar"), workloads + 1);
-  EXPECT_EQ(count(chart(dom, "timings"), "class=\"mark bar"), 2u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "per-workload"), "class=\"mark bar"), workloads + 1);
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "timings"), "class=\"mark bar"), 2u);
   EXPECT_NE(dom.find("finished: best "), std::string::npos);
 
   const fs::path screenshot = fs::temp_directory_path() / "kforge-report-screenshot.png";

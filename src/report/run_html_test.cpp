@@ -7,24 +7,12 @@
 
 #include "common/error.h"
 #include "report/search_path.h"
+#include "support/html_marks.h"
 
 namespace kforge::report {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// The part of `page` from the chart with id `id` to its end.
-std::string chart(const std::string& page, const std::string& id) {
-  const size_t start = page.find("<svg id=\"" + id + "\"");
-  if (start == std::string::npos) return "";
-  return page.substr(start, page.find("</svg>", start) - start);
-}
 
 class RunHtmlTest : public ::testing::Test {
  protected:
@@ -89,22 +77,22 @@ class RunHtmlTest : public ::testing::Test {
 TEST_F(RunHtmlTest, AnUnfinishedRunShowsItsCandidatesAndSaysSo) {
   const std::string page = render_run_html(dir_);
   EXPECT_NE(page.find("not finished: the run was stopped half-way"), std::string::npos);
-  EXPECT_EQ(count(chart(page, "by-candidate"), "class=\"mark "), 5u);
-  EXPECT_EQ(count(chart(page, "by-device-seconds"), "class=\"mark "), 5u);
-  EXPECT_EQ(count(chart(page, "by-candidate"), "class=\"mark wrong_answer\""), 1u);
-  EXPECT_EQ(count(chart(page, "funnel"), "class=\"mark bar"), 4u);
-  EXPECT_EQ(chart(page, "per-workload"), "");  // no best yet
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "by-candidate"), "class=\"mark "), 5u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "by-device-seconds"), "class=\"mark "), 5u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "by-candidate"), "class=\"mark wrong_answer\""), 1u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "funnel"), "class=\"mark bar"), 4u);
+  EXPECT_EQ(testing::chart_of(page, "per-workload"), "");  // no best yet
   // Names from the run are text, never markup.
   EXPECT_EQ(page.find("<script>"), std::string::npos);
   EXPECT_NE(page.find("&lt;script&gt;x&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(page.find("softmax &lt;rows&gt;"), std::string::npos);
   // The best-so-far line (from the first accepted candidate on: 5 points, each after the first
   // with its step corner) and the marks' exact numbers in their tooltips.
-  const std::string by_candidate = chart(page, "by-candidate");
+  const std::string by_candidate = testing::chart_of(page, "by-candidate");
   const size_t line = by_candidate.find("class=\"line best\" points=\"");
   ASSERT_NE(line, std::string::npos) << by_candidate;
   const std::string points = by_candidate.substr(line, by_candidate.find("\"/>", line) - line);
-  EXPECT_EQ(count(points, ","), 9u) << points;
+  EXPECT_EQ(testing::count_of(points, ","), 9u) << points;
   EXPECT_NE(by_candidate.find("0.5000 ms, 4.000x, accepted"), std::string::npos);
 }
 
@@ -113,23 +101,23 @@ TEST_F(RunHtmlTest, AFinishedRunHasTheBestsChartsAndItsSource) {
   const std::string page = render_run_html(dir_);
   EXPECT_NE(page.find("finished: best 4.000x over the reference"), std::string::npos);
   // Two rung-2 workloads and the final rung with its interval.
-  EXPECT_EQ(count(chart(page, "per-workload"), "class=\"mark bar"), 3u);
-  EXPECT_EQ(count(chart(page, "per-workload"), "class=\"whisker\""), 1u);
-  EXPECT_NE(chart(page, "per-workload").find("final rung: 4.000x, 95% CI 3.800-4.200x"),
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "per-workload"), "class=\"mark bar"), 3u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "per-workload"), "class=\"whisker\""), 1u);
+  EXPECT_NE(testing::chart_of(page, "per-workload").find("final rung: 4.000x, 95% CI 3.800-4.200x"),
             std::string::npos);
-  EXPECT_EQ(count(chart(page, "timings"), "class=\"mark bar"), 2u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "timings"), "class=\"mark bar"), 2u);
   // No FLOP count: the achieved bandwidth against the copy bandwidth instead of a roofline.
-  EXPECT_EQ(count(chart(page, "roofline"), "class=\"mark bar"), 2u);
-  EXPECT_NE(chart(page, "roofline").find("best: 16.0 GB/s"), std::string::npos);
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "roofline"), "class=\"mark bar"), 2u);
+  EXPECT_NE(testing::chart_of(page, "roofline").find("best: 16.0 GB/s"), std::string::npos);
   // Rungs reached: 5, then 3 at rung 1 (every rung >= 1 candidate)...
-  EXPECT_NE(chart(page, "funnel").find("rung 3 (final): 1 candidate(s)"), std::string::npos);
+  EXPECT_NE(testing::chart_of(page, "funnel").find("rung 3 (final): 1 candidate(s)"), std::string::npos);
   EXPECT_NE(page.find("return a &lt; b;"), std::string::npos);
   // The search's path, laid out by graphviz (scripts/setup installs it): start -> hint v0,
   // start -> hint v1, hint v0 -> vectorization (three candidates, one arrow).
   const size_t graph = page.find("<div class=\"path-graph\">");
   ASSERT_NE(graph, std::string::npos) << page;
   const std::string svg = page.substr(graph, page.find("</svg>", graph) - graph);
-  EXPECT_EQ(count(svg, "class=\"edge\""), 3u) << svg;
+  EXPECT_EQ(testing::count_of(svg, "class=\"edge\""), 3u) << svg;
   EXPECT_NE(svg.find("s1 simd_2"), std::string::npos) << svg;
 }
 

@@ -2,20 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "support/html_marks.h"
+
 namespace kforge::report {
 namespace {
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-std::string chart(const std::string& page, const std::string& id) {
-  const size_t start = page.find("<svg id=\"" + id + "\"");
-  if (start == std::string::npos) return "";
-  return page.substr(start, page.find("</svg>", start) - start);
-}
 
 SuiteRow correct(const std::string& name, double speedup) {
   SuiteRow row;
@@ -41,12 +31,12 @@ TEST(SuiteHtml, FastPCurveSpeedupBarsAndEveryRow) {
   for (const SuiteRow& row : rows) outcomes.push_back(row.outcome());
   const std::string page = render_suite_html(rows, compute_suite_metrics(outcomes), "/s");
   // p = 0, 1, 1.5, 2 and the two speedups (1.5 once): five thresholds.
-  EXPECT_EQ(count(chart(page, "fast-p"), "class=\"mark "), 5u);
-  EXPECT_NE(chart(page, "fast-p").find("fast_2 = 33.3% (1 of 3 tasks correct with speedup &gt; 2)"),
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "fast-p"), "class=\"mark "), 5u);
+  EXPECT_NE(testing::chart_of(page, "fast-p").find("fast_2 = 33.3% (1 of 3 tasks correct with speedup &gt; 2)"),
             std::string::npos)
-      << chart(page, "fast-p");
-  EXPECT_EQ(count(chart(page, "speedups"), "class=\"mark bar"), 2u);
-  EXPECT_EQ(count(chart(page, "speedups"), "class=\"whisker\""), 2u);
+      << testing::chart_of(page, "fast-p");
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "speedups"), "class=\"mark bar"), 2u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "speedups"), "class=\"whisker\""), 2u);
   EXPECT_NE(page.find("<td>66.7% (2)</td>"), std::string::npos);
   EXPECT_NE(page.find("<tr class=\"unserved\"><td>cumsum</td>"), std::string::npos);
   EXPECT_NE(page.find("<td>0.2500</td>"), std::string::npos);
