@@ -242,6 +242,12 @@ TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProbl
   EXPECT_NE(second.output.find("its reference ran in an earlier suite run"), std::string::npos)
       << second.output;
   EXPECT_EQ(row("cumsum")["reference_check"], "ran");
+  // ... and its row keeps what the check cost when it ran (the suite's wall total stays whole).
+  const nlohmann::json earlier_check =
+      nlohmann::json::parse(read_file(suite_dir() / "checks" / "cumsum.json"));
+  EXPECT_GT(earlier_check["wall_s"].get<double>(), 0.0) << earlier_check.dump(2);
+  EXPECT_GE(row("cumsum")["wall_s"].get<double>(), earlier_check["wall_s"].get<double>())
+      << row("cumsum").dump(2);
 
   // A changed problem file is derived again: its new bytes' sha256 is in the new TOML.
   const std::string changed = std::string(kCumsum) + "# edited\n";

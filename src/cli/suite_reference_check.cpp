@@ -44,6 +44,8 @@ void check_unserved_reference(const SuiteReferenceCheck& setup, const fs::path& 
   const fs::path report_path = reference_check_path(setup.suite_dir, row.name);
   if (nlohmann::json earlier = earlier_check(report_path, task_file); !earlier.is_null()) {
     record_ran(earlier, row);
+    // The row's cost is what the check cost when it ran: a resumed suite's totals stay whole.
+    row.wall_s += earlier.value("wall_s", 0.0);
     say(fmt::format("its reference ran in an earlier suite run: {:.4f} ms ({})",
                     *row.reference_ms, report_path.string()));
     return;
