@@ -1,6 +1,7 @@
 """A derived task (docs/torch_tasks.md, JSON v1) loaded for the reference worker: its problem
 module per workload, the model, and the generated inputs placed where the module takes them."""
 
+import collections
 import hashlib
 import json
 import math
@@ -17,6 +18,19 @@ from kforge_torch.protocol import ProtocolError, bind_shape
 TASK_FORMAT = "kforge-torch-task"
 TASK_VERSION = 1
 SOURCES = ("input", "output", "parameter", "buffer")
+
+
+def _host_memory_bytes():
+    """Physical memory of this machine in bytes, or 0 where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+# Provided values kept across (workload, seed) keys: an eighth of the host's memory, at most
+# 16 GiB (the latest key's values are kept whatever their size).
+_PROVIDED_KEEP_BYTES = min(16 << 30, _host_memory_bytes() // 8 or (1 << 30))
 
 
 
@@ -110,8 +124,9 @@ class ReferenceTask:
         self._modules = {}
         self._model_key = None
         self._model = None
-        self._provided_key = None
-        self._provided = None
+        # (workload, seed) -> provided values, oldest first, at most _PROVIDED_KEEP_BYTES in
+        # all (the latest is kept whatever its size).
+        self._provided = collections.OrderedDict()
         try:
             load_problem(self.problem, {})
         except Exception as e:
@@ -189,13 +204,13 @@ class ReferenceTask:
         """{signature index: contiguous 1-D CPU tensor} of the provided entries of `plan`
         (TensorSpec.provided) at (workload, seed): for an input, element `index` of get_inputs()
         called right after torch.manual_seed(seed); for a parameter or buffer, that of
-        Model(*get_init_inputs()) built right after torch.manual_seed(seed). The last
-        (workload, seed) is kept. Exceptions of the module propagate; ProtocolError when a value
+        Model(*get_init_inputs()) built right after torch.manual_seed(seed). Values are kept
+        per (workload, seed) up to _PROVIDED_KEEP_BYTES (_keep_provided). Exceptions of the module propagate; ProtocolError when a value
         is not a tensor of the signature's dtype and element count."""
         key = (workload_name, seed)
-        if self._provided_key == key:
-            return self._provided
-        self._provided_key, self._provided = None, None
+        if key in self._provided:
+            self._provided.move_to_end(key)
+            return self._provided[key]
         wanted = [(i, e) for i, e in enumerate(plan) if e.spec.provided]
         module = self.module(workload_name)
         given, held = [], {}
@@ -227,8 +242,24 @@ class ReferenceTask:
                     "expects %s of %d elements" % (entry.spec.name, where, workload_name, seed, got,
                                                    expected, entry.numel))
             made[i] = value.detach().to("cpu").contiguous().reshape(-1)
-        self._provided_key, self._provided = key, made
+        self._keep_provided(key, made)
         return made
+
+    def _keep_provided(self, key, made):
+        """Keeps `made` under `key`, dropping the oldest kept values while the kept bytes pass
+        _PROVIDED_KEEP_BYTES. Making them again means calling the problem's get_inputs() again,
+        which at KernelBench sizes makes every input on the host (93_masked_cumsum: 4 GiB of
+        torch.rand and 8 GiB of torch.randint per call, seconds each), and the evaluation asks
+        for each seed at least twice (provide, then the expected outputs)."""
+        self._provided[key] = made
+        self._provided.move_to_end(key)
+
+        def kept_bytes():
+            return sum(t.numel() * t.element_size()
+                       for values in self._provided.values() for t in values.values())
+
+        while len(self._provided) > 1 and kept_bytes() > _PROVIDED_KEEP_BYTES:
+            self._provided.popitem(last=False)
 
     def generate_inputs(self, plan, seed, distribution, device, host=False, remap="none",
                         workload_name=None):

@@ -7,10 +7,11 @@ import os
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
 import torch
 
-from kforge_torch import inputs, protocol
+from kforge_torch import inputs, protocol, reference
 from kforge_torch.problem_module import load_problem
 from tests.worker_harness import (WorkerProcess, expected_bytes, problem, tensor, write_task)
 
@@ -295,6 +296,37 @@ class ProvideTest(WorkerTestCase):
         picked = x.gather(1, ids.unsqueeze(1)).squeeze(1)
         expected = ((x * mask).sum(dim=1) + picked).float()
         self.assertEqual(data, inputs.raw_bytes(expected))
+
+    def test_each_seed_calls_get_inputs_once(self):
+        # At KernelBench sizes one get_inputs() call makes gigabytes on the host: a seed's
+        # values are made once for the provided files and reused for its expected outputs.
+        task_file = masked_pick_task(self.directory)
+        task = reference.ReferenceTask(task_file["path"])
+        signature = protocol.parse_signature(task_file["signature"])
+        small = protocol.parse_workload(workload(task_file, "small"))
+        plan = task.plan(signature, small)
+        module = task.module("small")
+        calls = []
+        original = module.get_inputs
+
+        def counted():
+            calls.append(1)
+            return original()
+
+        module.get_inputs = counted
+        first = {seed: task.provided_values(plan, "small", seed) for seed in (3, 5)}
+        again = {seed: task.provided_values(plan, "small", seed) for seed in (3, 5)}
+        self.assertEqual(len(calls), 2)
+        for seed in (3, 5):
+            _, mask, ids = self.problem_values(seed)
+            self.assertTrue(torch.equal(again[seed][1], mask.reshape(-1)))
+            self.assertTrue(torch.equal(again[seed][2], ids.reshape(-1)))
+            self.assertIs(again[seed], first[seed])
+        # Over the memory bound only the latest seed is kept: the other is made again.
+        with mock.patch.object(reference, "_PROVIDED_KEEP_BYTES", 1):
+            task.provided_values(plan, "small", 7)
+            task.provided_values(plan, "small", 3)
+        self.assertEqual(len(calls), 4)
 
     def test_a_missing_folder_is_refused(self):
         task = masked_pick_task(self.directory)
