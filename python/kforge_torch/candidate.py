@@ -18,8 +18,15 @@ Decisions, and why:
   get_inputs() of the problem file, but the modules it keeps have `Model` removed (the static
   screen refuses sources that name the problem or `Model` at all). Expected outputs are never
   computed in this process.
+- Builds: a candidate's own code (its import, and ModelNew's constructor) runs with
+  TORCH_EXTENSIONS_DIR set to a folder of its content hash under KFORGE_TORCH_EXTENSIONS_ROOT
+  (kforge's artifact cache, src/cli/worker_setup.cpp), so a load_inline build is cached by
+  content like a native build: the same source loads again without compiling (torch rewrites
+  its sources only when they change, and ninja then has nothing to do), and two candidates that
+  name their extension alike never rebuild over each other's build folder.
 """
 
+import contextlib
 import hashlib
 import inspect
 import os
@@ -106,6 +113,25 @@ def _signature_text(signature):
     return "(" + ", ".join(str(p) for p in list(signature.parameters.values())[1:]) + ")"
 
 
+@contextlib.contextmanager
+def extensions_dir(name):
+    """TORCH_EXTENSIONS_DIR set to <KFORGE_TORCH_EXTENSIONS_ROOT>/<name> inside the block, and
+    restored after it; nothing changes where that root is not set (a user's own worker)."""
+    root = os.environ.get("KFORGE_TORCH_EXTENSIONS_ROOT", "")
+    if not root:
+        yield
+        return
+    before = os.environ.get("TORCH_EXTENSIONS_DIR")
+    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(root, name)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TORCH_EXTENSIONS_DIR", None)
+        else:
+            os.environ["TORCH_EXTENSIONS_DIR"] = before
+
+
 def load_source(path):
     """Executes the candidate source at `path` as a new module registered in sys.modules under
     a name of its content hash (Triton and load_inline look functions up by module), and
@@ -127,7 +153,8 @@ def load_source(path):
     module.__file__ = os.path.abspath(path)
     sys.modules[name] = module
     try:
-        exec(code, module.__dict__)
+        with extensions_dir(name):
+            exec(code, module.__dict__)
     except ImportError as e:
         sys.modules.pop(name, None)
         raise CandidateFailure("compile_error", "importing the candidate: %s"
@@ -200,7 +227,9 @@ class Candidate:
     def __init__(self, task, path):
         self.task = task
         self.path = path
-        self.cls = model_new_class(load_source(path), path, task.model_signature())
+        module = load_source(path)
+        self.build_name = module.__name__  # its extensions folder (extensions_dir)
+        self.cls = model_new_class(module, path, task.model_signature())
         self._model_key = None
         self._model = None
 
@@ -218,7 +247,8 @@ class Candidate:
         args = self.task.init_args(workload_name)
         torch.manual_seed(seed)
         try:
-            model = self.cls(*args)
+            with extensions_dir(self.build_name):
+                model = self.cls(*args)
         except TypeError as e:
             raise CandidateFailure("wrong_signature", "ModelNew(*get_init_inputs()) at "
                                    "workload '%s': %s" % (workload_name, describe_exception(e)))

@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import time
 import unittest
+import unittest.mock
 
 import torch
 
@@ -210,3 +211,30 @@ class GuardTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExtensionsDirTest(unittest.TestCase):
+    """A candidate's load_inline builds go to a folder of its content hash under kforge's cache."""
+
+    def test_import_and_constructor_see_the_candidate_folder(self):
+        from kforge_torch.candidate import extensions_dir, load_source
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "records.py")
+            with open(path, "w") as f:
+                f.write("import os\nSEEN = os.environ.get('TORCH_EXTENSIONS_DIR')\n")
+            root = os.path.join(directory, "extensions")
+            before = os.environ.get("TORCH_EXTENSIONS_DIR")
+            with unittest.mock.patch.dict(os.environ, {"KFORGE_TORCH_EXTENSIONS_ROOT": root}):
+                module = load_source(path)
+                self.assertEqual(module.SEEN, os.path.join(root, module.__name__))
+                self.assertTrue(module.__name__.startswith("kforge_candidate_"))
+                self.assertEqual(os.environ.get("TORCH_EXTENSIONS_DIR"), before)  # restored
+                with extensions_dir("other"):
+                    self.assertEqual(os.environ["TORCH_EXTENSIONS_DIR"],
+                                     os.path.join(root, "other"))
+                self.assertEqual(os.environ.get("TORCH_EXTENSIONS_DIR"), before)
+            # Without kforge's root (a user's own process), nothing is changed.
+            with unittest.mock.patch.dict(os.environ, {}, clear=False):
+                os.environ.pop("KFORGE_TORCH_EXTENSIONS_ROOT", None)
+                module = load_source(path)
+                self.assertEqual(module.SEEN, before)

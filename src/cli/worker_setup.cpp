@@ -1,9 +1,12 @@
 #include "cli/worker_setup.h"
 
+#include <filesystem>
+
 #include "common/paths.h"
 #include "task/torch_task.h"
 
 namespace kforge::cli {
+namespace fs = std::filesystem;
 
 WorkerConfigs worker_configs(const Task& task, const std::string& backend, int device) {
   WorkerConfigs configs;
@@ -29,6 +32,11 @@ WorkerConfigs worker_configs(const Task& task, const std::string& backend, int d
     candidate_python.worker_path = python.front();
     candidate_python.worker_arguments.assign(python.begin() + 1, python.end());
     candidate_python.environment = torch_environment(worker::scrubbed_environment());
+    // load_inline builds under kforge's artifact cache, a folder per candidate source
+    // (python/kforge_torch/candidate.py extensions_dir): cached by content like native builds.
+    candidate_python.environment->push_back("KFORGE_TORCH_EXTENSIONS_ROOT=" +
+                                           (fs::path(artifact_cache_dir()) / "torch_extensions")
+                                               .string());
     candidate_python.display_name = "python candidate worker";
   }
   return configs;
