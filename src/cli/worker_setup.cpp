@@ -34,9 +34,18 @@ WorkerConfigs worker_configs(const Task& task, const std::string& backend, int d
     candidate_python.environment = torch_environment(worker::scrubbed_environment());
     // load_inline builds under kforge's artifact cache, a folder per candidate source
     // (python/kforge_torch/candidate.py extensions_dir): cached by content like native builds.
-    candidate_python.environment->push_back("KFORGE_TORCH_EXTENSIONS_ROOT=" +
-                                           (fs::path(artifact_cache_dir()) / "torch_extensions")
-                                               .string());
+    // Under bubblewrap the filesystem is read-only but for the scratch areas, so that folder is
+    // bound writable too (made first: bwrap binds only what exists).
+    const std::string extensions = (fs::path(artifact_cache_dir()) / "torch_extensions").string();
+    candidate_python.environment->push_back("KFORGE_TORCH_EXTENSIONS_ROOT=" + extensions);
+    if (candidate_python.sandbox.mechanism == "bubblewrap") {
+      std::error_code ec;
+      fs::create_directories(extensions, ec);
+      if (!ec) {
+        candidate_python.sandbox.argv_prefix.insert(candidate_python.sandbox.argv_prefix.end(),
+                                                    {"--bind", extensions, extensions});
+      }
+    }
     candidate_python.display_name = "python candidate worker";
   }
   return configs;

@@ -23,6 +23,20 @@ TEST(WorkerSetupTest, PythonCandidatesBuildUnderKforgesArtifactCache) {
   EXPECT_TRUE(has_entry(*configs.python_candidate.environment,
                         "KFORGE_TORCH_EXTENSIONS_ROOT=/tmp/kforge-worker-setup-cache/"
                         "torch_extensions"));
+  // Under bubblewrap (read-only filesystem) that folder is bound writable for this worker only.
+  const std::string extensions = "/tmp/kforge-worker-setup-cache/torch_extensions";
+  const auto binds = [&extensions](const worker::Sandbox& sandbox) {
+    const auto& argv = sandbox.argv_prefix;
+    for (size_t i = 0; i + 2 < argv.size(); ++i) {
+      if (argv[i] == "--bind" && argv[i + 1] == extensions) return true;
+    }
+    return false;
+  };
+  if (configs.python_candidate.sandbox.mechanism == "bubblewrap") {
+    EXPECT_TRUE(binds(configs.python_candidate.sandbox));
+  }
+  EXPECT_FALSE(binds(configs.candidate.sandbox));
+  EXPECT_FALSE(binds(configs.reference.sandbox));
   // The reference worker runs no candidate code: it gets no build folder.
   ASSERT_TRUE(configs.reference.environment.has_value());
   for (const std::string& entry : *configs.reference.environment) {
