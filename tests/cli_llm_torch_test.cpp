@@ -256,7 +256,9 @@ TEST_F(CliLlmTorchTest, AKilledRunResumesWithTheFirstKernelFromTheRunDatabaseAnd
 
 TEST_F(CliLlmTorchTest, AModelThatNeverWritesACorrectKernelEndsTheRunWithExitCode3) {
   FakeOpenAiServer server;
-  // Every kernel forgets the bias: wrong answers, first and after each repair.
+  // Every kernel forgets the bias: wrong answers, first and after each repair. The repair
+  // answers the same kernel, which is recorded as a duplicate of the first and ends the
+  // repairs (the same failure would get the same answer again; issue 21).
   server.set_responder(ScriptedModel("linear_relu_no_bias_cpu.md", "linear_relu_no_bias_cpu.md",
                                      "linear_relu_no_bias_cpu.md"));
   const fs::path run = dir_ / "run";
@@ -264,7 +266,7 @@ TEST_F(CliLlmTorchTest, AModelThatNeverWritesACorrectKernelEndsTheRunWithExitCod
   args.insert(args.end(), {"--repair-tries", "2"});
   process::CommandResult result = kforge(args, endpoint(server));
   ASSERT_EQ(result.exit_code, 3) << result.output;
-  EXPECT_NE(result.output.find("no correct candidate (3 wrong_answer)"), std::string::npos)
+  EXPECT_NE(result.output.find("no correct candidate (2 wrong_answer)"), std::string::npos)
       << result.output;
   EXPECT_NE(result.output.find("stopped:    no first kernel the generator wrote passed the gate"),
             std::string::npos)
@@ -272,8 +274,11 @@ TEST_F(CliLlmTorchTest, AModelThatNeverWritesACorrectKernelEndsTheRunWithExitCod
   EXPECT_FALSE(fs::exists(run / "best.cpp"));
   const nlohmann::json json = nlohmann::json::parse(read_file(run / "result.json"));
   EXPECT_TRUE(json["best"].is_null());
-  ASSERT_EQ(json["candidates"].size(), 3u) << json.dump(2);
-  EXPECT_EQ(json["candidates"][2]["id"], "llm-first-r2");
+  ASSERT_EQ(json["candidates"].size(), 2u) << json.dump(2);
+  EXPECT_EQ(json["candidates"][1]["id"], "llm-first-r1");
+  EXPECT_EQ(json["candidates"][1]["duplicate_of"], "llm-first");
+  EXPECT_EQ(json["candidates"][1]["device_s"], 0.0);
+  EXPECT_NE(result.output.find("same as #0 (not evaluated again)"), std::string::npos);
   EXPECT_EQ(json["budget"]["stopped_by"], "no_correct");
   EXPECT_NE(read_file(run / "report.md").find("Stopped: no first kernel"), std::string::npos);
 }

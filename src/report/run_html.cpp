@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "report/lineage_text.h"
 #include "report/search_path.h"
 #include "report/svg_chart.h"
 
@@ -126,6 +127,8 @@ std::string funnel_chart(const std::vector<CandidateMark>& marks, const std::opt
   std::array<int, 4> reached{};
   if (result && result->contains("candidates")) {
     for (const json& c : result->at("candidates")) {
+      // A duplicate reached no rung itself: its original is counted.
+      if (c.contains("duplicate_of") && c.at("duplicate_of").is_string()) continue;
       const int rung = static_cast<int>(number_or(c, "rung", 0));
       for (int r = 0; r <= std::min(rung, 3); ++r) ++reached[r];
     }
@@ -229,7 +232,12 @@ std::string path_table(const json& result) {
     rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                         static_cast<int>(number_or(c, "step", 0)), svg::escape(text_or(c, "id")),
                         svg::escape(text_or(c, "direction")), svg::escape(text_or(c, "strategy")),
-                        svg::escape(text_or(c, "verdict")), svg::escape(text_or(c, "change")));
+                        svg::escape(text_or(c, "verdict") +
+                                    (c.contains("duplicate_of") && c.at("duplicate_of").is_string()
+                                         ? fmt::format(" (same as #{})",
+                                                       static_cast<int>(number_or(c, "duplicate_of_index", -1)))
+                                         : std::string())),
+                        svg::escape(text_or(c, "change")));
   }
   return "<table><tr><th>step</th><th>candidate</th><th>direction</th><th>strategy</th>"
          "<th>verdict</th><th>change</th></tr>\n" + rows + "</table>\n";
@@ -321,6 +329,14 @@ std::string render_run_html(const fs::path& run_dir) {
       page += section("Profile of the best (Nsight Compute)",
                       lines.empty() ? "<p class=\"note\">" + svg::escape(text_or(profile, "message")) + "</p>\n"
                                     : "<ul>" + lines + "</ul>\n");
+    }
+    std::string lineage;
+    for (const std::string& line : lineage_lines(result->at("best").value("lineage", json()))) {
+      lineage += "<li>" + svg::escape(line) + "</li>";
+    }
+    if (!lineage.empty()) {
+      page += section("Lineage of the best (the moves that led to it, and the memory behind each)",
+                      "<ul id=\"lineage\">" + lineage + "</ul>\n");
     }
     std::string why;
     const std::string graph = render_dot_svg(search_path_dot(result->value("candidates", json::array())), why);

@@ -1,6 +1,7 @@
 #include "report/summary.h"
 
 #include "backends/backend.h"
+#include "report/lineage_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -193,9 +194,18 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
   std::string text = fmt::format("kforge: {} optimized with {} in {:.1f} s\n", task_name,
                                  device_line(result), result.value("wall_s", 0.0));
   int ok = 0;
-  for (const auto& c : result.at("candidates")) ok += c.value("verdict", "") == "ok";
-  text += fmt::format("  candidates: {} evaluated, {} correct{}\n", result.at("candidates").size(),
-                      ok,
+  int duplicates = 0;  // same as an earlier candidate: not evaluated again, not counted here
+  for (const auto& c : result.at("candidates")) {
+    const bool duplicate = c.contains("duplicate_of") && c["duplicate_of"].is_string();
+    duplicates += duplicate;
+    ok += !duplicate && c.value("verdict", "") == "ok";
+  }
+  text += fmt::format("  candidates: {} evaluated, {} correct{}{}\n",
+                      result.at("candidates").size() - static_cast<size_t>(duplicates), ok,
+                      duplicates > 0 ? fmt::format(", {} duplicate{} of earlier ones not "
+                                                   "evaluated again",
+                                                   duplicates, duplicates == 1 ? "" : "s")
+                                     : "",
                       result.value("replayed_candidates", 0) > 0
                           ? fmt::format(" ({} restored from the run database)",
                                         result.value("replayed_candidates", 0))
@@ -247,6 +257,11 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
     } else {
       text += fmt::format("  profile:    none ({})\n", profile->value("message", ""));
     }
+  }
+  const std::vector<std::string> lineage =
+      lineage_lines(result.at("best").value("lineage", nlohmann::json()));
+  for (size_t i = 0; i < lineage.size(); ++i) {
+    text += (i == 0 ? "  lineage:    " : "              ") + lineage[i] + "\n";
   }
   text += fmt::format("  kernel:     {}\n", result.at("best").value("source", "?"));
   text += fmt::format("  report:     {}/report.md\n  result:     {}/result.json\n",
@@ -319,6 +334,15 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
       text += "Stopped: " + stopped + ".\n";
     }
   }
+  if (!result.at("best").is_null()) {
+    const std::vector<std::string> lineage =
+        lineage_lines(result.at("best").value("lineage", nlohmann::json()));
+    if (!lineage.empty()) {
+      text += "\n## Lineage of the best\n\nThe moves that led to the best and what the memory "
+              "had for each when it was chosen:\n\n";
+      for (const std::string& line : lineage) text += "- " + line + "\n";
+    }
+  }
   text += "\n## Candidates\n\n| # | step | candidate | direction / strategy | verdict | median ms | "
           "gain vs parent |\n|---|---|---|---|---|---|---|\n";
   for (const auto& c : result.at("candidates")) {
@@ -328,8 +352,12 @@ std::string render_markdown(const nlohmann::json& result, const std::string& tas
     std::string gain = c["log_gain"].is_number()
                            ? fmt::format("{:.3f}x", std::exp(c["log_gain"].get<double>()))
                            : "-";
+    std::string verdict = c.value("verdict", "");
+    if (c.contains("duplicate_of") && c["duplicate_of"].is_string()) {
+      verdict += fmt::format(" (same as #{})", c.value("duplicate_of_index", -1));
+    }
     text += fmt::format("| {} | {} | `{}` | {} | {} | {} | {} |\n", c.value("index", 0),
-                        c.value("step", 0), c.value("id", ""), how, c.value("verdict", ""),
+                        c.value("step", 0), c.value("id", ""), how, verdict,
                         ms(c["median_ms"]), gain);
   }
   return text;

@@ -5,11 +5,13 @@ namespace kforge::search {
 void to_json(nlohmann::json& j, const PlanDecision& plan) {
   nlohmann::json moves = nlohmann::json::array();
   for (const PlannedMove& move : plan.moves) {
-    moves.push_back({{"parent", move.parent_id},
-                     {"direction", move.direction_id},
-                     {"strategy", move.strategy_id},
-                     {"candidate", move.candidate_id},
-                     {"explanation", move.explanation}});
+    nlohmann::json recorded = {{"parent", move.parent_id},
+                               {"direction", move.direction_id},
+                               {"strategy", move.strategy_id},
+                               {"candidate", move.candidate_id},
+                               {"explanation", move.explanation}};
+    if (move.support) recorded["support"] = *move.support;
+    moves.push_back(std::move(recorded));
   }
   j = {{"step", plan.step}, {"moves", moves}, {"rng", plan.rng}};
 }
@@ -18,10 +20,13 @@ void from_json(const nlohmann::json& j, PlanDecision& out) {
   out.step = j.at("step").get<int>();
   out.moves.clear();
   for (const nlohmann::json& move : j.at("moves")) {
-    out.moves.push_back({move.at("parent").get<std::string>(),
-                         move.at("direction").get<std::string>(),
-                         move.at("strategy").get<std::string>(),
-                         move.at("candidate").get<std::string>(), move.value("explanation", "")});
+    PlannedMove planned{move.at("parent").get<std::string>(),
+                        move.at("direction").get<std::string>(),
+                        move.at("strategy").get<std::string>(),
+                        move.at("candidate").get<std::string>(), move.value("explanation", ""),
+                        std::nullopt};
+    if (move.contains("support")) planned.support = move.at("support").get<memory::ChoiceSupport>();
+    out.moves.push_back(std::move(planned));
   }
   out.rng = j.at("rng").get<std::string>();
 }

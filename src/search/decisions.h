@@ -7,12 +7,14 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/ladder.h"
 #include "core/verdict.h"
+#include "memory/support.h"
 #include "search/scheduler.h"
 
 namespace kforge::search {
@@ -25,6 +27,9 @@ struct PlannedMove {
   std::string strategy_id;
   std::string candidate_id;
   std::string explanation;
+  /// The memory behind the choice, as the policy saw it then (memory/support.h); nullopt in
+  /// plans recorded before it was kept.
+  std::optional<memory::ChoiceSupport> support;
 };
 
 /// Kind "plan", key "step:<step>": the moves the policy chose for a step, and the rng state

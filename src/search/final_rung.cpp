@@ -35,7 +35,10 @@ void Optimizer::promote_cohort(int step) {
   std::vector<CandidateRecord*> members;
   std::vector<Contender> cohort;
   for (CandidateRecord& r : records_) {
-    if (r.verdict != Verdict::ok || !r.median_ms || r.promotion) continue;
+    // A duplicate is its original's place in the ladder, not a contender of its own.
+    if (r.verdict != Verdict::ok || !r.median_ms || r.promotion || !r.duplicate_of.empty()) {
+      continue;
+    }
     members.push_back(&r);
     Contender c;
     c.id = r.id;
@@ -184,7 +187,7 @@ std::string Optimizer::choose_final(const std::string& best_id) {
   double chosen_geomean = best_geomean;
   std::string considered = best_id;
   for (const CandidateRecord& r : records_) {
-    if (r.id == best_id || !r.full_geomean_speedup) continue;
+    if (r.id == best_id || !r.full_geomean_speedup || !r.duplicate_of.empty()) continue;
     considered += "," + r.id;
     const double geomean = *r.full_geomean_speedup;
     if (geomean > chosen_geomean &&

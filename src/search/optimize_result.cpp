@@ -31,6 +31,10 @@ nlohmann::json record_json(const CandidateRecord& r) {
   j["rung"] = rung_number(r.rung);
   j["found_device_s"] = r.found_device_s;
   j["found_wall_s"] = r.found_wall_s;
+  // "same as #N": not evaluated, the original's verdict and numbers (optimizer.h).
+  j["duplicate_of"] = r.duplicate_of.empty() ? nlohmann::json() : nlohmann::json(r.duplicate_of);
+  if (!r.duplicate_of.empty()) j["duplicate_of_index"] = r.duplicate_of_index;
+  j["support"] = r.support ? nlohmann::json(*r.support) : nlohmann::json();
   return j;
 }
 
@@ -68,6 +72,8 @@ nlohmann::json OptimizeResult::to_json() const {
   if (best) {
     j["best"] = record_json(*best);
     j["best"]["source"] = best_source_path;
+    // From the hint it descends from to the best: each move and the memory behind it.
+    j["best"]["lineage"] = lineage;
   } else {
     j["best"] = nullptr;
   }

@@ -26,7 +26,10 @@ namespace {
 //    another rule, so it is refused rather than resumed.
 // 4: a step's plan reserves diversity slots for other decompositions (plan_step): a run begun
 //    under 3 would plan its remaining steps under another rule.
-constexpr int kResumeFormat = 4;
+// 5: identical candidates are recorded as duplicates and not evaluated (duplicates.h), and
+//    plans carry each choice's memory support counted against meta "memory_rows_at_start":
+//    a run begun under 4 would evaluate its remaining duplicates differently and has no count.
+constexpr int kResumeFormat = 5;
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -122,6 +125,10 @@ void Optimizer::open_journal() {
     journal_->set_meta("schema_version", report::RunDatabase::kSchemaVersion);
     journal_->set_meta("resume_format", kResumeFormat);
     journal_->set_meta("sessions", 1);
+    // What the memory held before this run wrote to it: a choice's support counts these rows
+    // as earlier runs' evidence (memory/support.h).
+    prior_evidence_rows_ = store_.evidence(backend_).size();
+    journal_->set_meta("memory_rows_at_start", prior_evidence_rows_);
   } else {
     // Everything the replay depends on must be what was recorded.
     auto expect = [&](const std::string& key, const nlohmann::json& now, const std::string& what) {
@@ -146,6 +153,8 @@ void Optimizer::open_journal() {
                               run_dir_.path().string(), recorded_options.dump(), now.dump()));
     }
     journal_->set_meta("sessions", journal_->meta("sessions").value_or(1).get<int>() + 1);
+    prior_evidence_rows_ =
+        journal_->meta("memory_rows_at_start").value_or(nlohmann::json(0)).get<size_t>();
   }
   journal_->set_meta("status", "running");
 }
@@ -267,7 +276,10 @@ void Optimizer::stop(StopReason reason, const std::string& detail) {
 
 std::array<int, kRungCount> Optimizer::rung_occupancy() const {
   std::array<int, kRungCount> occupancy = {0, 0, 0, 0};
-  for (const CandidateRecord& r : records_) ++occupancy[static_cast<size_t>(rung_number(r.rung))];
+  for (const CandidateRecord& r : records_) {
+    // A duplicate reached no rung itself (its original did).
+    if (r.duplicate_of.empty()) ++occupancy[static_cast<size_t>(rung_number(r.rung))];
+  }
   return occupancy;
 }
 
@@ -327,6 +339,8 @@ OptimizeResult Optimizer::run() {
   policy_config.ablations = options_.ablations;
   policy_config.weights = options_.provenance_weights;
   policy_ = memory::make_search_policy(options_.policy, store_, policy_config, selector_);
+  evidence_reads_ =
+      memory::evidence_reads(options_.policy, options_.ablations, policy_config.prefix_length);
   const std::string ablated = memory::to_string(options_.ablations);
   progress_(fmt::format("policy: {}{}", policy_->name(),
                         ablated.empty() ? "" : " (ablated: " + ablated + ")"));
@@ -350,8 +364,10 @@ OptimizeResult Optimizer::run() {
     if (!result_.final_skipped) find_record(best_->id)->rung = Rung::final;
     best_ = *find_record(best_->id);
   }
+  sync_duplicates();
   result_.candidates = records_;
   result_.best = best_;
+  result_.lineage = best_lineage();
   result_.rung_occupancy = rung_occupancy();
   progress_line("done");
   result_.interrupted = interrupts() > 0;

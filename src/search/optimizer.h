@@ -93,10 +93,12 @@
 #include "memory/baselines.h"
 #include "memory/policy.h"
 #include "memory/store.h"
+#include "memory/support.h"
 #include "report/run_directory.h"
 #include "search/budget.h"
 #include "search/compile_baseline.h"
 #include "search/decisions.h"
+#include "search/lineage.h"
 #include "search/run_journal.h"
 #include "search/scheduler.h"
 #include "search/worker_pool.h"
@@ -179,6 +181,15 @@ struct CandidateRecord {
   /// for the final best, the cost of finding it. On resume, wall time is the replay's.
   double found_device_s = 0.0;
   double found_wall_s = 0.0;
+  /// Set when the candidate is the same program as an earlier one (duplicates.h: normalized
+  /// source, defines, backend): that candidate's id. A duplicate is not built, gated or timed
+  /// (device_s 0); it carries the original's verdict and numbers, is never a new best, never
+  /// promoted, never a parent, and writes no memory evidence (Optimizer::attempt).
+  std::string duplicate_of;
+  int duplicate_of_index = -1;  // the original's index, for "same as #N"
+  /// Why the policy chose this candidate's (direction, strategy), recorded at decision time
+  /// (memory/support.h); none for expert hints and runs recorded before it was kept.
+  std::optional<memory::ChoiceSupport> support;
 };
 
 /// What a run produced.
@@ -213,6 +224,8 @@ struct OptimizeResult {
   /// --baseline compile: the torch.compile baseline (its speedup over it at rung 3, its compile
   /// time, or why there is none); nullopt under --baseline eager.
   std::optional<CompileBaselineResult> compile_baseline;
+  /// The best's lineage, from its expert hint to it (lineage.h); empty without a best.
+  std::vector<LineageStep> lineage;
   nlohmann::json to_json() const;
 };
 
@@ -321,8 +334,10 @@ class Optimizer {
   /// Candidate i's evaluation from the batch, or (not run there) evaluated now on worker 0.
   std::function<Evaluated()> evaluated_or_now(
       std::vector<std::optional<Evaluated>>& evaluated,
-      std::vector<std::shared_future<compile::Artifact>>& builds, size_t i);
-  /// One candidate: restored from the journal when recorded, else evaluated (`obtain`) and
+      std::vector<std::shared_future<compile::Artifact>>& builds, size_t i,
+      const generation::Proposal& proposal);
+  /// One candidate: restored from the journal when recorded, else recorded as a duplicate of
+  /// an earlier candidate when it is one (duplicates.h), else evaluated (`obtain`) and
   /// recorded; then judged against the best and reported to the generator.
   CandidateRecord attempt(const generation::Proposal& proposal,
                           const std::function<Evaluated()>& obtain, int step, const Move* move,
@@ -331,6 +346,24 @@ class Optimizer {
                                     const Evaluated& evaluated, int step, const Move* move);
   CandidateRecord restore(const generation::Proposal& proposal,
                           const RecordedCandidate& recorded);
+
+  // optimizer_duplicates.cpp: identical candidates evaluated once (duplicates.h)
+  /// The recorded candidate that `proposal` repeats (same duplicate key), or null.
+  const CandidateRecord* original_of(const generation::Proposal& proposal) const;
+  /// Whether a batch's `proposal` needs no build: it repeats a recorded candidate or one
+  /// earlier in the batch (whose keys `batch_keys` collects; the proposal's is added).
+  bool batch_duplicate(const generation::Proposal& proposal, std::set<std::string>& batch_keys);
+  /// Records `proposal` as the same program as `original`: its row (duplicate_of, the
+  /// original's verdict and quick numbers, no rung rows), its folder (source, evaluation.json),
+  /// no worker call.
+  CandidateRecord record_duplicate(const generation::Proposal& proposal,
+                                   const CandidateRecord& original, int step, const Move* move);
+  /// Remembers `record`'s duplicate key when it is an original (evaluated or restored).
+  void remember_original(const generation::Proposal& proposal, const CandidateRecord& record);
+  /// Copies to every duplicate what its original learned since (a later rejection, rung 2).
+  void sync_duplicates();
+  /// The lineage of the best (lineage.h) from the run's records.
+  std::vector<LineageStep> best_lineage() const;
   /// Judges `record` against the best (the acceptance outcome; a new best when accepted),
   /// records the outcome and appends the record.
   void consider(CandidateRecord& record);
@@ -410,6 +443,11 @@ class Optimizer {
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;
   bool first_written_by_generator_ = false;  // step 0's kernels came from the generator
+  std::map<std::string, std::string> originals_;  // duplicate key -> first candidate's id
+  /// Evidence rows of the backend in the store when the run started (meta
+  /// "memory_rows_at_start"): the rows a choice's support counts as prior (memory/support.h).
+  size_t prior_evidence_rows_ = 0;
+  memory::EvidenceReads evidence_reads_;  // what the run's policy reads
 };
 
 /// The real evaluation plane and compile pool of a run, as `kforge optimize` runs them.

@@ -90,9 +90,13 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   CandidateRecord record;
   if (const RecordedCandidate* recorded = journal_->replay().candidate(proposal.id)) {
     record = restore(proposal, *recorded);
+  } else if (const CandidateRecord* original = original_of(proposal)) {
+    record = record_duplicate(proposal, *original, step, move);
   } else {
     record = record_evaluation(proposal, obtain(), step, move);
   }
+  if (move != nullptr) record.support = move->support;
+  remember_original(proposal, record);
   proposals_[proposal.id] = proposal;
   budget_->add_candidate(record.device_s);
   const BudgetSpend spend = budget_->spend();
@@ -219,6 +223,12 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   record.quick_samples_ms =
       row.evaluation.value("samples_ms", std::vector<double>{});
   record.rung = recorded.reached_quick ? Rung::quick : Rung::gate;
+  record.duplicate_of = row.evaluation.value("duplicate_of", "");
+  if (!record.duplicate_of.empty()) {
+    const CandidateRecord* original = find_record(record.duplicate_of);
+    record.duplicate_of_index = original != nullptr ? original->index : -1;
+    record.rung = original != nullptr ? original->rung : Rung::gate;
+  }
   record.replayed = true;
   ++result_.replayed_candidates;
   return record;
@@ -228,7 +238,9 @@ void Optimizer::reject_after_check(const std::string& id, Verdict verdict,
                                    const std::string& message) {
   journal_->reject_candidate(id, verdict, message);
   for (CandidateRecord& earlier : records_) {
-    if (earlier.id != id) continue;
+    if (earlier.id != id && earlier.duplicate_of != id) continue;
+    // The same program: its duplicates share the verdict.
+    if (earlier.id != id) journal_->reject_candidate(earlier.id, verdict, message);
     earlier.verdict = verdict;
     earlier.message = message;
   }
@@ -272,14 +284,25 @@ AcceptanceDecision Optimizer::compare_with_best(const CandidateRecord& record) {
 }
 
 void Optimizer::consider(CandidateRecord& record) {
-  progress_(fmt::format("  [{:03d}] {}{}", record.index, describe(record, reference_ms_),
+  progress_(fmt::format("  [{:03d}] {}{}{}", record.index, describe(record, reference_ms_),
+                        record.duplicate_of.empty()
+                            ? ""
+                            : fmt::format("  same as #{} (not evaluated again)",
+                                          record.duplicate_of_index),
                         record.replayed ? "  (replayed)" : ""));
   // The acceptance outcome (a new best or not); promotion to rung 2 is the scheduler's
   // separate decision (promote_cohort).
   const double min_gain = evaluation_policy().min_gain;
   AcceptanceOutcome outcome = AcceptanceOutcome::not_better;
   std::string reason;
-  if (record.verdict != Verdict::ok) {
+  if (!record.duplicate_of.empty()) {
+    // The original was judged already: a duplicate never becomes the best and costs no
+    // comparison.
+    outcome = record.verdict == Verdict::ok ? AcceptanceOutcome::not_better
+                                            : AcceptanceOutcome::rejected;
+    reason = fmt::format("same as #{} ({}): not evaluated again", record.duplicate_of_index,
+                         record.duplicate_of);
+  } else if (record.verdict != Verdict::ok) {
     outcome = AcceptanceOutcome::rejected;
     reason = to_string(record.verdict) +
              (record.message.empty() ? "" : ": " + record.message.substr(0, 200));
@@ -335,22 +358,36 @@ void Optimizer::consider(CandidateRecord& record) {
           {{"event", "new_best"}, {"id", record.id}, {"median_ms", *record.median_ms}});
     }
   }
-  run_dir_.append_event({{"event", record.replayed ? "candidate_replayed" : "candidate"},
-                         {"index", record.index},
-                         {"id", record.id},
-                         {"step", record.step},
-                         {"verdict", to_string(record.verdict)},
-                         {"outcome", to_string(outcome)},
-                         {"median_ms", record.median_ms ? nlohmann::json(*record.median_ms)
-                                                        : nlohmann::json()},
-                         // the run's spend so far, for the report's best-so-far curves
-                         {"spent_device_s", budget_->spend().device_s},
-                         {"spent_wall_s", budget_->spend().wall_s}});
+  nlohmann::json event = {{"event", record.replayed ? "candidate_replayed" : "candidate"},
+                          {"index", record.index},
+                          {"id", record.id},
+                          {"step", record.step},
+                          {"verdict", to_string(record.verdict)},
+                          {"outcome", to_string(outcome)},
+                          {"median_ms", record.median_ms ? nlohmann::json(*record.median_ms)
+                                                         : nlohmann::json()},
+                          // the run's spend so far, for the report's best-so-far curves
+                          {"spent_device_s", budget_->spend().device_s},
+                          {"spent_wall_s", budget_->spend().wall_s}};
+  if (!record.duplicate_of.empty()) {
+    event["duplicate_of"] = record.duplicate_of;
+    event["duplicate_of_index"] = record.duplicate_of_index;
+  }
+  run_dir_.append_event(event);
   records_.push_back(record);
 }
 
 void Optimizer::record_evidence(const Move& move, const CandidateRecord& record, int step,
                                 size_t slot) {
+  // A duplicate writes no evidence. What it would add is a measurement the store already holds:
+  // the original's row (its verdict and gain) was written when the original's move was, so a
+  // second row with the same numbers would count one measurement twice in the direction's,
+  // the strategy's and the edges' statistics (success rate, mean and trend), and a row with a
+  // zero gain would blame the direction for the generator answering an old kernel. The move's
+  // direction still enters the prefix (it was chosen), and the policy may choose the move
+  // again, as after a generation failure. (A repair that repeats its move's failed try is not
+  // the move's outcome: repair_until_ok keeps the try, whose failure is written.)
+  if (!record.duplicate_of.empty()) return;
   // The decision first: a crash between the two writes loses this row rather than writing it
   // twice on resume.
   if (journal_->replay().evidence_written(step, slot)) return;

@@ -15,9 +15,13 @@ namespace kforge::search {
 
 std::function<Optimizer::Evaluated()> Optimizer::evaluated_or_now(
     std::vector<std::optional<Evaluated>>& evaluated,
-    std::vector<std::shared_future<compile::Artifact>>& builds, size_t i) {
-  return [this, &evaluated, &builds, i] {
+    std::vector<std::shared_future<compile::Artifact>>& builds, size_t i,
+    const generation::Proposal& proposal) {
+  return [this, &evaluated, &builds, i, &proposal] {
     if (evaluated[i]) return std::move(*evaluated[i]);
+    // No build was started for a candidate the batch took for a duplicate; should its original
+    // not have been recorded after all, it is built now.
+    if (!builds[i].valid()) return evaluate_now([&] { return submit_screened(proposal).get(); });
     return evaluate_now([&] { return builds[i].get(); });
   };
 }
@@ -38,8 +42,11 @@ void Optimizer::run_hints() {
   first_written_by_generator_ = any_unwritten;
   std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
   std::vector<const generation::Proposal*> batch;
+  std::set<std::string> batch_keys;
   for (size_t i = 0; i < hints.size(); ++i) {
-    if (!journal_->replay().candidate(hints[i].id)) builds[i] = submit_screened(hints[i]).share();
+    if (!journal_->replay().candidate(hints[i].id) && !batch_duplicate(hints[i], batch_keys)) {
+      builds[i] = submit_screened(hints[i]).share();
+    }
     batch.push_back(&hints[i]);
   }
   const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;
@@ -51,8 +58,8 @@ void Optimizer::run_hints() {
     if (should_stop()) return;
     generation::Proposal current = hints[i];
     generation::Feedback feedback;
-    CandidateRecord record =
-        attempt(current, evaluated_or_now(evaluated, builds, i), 0, nullptr, &feedback);
+    CandidateRecord record = attempt(current, evaluated_or_now(evaluated, builds, i, hints[i]),
+                                     0, nullptr, &feedback);
     // A hint the generator wrote (a model's first kernel) is repaired like a step's move; the
     // built-in kernels and a native reference are not.
     if (written.count(current.id)) repair_until_ok(current, record, feedback, 0, nullptr);
@@ -95,6 +102,10 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
                                                   int step) {
   std::vector<Move> moves;
   std::set<std::string> planned;
+  // The memory as the policy reads it while planning this step (nothing is written to the store
+  // until the step's moves ran), for the support each choice had (memory/support.h).
+  const memory::MemoryView view =
+      memory::MemoryView::load(store_, state_.context, options_.provenance_weights);
   // Plans moves from `parent_id` until `limit` moves are planned or no strategy applies to it;
   // with `tune`, only strategies that keep the parent's decomposition apply.
   auto plan_from = [&](const std::string& parent_id, size_t limit, const std::string& why,
@@ -116,7 +127,9 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
       std::optional<generation::Proposal> proposal = proposal_for(choice->strategy);
       planned.insert(proposal->id);
       moves.push_back({parent_id, parent_ms.at(parent_id), choice->direction.id,
-                       choice->strategy.id, why + choice->explanation, std::move(*proposal)});
+                       choice->strategy.id, why + choice->explanation, std::move(*proposal),
+                       memory::choice_support(view, prior_evidence_rows_, state_, *choice,
+                                              evidence_reads_)});
     }
   };
   const size_t total = static_cast<size_t>(options_.proposals_per_step);
@@ -160,7 +173,7 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
   plan.step = step;
   for (const Move& move : moves) {
     plan.moves.push_back({move.parent_id, move.direction_id, move.strategy_id, move.proposal.id,
-                          move.explanation});
+                          move.explanation, move.support});
   }
   std::ostringstream rng_state;
   rng_state << rng_;
@@ -196,7 +209,7 @@ std::vector<Optimizer::Move> Optimizer::replay_plan(const PlanDecision& plan,
                               parent_id, proposal ? proposal->id : "nothing"));
     }
     moves.push_back({parent_id, parent_ms.at(parent_id), direction_id, strategy_id,
-                     recorded.explanation, std::move(*proposal)});
+                     recorded.explanation, std::move(*proposal), recorded.support});
   }
   std::istringstream rng_state(plan.rng);
   rng_state >> rng_;
@@ -237,7 +250,8 @@ Optimizer::parents_in_order() const {
   std::vector<const CandidateRecord*> promoted;
   std::vector<const CandidateRecord*> others;
   for (const CandidateRecord& r : records_) {
-    if (!r.median_ms) continue;
+    // A duplicate's neighbours are its original's.
+    if (!r.median_ms || !r.duplicate_of.empty()) continue;
     (r.full_geomean_speedup ? promoted : others).push_back(&r);
   }
   std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
@@ -259,8 +273,10 @@ Optimizer::parents_in_order() const {
 void Optimizer::repair_until_ok(generation::Proposal& current, CandidateRecord& record,
                                 generation::Feedback& feedback, int step, const Move* move) {
   // Bounded repair loop: the failure goes back to the generator, each try a new candidate.
-  for (int attempt_number = 1;
-       record.verdict != Verdict::ok && attempt_number <= options_.repair_tries;
+  // A duplicate of a failed candidate is not repaired: its original had its repairs, and the
+  // same failure would get the same answers.
+  for (int attempt_number = 1; record.verdict != Verdict::ok && record.duplicate_of.empty() &&
+                               attempt_number <= options_.repair_tries;
        ++attempt_number) {
     if (should_stop(true)) break;
     progress_(fmt::format("        repair {}/{} of {} ({})", attempt_number,
@@ -275,10 +291,15 @@ void Optimizer::repair_until_ok(generation::Proposal& current, CandidateRecord& 
       ++generation_failures_;
       break;
     }
+    CandidateRecord tried = attempt(
+        *repaired, [&] { return evaluate_now([&] { return submit_screened(*repaired).get(); }); },
+        step, move, &feedback);
+    // A repair that answers a kernel already tried is recorded (as its duplicate) and ends the
+    // loop; the move's outcome stays the last try that was evaluated, so its failure is what
+    // the memory learns.
+    if (!tried.duplicate_of.empty()) break;
     current = std::move(*repaired);
-    record = attempt(current,
-                     [&] { return evaluate_now([&] { return submit_screened(current).get(); }); },
-                     step, move, &feedback);
+    record = std::move(tried);
   }
 }
 
@@ -330,8 +351,10 @@ void Optimizer::run_steps() {
 void Optimizer::run_moves(std::vector<Move>& moves, int step) {
   std::vector<std::shared_future<compile::Artifact>> builds(moves.size());
   std::vector<const generation::Proposal*> batch;
+  std::set<std::string> batch_keys;
   for (size_t i = 0; i < moves.size(); ++i) {
-    if (!journal_->replay().candidate(moves[i].proposal.id)) {
+    if (!journal_->replay().candidate(moves[i].proposal.id) &&
+        !batch_duplicate(moves[i].proposal, batch_keys)) {
       builds[i] = submit_screened(moves[i].proposal).share();
     }
     batch.push_back(&moves[i].proposal);
@@ -358,8 +381,8 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
     }
     generation::Proposal current = move.proposal;
     generation::Feedback feedback;
-    CandidateRecord record =
-        attempt(current, evaluated_or_now(evaluated, builds, i), step, &move, &feedback);
+    CandidateRecord record = attempt(current, evaluated_or_now(evaluated, builds, i, move.proposal),
+                                     step, &move, &feedback);
     repair_until_ok(current, record, feedback, step, &move);
     state_.last_direction_id = move.direction_id;
     last = record;

@@ -1,6 +1,7 @@
 // Optimizer::Move, shared by the optimizer's implementation files (not a public header).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "generation/generator.h"
@@ -17,6 +18,8 @@ struct Optimizer::Move {
   std::string strategy_id;
   std::string explanation;
   generation::Proposal proposal;
+  /// The memory behind the choice (memory/support.h), recorded with the plan.
+  std::optional<memory::ChoiceSupport> support;
 };
 
 }  // namespace kforge::search

@@ -65,7 +65,12 @@ class ScriptedGenerator : public generation::TemplatesGenerator {
     EXPECT_NE(feedback.build_log.find("BROKEN"), std::string::npos);
     generation::Proposal fixed = failed;
     fixed.id = failed.id + "-r" + std::to_string(repairs);
-    if (repairs_fix) fixed.job.source = failed.job.source.substr(7);
+    if (repairs_fix) {
+      fixed.job.source = failed.job.source.substr(7);
+    } else if (!repairs_repeat) {
+      // Another broken program each time (a comment would not do: duplicates.h).
+      fixed.job.source = failed.job.source + " int try" + std::to_string(repairs) + ";";
+    }
     return fixed;
   }
   std::string exhausted() const override {
@@ -74,6 +79,7 @@ class ScriptedGenerator : public generation::TemplatesGenerator {
   bool first_unwritten = false;
   bool broken_first = false;
   bool repairs_fix = true;
+  bool repairs_repeat = false;  // an unfixed repair answers the failed source unchanged
   int fail_every = 0;
   int budget_sources = 0;
   int written = 0;
@@ -144,6 +150,29 @@ TEST_F(OptimizerSeamTest, RepairTriesAreBounded) {
   OptimizeResult result = run_with(generator, options);
   EXPECT_EQ(generator.repairs, 3);
   EXPECT_EQ(result.candidates.size(), 3u + 1u + 3u);  // 3 hints, the candidate, 3 repairs
+}
+
+TEST_F(OptimizerSeamTest, ARepairThatAnswersTheSameKernelIsADuplicateAndEndsTheRepairs) {
+  ScriptedGenerator generator(family());
+  generator.broken_first = true;
+  generator.repairs_fix = false;
+  generator.repairs_repeat = true;
+  OptimizeOptions options;
+  options.steps = 1;
+  options.proposals_per_step = 1;
+  options.repair_tries = 3;
+  OptimizeResult result = run_with(generator, options);
+  // The same failure would get the same answer again: one repair, recorded as the failed
+  // candidate's duplicate, and no more; the move's evidence is the failed try's.
+  EXPECT_EQ(generator.repairs, 1);
+  ASSERT_EQ(result.candidates.size(), 3u + 1u + 1u);
+  const CandidateRecord& failed = result.candidates[3];
+  const CandidateRecord& repair = result.candidates[4];
+  EXPECT_EQ(repair.duplicate_of, failed.id);
+  EXPECT_EQ(repair.verdict, Verdict::compile_error);
+  EXPECT_EQ(repair.device_s, 0.0);
+  ASSERT_EQ(store_->evidence_count(), 1);
+  EXPECT_EQ(store_->evidence("cpu").at(0).verdict, "compile_error");
 }
 
 TEST_F(OptimizerSeamTest, AFirstKernelTheGeneratorWritesIsRepairedAndLeavesNoEvidence) {
