@@ -193,8 +193,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     throw Error("unknown generator '" + options.generator + "' (expected templates or llm)");
   }
   const KernelLanguage language = resolve_kernel_language(
-      {options.language, options.generator, backend, task.has_torch_reference(),
-       options.task_path});
+      {options.language, options.generator, backend, backends::get_backend(backend).can.triton,
+       task.has_torch_reference(), options.task_path});
   std::optional<llm::LlmConfig> llm_config;
   std::unique_ptr<generation::TemplatesGenerator> templates;
   if (use_llm) {

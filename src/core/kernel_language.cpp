@@ -48,7 +48,7 @@ KernelLanguage resolve_kernel_language(const LanguageChoice& choice) {
                 (choice.task_path.empty() ? std::string("the task") : choice.task_path) +
                 " has no PyTorch reference; use --language native (kforge_run kernels)");
   }
-  if (language == KernelLanguage::triton && choice.backend != "cuda") {
+  if (language == KernelLanguage::triton && !choice.backend_runs_triton) {
     throw Error(flag + ": Triton kernels run on NVIDIA GPUs only, and this run uses the " +
                 choice.backend + " backend; use --backend cuda, or --language cuda (on cpu its "
                 "load_inline sources are C++)");

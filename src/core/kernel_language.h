@@ -28,7 +28,8 @@ bool is_model_new(KernelLanguage language);
 struct LanguageChoice {
   std::string requested = "auto";  // "auto" or a to_string() name
   std::string generator;           // "templates" | "llm"
-  std::string backend;             // the resolved backend: "cpu" | "cuda"
+  std::string backend;             // the resolved backend's name, for messages
+  bool backend_runs_triton = false;  // its Backend table's can.triton
   bool torch_reference = false;    // the task's reference is a PyTorch module (it has a Model)
   std::string task_path;           // for messages
 };

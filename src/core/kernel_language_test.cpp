@@ -27,15 +27,17 @@ TEST(KernelLanguageTest, NamesRoundTrip) {
 }
 
 TEST(KernelLanguageTest, AutoIsCudaForAPyTorchProblemWrittenByTheModelAndNativeOtherwise) {
-  EXPECT_EQ(resolve_kernel_language({"auto", "llm", "cpu", true, "p.py"}), KernelLanguage::cuda);
-  EXPECT_EQ(resolve_kernel_language({"auto", "llm", "cuda", true, "p.py"}), KernelLanguage::cuda);
-  EXPECT_EQ(resolve_kernel_language({"auto", "templates", "cpu", true, "p.py"}),
+  EXPECT_EQ(resolve_kernel_language({"auto", "llm", "cpu", false, true, "p.py"}),
+            KernelLanguage::cuda);
+  EXPECT_EQ(resolve_kernel_language({"auto", "llm", "cuda", true, true, "p.py"}),
+            KernelLanguage::cuda);
+  EXPECT_EQ(resolve_kernel_language({"auto", "templates", "cpu", false, true, "p.py"}),
             KernelLanguage::native);
-  EXPECT_EQ(resolve_kernel_language({"auto", "llm", "cpu", false, "t.toml"}),
+  EXPECT_EQ(resolve_kernel_language({"auto", "llm", "cpu", false, false, "t.toml"}),
             KernelLanguage::native);
-  EXPECT_EQ(resolve_kernel_language({"native", "llm", "cpu", true, "p.py"}),
+  EXPECT_EQ(resolve_kernel_language({"native", "llm", "cpu", false, true, "p.py"}),
             KernelLanguage::native);
-  EXPECT_EQ(resolve_kernel_language({"triton", "llm", "cuda", true, "p.py"}),
+  EXPECT_EQ(resolve_kernel_language({"triton", "llm", "cuda", true, true, "p.py"}),
             KernelLanguage::triton);
 }
 
@@ -49,20 +51,21 @@ std::string refusal(const LanguageChoice& choice) {
 }
 
 TEST(KernelLanguageTest, ChoicesThatCannotRunAreRefusedNamingTheFlag) {
-  const std::string no_model = refusal({"cuda", "llm", "cpu", false, "examples/a/task.toml"});
+  const std::string no_model =
+      refusal({"cuda", "llm", "cpu", false, false, "examples/a/task.toml"});
   EXPECT_NE(no_model.find("--language cuda"), std::string::npos) << no_model;
   EXPECT_NE(no_model.find("examples/a/task.toml has no PyTorch reference"), std::string::npos)
       << no_model;
-  const std::string triton_cpu = refusal({"triton", "llm", "cpu", true, "p.py"});
+  const std::string triton_cpu = refusal({"triton", "llm", "cpu", false, true, "p.py"});
   EXPECT_NE(triton_cpu.find("--language triton: Triton kernels run on NVIDIA GPUs only"),
             std::string::npos)
       << triton_cpu;
   EXPECT_NE(triton_cpu.find("the cpu backend"), std::string::npos) << triton_cpu;
-  const std::string templates = refusal({"cuda", "templates", "cpu", true, "p.py"});
+  const std::string templates = refusal({"cuda", "templates", "cpu", false, true, "p.py"});
   EXPECT_NE(templates.find("the templates generator writes native kernels only"),
             std::string::npos)
       << templates;
-  EXPECT_EQ(refusal({"fortran", "llm", "cpu", true, "p.py"}),
+  EXPECT_EQ(refusal({"fortran", "llm", "cpu", false, true, "p.py"}),
             "--language: unknown language 'fortran' (expected one of native, cuda, triton)");
 }
 

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "backends/backend.h"
 #include "evaluation/model_new_check.h"
 #include "evaluation/python_policy.h"
 #include "llm/torch_prompt.h"
@@ -27,7 +28,7 @@ const json& member(const json& object, const char* key) {
 
 std::string kernel_kind(KernelLanguage language, const std::string& backend) {
   if (language == KernelLanguage::triton) return "Triton kernels";
-  return backend == "cuda" ? "CUDA kernels" : "C++ kernels";
+  return backends::get_backend(backend).prompt.model_new_kind;
 }
 
 std::string language_rules(KernelLanguage language, const std::string& backend) {
@@ -39,19 +40,7 @@ std::string language_rules(KernelLanguage language, const std::string& backend) 
            "the tails (`mask=offsets < n`), and pass sizes as arguments, not as constants of the "
            "module.";
   }
-  if (backend == "cuda") {
-    return "- Write the kernels in CUDA C++ and build them at import with "
-           "`torch.utils.cpp_extension.load_inline` (`cpp_sources` declaring the functions, "
-           "`cuda_sources` defining them, `functions=[...]`).\n"
-           "- Launch every kernel on PyTorch's current stream: "
-           "`kernel<<<grid, block, 0, at::cuda::getCurrentCUDAStream()>>>` (include "
-           "<ATen/cuda/CUDAContext.h>); a launch on the default stream is refused.";
-  }
-  return "- This run is on the CPU: tensors live in host memory and there is no CUDA. Write the "
-         "kernels in C++ and build them at import with `torch.utils.cpp_extension.load_inline("
-         "name=..., cpp_sources=..., functions=[...])`, without `cuda_sources`.\n"
-         "- OpenMP is allowed: `extra_cflags=[\"-O3\", \"-march=native\", \"-fopenmp\"]`, "
-         "`extra_ldflags=[\"-fopenmp\"]`; no threads of your own.";
+  return backends::get_backend(backend).prompt.model_new_rules;
 }
 
 // "f32 [48, 192]": the module's shape of signature tensor `i` at the timed workload.

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "task/task_loader.h"
+#include "support/backends.h"
 #include "task/torch_task.h"
 
 namespace kforge::llm {
@@ -190,6 +191,7 @@ TEST_F(ModelNewPromptGoldenTest, FirstModelNewOnCpuAsksForLoadInlineWithCppSourc
 }
 
 TEST_F(ModelNewPromptGoldenTest, GenerateAndRepairOnCudaAskForAPythonBlock) {
+  if (!::kforge::testing::has_backend("cuda")) GTEST_SKIP() << "no cuda backend in this build";
   const PromptBuilder cuda = builder("cuda", KernelLanguage::cuda);
   KernelState parent;
   parent.id = "llm-first-r1";
@@ -221,6 +223,7 @@ TEST_F(ModelNewPromptGoldenTest, GenerateAndRepairOnCudaAskForAPythonBlock) {
 }
 
 TEST_F(ModelNewPromptGoldenTest, TritonSaysHowItsKernelsAreLaunched) {
+  if (!::kforge::testing::has_backend("cuda")) GTEST_SKIP() << "no cuda backend in this build";
   const std::vector<ChatMessage> messages = builder("cuda", KernelLanguage::triton).first();
   expect_golden("first_model_new_triton.md", render(messages));
   EXPECT_NE(messages.at(0).content.find("@triton.jit"), std::string::npos);
