@@ -116,6 +116,9 @@ class CliLlmTorchTest : public ::testing::Test {
     return {"optimize",    (fs::path(KFORGE_SOURCE_DIR) / kProblem).string(),
             "--backend",   "cpu",
             "--generator", "llm",
+            // Native kernels behind kforge_run (a problem's default is a ModelNew: --language
+            // cuda, tests/cli_llm_model_new_test.cpp).
+            "--language",  "native",
             "--run-dir",   run.string(),
             "--steps",     "1",
             "--proposals", "1",

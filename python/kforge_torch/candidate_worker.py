@@ -19,6 +19,7 @@ Exit status: 0 after shutdown or EOF, 1 when it cannot start, 3 after a sticky d
 """
 
 import os
+import tempfile
 import types
 
 from kforge_torch import protocol
@@ -100,6 +101,20 @@ class CandidateWorker(Worker):
         return reply
 
 
+def build_folders(environ):
+    """Sets where load_inline and Triton build a candidate's kernels, when `environ` (a mapping,
+    os.environ) does not say: TORCH_EXTENSIONS_DIR and TRITON_CACHE_DIR under the temporary
+    folder ($TMPDIR), one per user. Their defaults are under ~/.cache and ~/.triton, which the
+    sandbox keeps read-only (only /dev/shm and $TMPDIR are writable there). kforge's own worker
+    setup also sets KFORGE_TORCH_EXTENSIONS_ROOT, which candidate.extensions_dir prefers for
+    load_inline. Returns the two paths."""
+    base = os.path.join(tempfile.gettempdir(), "kforge-%d" % os.getuid())
+    environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(base, "torch_extensions"))
+    environ.setdefault("TRITON_CACHE_DIR", os.path.join(base, "triton_cache"))
+    return environ["TORCH_EXTENSIONS_DIR"], environ["TRITON_CACHE_DIR"]
+
+
 def main(backend, device_index):
     """Runs the candidate worker on this process's stdin/stdout; returns the exit status."""
+    build_folders(os.environ)
     return serve_process("candidate-worker", CandidateWorker, backend, device_index)

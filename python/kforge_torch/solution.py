@@ -10,6 +10,9 @@ module's tensors in the kernel's signature shapes (solution_plan.py). docs/torch
 Inputs, from RUN_DIR: reference.torch.json (the derived task), result.json (the run finished;
 its best and the kernel's file), run.json (the backend), the problem file (RUN_DIR's copy, else
 the derived task's `problem`; its sha256 must be the task's).
+
+A run whose best is already a ModelNew module (`--language cuda|triton`: best.py) has its
+solution in hand: solution.py is that module as it was evaluated, byte for byte.
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ def solution_text(run_dir: Path, include_dirs: Sequence[Path]) -> str:
     if backend not in BUILDS:
         raise ExportError(f"{run_dir / 'run.json'}: backend {backend!r}: a solution is written "
                           f"for {', '.join(BUILDS)}")
+    model_new = _model_new_path(run_dir, best)
+    if model_new is not None:
+        _problem(run_dir, derived)  # it was checked against this module: refused if it changed
+        return model_new.read_text()
     kernel_path = _kernel_path(run_dir, best)
     problem_path, problem_source = _problem(run_dir, derived)
     try:
@@ -90,6 +97,16 @@ def _json(path: Path, missing: str) -> dict:
     if not isinstance(value, dict):
         raise ExportError(f"{path}: expected a JSON object")
     return value
+
+
+def _model_new_path(run_dir: Path, best: dict) -> Optional[Path]:
+    """The best's ModelNew module (best.py, else the recorded source when it is a .py), or None
+    when the best is a native kernel."""
+    recorded = Path(str(best.get("source", "")))
+    for candidate in (run_dir / "best.py", recorded):
+        if candidate.suffix == ".py" and candidate.is_file():
+            return candidate
+    return None
 
 
 def _kernel_path(run_dir: Path, best: dict) -> Path:

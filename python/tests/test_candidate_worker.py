@@ -16,6 +16,7 @@ import torch
 
 from kforge_torch import inputs
 from kforge_torch.candidate_guard import TamperWatch, find_alias, storage_span
+from kforge_torch.candidate_worker import build_folders
 from kforge_torch.device import Device
 from kforge_torch.problem_module import load_problem
 from tests.candidate_harness import CandidateWorkerProcess
@@ -207,6 +208,19 @@ class GuardTest(unittest.TestCase):
         while watch.violation() and time.time() < deadline:
             time.sleep(0.01)
         self.assertEqual(watch.violation(), "")
+
+
+class BuildFoldersTest(unittest.TestCase):
+    """Where load_inline and Triton build: under $TMPDIR unless the environment says."""
+
+    def test_defaults_are_under_the_temporary_folder_and_given_values_stay(self):
+        environ = {}
+        extensions, triton = build_folders(environ)
+        base = os.path.join(tempfile.gettempdir(), "kforge-%d" % os.getuid())
+        self.assertEqual(extensions, os.path.join(base, "torch_extensions"))
+        self.assertEqual(triton, os.path.join(base, "triton_cache"))
+        self.assertEqual(build_folders({"TORCH_EXTENSIONS_DIR": "/x", "TRITON_CACHE_DIR": "/y"}),
+                         ("/x", "/y"))
 
 
 if __name__ == "__main__":

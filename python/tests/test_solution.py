@@ -147,6 +147,33 @@ class SolutionErrorsTest(unittest.TestCase):
         self.assert_refused(r"backend 'tpu'")
 
 
+class ModelNewBestTest(unittest.TestCase):
+    """A run whose best is a ModelNew module (--language cuda|triton) exports it as it is."""
+
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.run = fake_run(pathlib.Path(self.folder.name) / "run", "gelu_erf.py")
+        for native in self.run.glob("best.c*"):
+            native.unlink()
+        self.module = ("# kforge candidate llm-first (generator llm, language cuda)\n"
+                       "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n")
+        (self.run / "best.py").write_text(self.module)
+        (self.run / "result.json").write_text(json.dumps({
+            "best": {"id": "llm-first", "source": str(self.run / "best.py")}}))
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def test_the_solution_is_the_module_itself(self):
+        self.assertEqual(solution_text(self.run, INCLUDES), self.module)
+
+    def test_a_changed_problem_is_still_refused(self):
+        problem = self.run / "gelu_erf.py"
+        problem.write_text(problem.read_text() + "\n# edited\n")
+        with self.assertRaisesRegex(ExportError, r"gelu_erf\.py: changed since the run"):
+            solution_text(self.run, INCLUDES)
+
+
 class PlanPiecesTest(unittest.TestCase):
     def test_extent_prefers_a_single_dim_then_groups_then_a_constant(self):
         arguments = {0: {"a": [2, 3, 5], "b": [7, 11, 13]}}

@@ -39,6 +39,10 @@ struct PromptFragment {
   std::string language;  // {{language}}: "CUDA C++", "C++20 (g++ -O3 -march=native -fopenmp)"
   std::string fence;     // {{fence}}: the code-fence tag the reply must use ("cuda", "cpp")
   std::string rules;     // {{backend_rules}}: "- ..." lines of rules only this backend has, or ""
+  /// For a ModelNew whose kernels load_inline builds (--language cuda, llm/model_new_prompt.h):
+  /// what they are written in ("CUDA kernels") and "- ..." lines on building and launching them.
+  std::string model_new_kind;
+  std::string model_new_rules;
 };
 
 /// What a backend can do; each flag replaces what was once a test of the backend's name.
@@ -61,6 +65,8 @@ struct Capabilities {
   bool builds_overlap_timing = false;
   /// DeviceInfo carries a compute capability worth printing ("sm 9.0").
   bool compute_capability = false;
+  /// --language triton: a ModelNew's Triton kernels run on its devices (cuda).
+  bool triton = false;
 };
 
 struct Backend {

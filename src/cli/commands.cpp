@@ -211,6 +211,15 @@ void add_optimize(CLI::App& app, OptimizeCommandOptions& options) {
       ->envname("KFORGE_GENERATOR")
       ->check(CLI::IsMember({"templates", "llm"}))
       ->capture_default_str();
+  optimize->add_option("--language", options.language,
+                       "What candidates are written in: native (kforge_run kernels), cuda (a "
+                       "KernelBench ModelNew whose kernels load_inline builds; on --backend cpu "
+                       "its inline sources are C++) or triton (a ModelNew with Triton kernels, "
+                       "cuda only); auto: cuda for a PyTorch problem with --generator llm, else "
+                       "native")
+      ->envname("KFORGE_LANGUAGE")
+      ->check(CLI::IsMember({"auto", "native", "cuda", "triton"}))
+      ->capture_default_str();
   optimize->add_option("--llm-config", options.llm.config_path,
                        "LLM config file (TOML; default $XDG_CONFIG_HOME/kforge/llm.toml if present)")
       ->envname("KFORGE_LLM_CONFIG");

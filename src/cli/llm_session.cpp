@@ -42,8 +42,9 @@ llm::LlmConfig resolve_llm_config(const LlmCommandOptions& options) {
 }
 
 LlmSession::LlmSession(const LlmCommandOptions& options, llm::LlmConfig config, const Task& task,
-                       const std::string& backend, memory::Store& store,
-                       report::RunDirectory& run_dir, const std::atomic<bool>& interrupted)
+                       const std::string& backend, KernelLanguage language,
+                       memory::Store& store, report::RunDirectory& run_dir,
+                       const std::atomic<bool>& interrupted)
     : config_(std::move(config)), options_(options), run_dir_(run_dir), interrupted_(interrupted) {
   const fs::path root = resource_root();
   const std::string prices_path = options.prices_path.empty()
@@ -71,7 +72,8 @@ LlmSession::LlmSession(const LlmCommandOptions& options, llm::LlmConfig config, 
                                          : task.reference_paths.at(backend);
   prompts_ = std::make_unique<llm::PromptBuilder>(
       *library_, task, backend, read_file(root / "include" / "kforge" / "kernel.h"),
-      with_context("reference " + reference_path, [&] { return read_file(reference_path); }));
+      with_context("reference " + reference_path, [&] { return read_file(reference_path); }),
+      language);
 
   llm::LlmLogSink log = [this](const std::string& line, const nlohmann::json& event) {
     if (!line.empty()) std::cerr << line << "\n";
@@ -86,7 +88,7 @@ LlmSession::LlmSession(const LlmCommandOptions& options, llm::LlmConfig config, 
     return "";
   };
   generation::LlmGeneratorOptions generator_options{backend, config_.model, config_.temperature,
-                                                    config_.max_tokens};
+                                                    config_.max_tokens, language};
   generator_ = std::make_unique<generation::LlmGenerator>(*recorder_, *prompts_, store, task,
                                                           generator_options, stop_reason, log);
   selector_ = std::make_unique<llm::LlmStrategySelector>(

@@ -39,11 +39,12 @@ llm::LlmConfig resolve_llm_config(const LlmCommandOptions& options);
 
 class LlmSession {
  public:
-  /// Builds the plane for `task` on `backend`; transcripts go to <run_dir>/llm. Keeps
-  /// references to every argument. Throws Error for a bad price table or prompt folder.
+  /// Builds the plane for `task` on `backend`, writing candidates in `language` (native
+  /// kernels, or ModelNew modules for a PyTorch problem); transcripts go to <run_dir>/llm.
+  /// Keeps references to every argument. Throws Error for a bad price table or prompt folder.
   LlmSession(const LlmCommandOptions& options, llm::LlmConfig config, const Task& task,
-             const std::string& backend, memory::Store& store, report::RunDirectory& run_dir,
-             const std::atomic<bool>& interrupted);
+             const std::string& backend, KernelLanguage language, memory::Store& store,
+             report::RunDirectory& run_dir, const std::atomic<bool>& interrupted);
 
   generation::Generator& generator() { return *generator_; }
   /// The strategy selector the optimizer should use, or null for UCB1.

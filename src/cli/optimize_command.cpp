@@ -192,6 +192,9 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   if (!use_llm && options.generator != "templates") {
     throw Error("unknown generator '" + options.generator + "' (expected templates or llm)");
   }
+  const KernelLanguage language = resolve_kernel_language(
+      {options.language, options.generator, backend, backends::get_backend(backend).can.triton,
+       task.has_torch_reference(), options.task_path});
   std::optional<llm::LlmConfig> llm_config;
   std::unique_ptr<generation::TemplatesGenerator> templates;
   if (use_llm) {
@@ -333,8 +336,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   if (use_llm) {
     options.llm.budget_usd = std::max(*options.search.budget.max_cost_usd - prior_cost_usd, 1e-9);
     try {
-      llm_session = std::make_unique<LlmSession>(options.llm, *llm_config, task, backend, *store,
-                                                 run_dir, g_interrupted);
+      llm_session = std::make_unique<LlmSession>(options.llm, *llm_config, task, backend,
+                                                 language, *store, run_dir, g_interrupted);
     } catch (...) {
       std::error_code ec;
       if (!resume) fs::remove_all(run_path, ec);
@@ -371,6 +374,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
                                {"started", report::utc_now_iso8601()},
                                {"kforge_version", KFORGE_VERSION},
                                {"generator", generator.name()},
+                               {"language", to_string(language)},
                                {"family", task.family},
                                {"baseline", options.baseline}};
     if (llm_session) run_json["llm"] = llm_session->describe();
@@ -445,8 +449,8 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   shutdown_workers();
   record_baselines(baseline_cache, task, reference_device, toolchain.cache_dir, result, std::cerr);
 
-  return report_finished_run(result, {task.name, task.family, backend, generator.name(), devices,
-                                      run_path, options.json},
+  return report_finished_run(result, {task.name, task.family, backend, generator.name(),
+                                      to_string(language), devices, run_path, options.json},
                              llm_session.get(), run_dir);
 }
 

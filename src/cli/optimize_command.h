@@ -40,6 +40,9 @@ struct OptimizeCommandOptions {
   std::string baseline = "eager";
   std::string baseline_cache = "use";
   std::string generator = "templates";  // templates | llm
+  /// --language: auto | native | cuda | triton (core/kernel_language.h); auto is cuda for a
+  /// PyTorch problem with --generator llm, native otherwise.
+  std::string language = "auto";
   LlmCommandOptions llm;          // --generator llm only
   std::string policy = "htam";    // --policy, parsed into search.policy by run_optimize
   std::string fidelity = "ladder";  // --fidelity, parsed into search.fidelity by run_optimize

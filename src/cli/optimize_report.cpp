@@ -39,6 +39,7 @@ int report_finished_run(const search::OptimizeResult& result, const FinishedRun&
   json["task"] = run.task;
   json["finished"] = report::utc_now_iso8601();
   json["generator"] = run.generator;
+  json["language"] = run.language;
   json["family"] = run.family;
   if (llm != nullptr) {
     json["llm"] = llm->usage_json();

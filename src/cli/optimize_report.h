@@ -19,6 +19,7 @@ struct FinishedRun {
   std::string family;     // its kernel family ("" when none)
   std::string backend;    // "cpu", "cuda"
   std::string generator;  // "templates", "llm"
+  std::string language;   // "native", "cuda", "triton" (core/kernel_language.h)
   std::vector<int> devices;            // one candidate worker each
   std::filesystem::path run_path;      // for the --resume hint
   bool json = false;                   // --json: print result.json instead of the summary

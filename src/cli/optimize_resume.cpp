@@ -60,6 +60,7 @@ const RecordedOption kRecordedOptions[] = {
     {"--baseline", "/baseline"},
     {"--baseline-cache", "/baseline_cache"},
     {"--generator", "/generator"},
+    {"--language", "/language"},
     {"--llm-config", "/llm/config_path", true},
     {"--llm-prices", "/llm/prices_path", true},
     {"--llm-selector", "/llm/selector"},
@@ -132,6 +133,7 @@ nlohmann::json command_to_json(const OptimizeCommandOptions& o) {
           {"baseline", o.baseline},
           {"baseline_cache", o.baseline_cache},
           {"generator", o.generator},
+          {"language", o.language},
           {"llm",
            {{"config_path", o.llm.config_path},
             {"prices_path", o.llm.prices_path},
@@ -182,6 +184,8 @@ OptimizeCommandOptions command_from_json(const nlohmann::json& j, const std::str
     o.baseline = j.value("baseline", "eager");
     o.baseline_cache = j.value("baseline_cache", "use");
     o.generator = j.at("generator").get<std::string>();
+    // Recorded since --language existed; an older run wrote native kernels (auto was native then).
+    o.language = j.value("language", "native");
     const nlohmann::json& llm = j.at("llm");
     o.llm.config_path = llm.at("config_path").get<std::string>();
     o.llm.prices_path = llm.at("prices_path").get<std::string>();

@@ -145,8 +145,12 @@ int run_verify_command(const VerifyCommandOptions& options) {
   EvalCommandOptions eval = options.measurement;
   eval.task_path = task_of(run).string();
   eval.backend = options.backend.empty() ? v.recorded.backend : options.backend;
+  // A run of ModelNew candidates (--language cuda|triton) has best.py, which `kforge eval`
+  // runs in a Python candidate worker; else the backend's native kernel.
   eval.kernel_path =
-      (run / ("best" + backends::get_backend(v.recorded.backend).source_extension)).string();
+      fs::exists(run / "best.py")
+          ? (run / "best.py").string()
+          : (run / ("best" + backends::get_backend(v.recorded.backend).source_extension)).string();
   if (!fs::exists(eval.kernel_path)) {
     throw Error(options.run_dir + ": the best kernel " + eval.kernel_path + " is missing");
   }

@@ -1,5 +1,6 @@
 #include "cli/worker_setup.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/paths.h"
@@ -31,7 +32,13 @@ WorkerConfigs worker_configs(const Task& task, const std::string& backend, int d
     candidate_python = candidate;
     candidate_python.worker_path = python.front();
     candidate_python.worker_arguments.assign(python.begin() + 1, python.end());
-    candidate_python.environment = torch_environment(worker::scrubbed_environment());
+    // Where Triton caches its builds, when the user chose (else the worker picks a folder under
+    // $TMPDIR, writable in the sandbox: candidate_worker.build_folders).
+    std::vector<std::string> python_environment = worker::scrubbed_environment();
+    if (const char* value = std::getenv("TRITON_CACHE_DIR"); value != nullptr && *value != '\0') {
+      python_environment.push_back(std::string("TRITON_CACHE_DIR=") + value);
+    }
+    candidate_python.environment = torch_environment(std::move(python_environment));
     // load_inline builds under kforge's artifact cache, a folder per candidate source
     // (python/kforge_torch/candidate.py extensions_dir): cached by content like native builds.
     // Under bubblewrap the filesystem is read-only but for the scratch areas, so that folder is

@@ -16,6 +16,7 @@
 #include "common/mapped_file.h"
 #include "evaluation/source_policy.h"
 #include "evaluation/tolerance.h"
+#include "evaluation/model_new_check.h"
 #include "worker/candidate_router.h"
 #include "worker/host_data.h"
 #include "worker/kernel_runner.h"
@@ -139,6 +140,10 @@ Evaluator::Evaluator(worker::Worker& candidates, worker::Worker& reference, cons
   timing_seed_ = policy_.gate.base_seed + 5000;
   checks_ = std::make_unique<TimedChecks>(task_, *oracle_, TimedChecks::random_secret());
   python_screen_ = python_screen_for(task_);
+  const auto problem = task_.reference_paths.find("torch");
+  if (problem != task_.reference_paths.end() && std::filesystem::is_regular_file(problem->second)) {
+    problem_source_ = read_file(problem->second);
+  }
 }
 
 Evaluator::~Evaluator() = default;
@@ -328,6 +333,12 @@ std::string Evaluator::screen(const std::string& source, const std::string& sour
   return violations.empty() ? "" : format_violations(violations, source_name);
 }
 
+std::string Evaluator::check_signature(const std::string& source,
+                                       const std::string& source_name) const {
+  if (!worker::is_python_candidate(source_name) || problem_source_.empty()) return "";
+  return check_model_new_signature(source, problem_source_);
+}
+
 int Evaluator::input_sets_for(const Workload& workload) const {
   // Rotation defeats pointer-keyed caching at small sizes; at gigabytes the checks that write
   // new values at a used address do that job, and a second set would double the memory.
@@ -351,7 +362,7 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
                 artifact.verdict == Verdict::compile_error ? "compile error" : artifact.log);
   }
   auto start = Clock::now();
-  worker::LoadResult loaded = on.load(load_request(artifact), policy_.load_timeout_s);
+  worker::LoadResult loaded = on.load(load_request(artifact), load_timeout_s(artifact));
   if (loaded.verdict != Verdict::ok) return fail(loaded.verdict, loaded.message);
   result.handle = loaded.handle;
 
@@ -392,7 +403,12 @@ worker::LoadResult Evaluator::load(const compile::Artifact& artifact) {
 }
 
 worker::LoadResult Evaluator::load(const compile::Artifact& artifact, worker::Worker& on) {
-  return on.load(load_request(artifact), policy_.load_timeout_s);
+  return on.load(load_request(artifact), load_timeout_s(artifact));
+}
+
+double Evaluator::load_timeout_s(const compile::Artifact& artifact) const {
+  return worker::is_python_candidate(artifact.path) ? policy_.python_load_timeout_s
+                                                    : policy_.load_timeout_s;
 }
 
 worker::LoadRequest Evaluator::load_request(const compile::Artifact& artifact) const {

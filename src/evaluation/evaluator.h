@@ -47,6 +47,9 @@ namespace kforge::evaluation {
 struct EvaluationPolicy {
   GatePlan gate;
   double load_timeout_s = 60.0;
+  /// Loading a Python candidate imports it, which is its build: load_inline compiles the
+  /// extension (g++ or nvcc, 30-90 s on a busy 2-core machine) and Triton may compile at import.
+  double python_load_timeout_s = 600.0;
   double run_timeout_s = 300.0;    // one gate case (both calls and read-backs)
   double time_timeout_s = 300.0;   // one timing request
   worker::MeasurementPolicy quick{2, 10, 40, 0.01, 3.0};    // rung 1
@@ -179,6 +182,14 @@ class EvaluationPlane {
   /// Static policy check of a candidate's source: "" when it passes, else the violations.
   virtual std::string screen(const std::string& source, const std::string& source_name,
                              const std::string& backend) const = 0;
+  /// A Python candidate's shape before it is built (model_new_check.h): "" when it passes or is
+  /// not a Python candidate, else why it cannot stand in for Model (verdict wrong_signature).
+  virtual std::string check_signature(const std::string& source,
+                                      const std::string& source_name) const {
+    (void)source;
+    (void)source_name;
+    return "";
+  }
   /// Rungs 0 and 1 of one compiled candidate, loaded into `on`.
   virtual CandidateEvaluation evaluate(const compile::Artifact& artifact, worker::Worker& on) = 0;
   /// Loads a compiled candidate into `on` without gating or timing it; a verdict other than ok
@@ -222,6 +233,10 @@ class Evaluator : public EvaluationPlane {
   /// with the task family's torch ops forbidden.
   std::string screen(const std::string& source, const std::string& source_name,
                      const std::string& backend) const override;
+  /// For a `.py` candidate: ModelNew exists and its constructor takes Model.__init__'s
+  /// parameters (check_model_new_signature against the problem file); "" otherwise.
+  std::string check_signature(const std::string& source,
+                              const std::string& source_name) const override;
 
   /// Rung 0 and rung 1 of one compiled candidate, loaded into `on` (default: the candidate
   /// worker given to the constructor). Every method that takes a worker may run concurrently
@@ -333,11 +348,14 @@ class Evaluator : public EvaluationPlane {
   uint64_t timing_seed_ = 0;
   std::unique_ptr<TimedChecks> checks_;
   PythonScreen python_screen_;       // what the Python screen knows of the task
+  std::string problem_source_;       // the PyTorch problem file's text ("" without one)
   /// The derived task JSON a Python candidate is loaded against (the reference's artifact of a
   /// PyTorch task, set by prepare()); "" for a task with native references only.
   std::string candidate_task_path_;
   /// The load request of `artifact`: with the derived task when it is a Python candidate.
   worker::LoadRequest load_request(const compile::Artifact& artifact) const;
+  /// The load request's time limit: python_load_timeout_s for a Python candidate.
+  double load_timeout_s(const compile::Artifact& artifact) const;
 };
 
 }  // namespace kforge::evaluation

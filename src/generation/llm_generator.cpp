@@ -9,16 +9,13 @@
 #include "backends/backend.h"
 #include "common/files.h"
 #include "common/hash.h"
+#include "llm/model_new_reply.h"
 #include "llm/reply_parser.h"
 
 namespace kforge::generation {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string extension(const std::string& backend) {
-  return backends::get_backend(backend).source_extension;
-}
 
 // The root of a repair chain: "llm-x-ab12cd-r2" -> "llm-x-ab12cd".
 std::string root_id(const std::string& id) {
@@ -59,12 +56,13 @@ std::vector<Proposal> LlmGenerator::initial_proposals() {
   Proposal seed;
   seed.job.backend = options_.backend;
   auto native = task_.reference_paths.find(options_.backend);
-  if (native == task_.reference_paths.end()) {
+  if (native == task_.reference_paths.end() || model_new()) {
     // No native kernel to start from (a PyTorch problem): the model writes the first one from
     // the reference in write_sources(), and its failures are repaired like any other.
     seed.id = kFirstKernelId;
-    seed.change = "the first kernel, written by the model from the reference";
-    seed.job.source_name = seed.id + extension(options_.backend);
+    seed.change = model_new() ? "the first ModelNew, written by the model from the module"
+                              : "the first kernel, written by the model from the reference";
+    seed.job.source_name = seed.id + source_extension();
     std::lock_guard lock(mutex_);
     first_ids_.insert(seed.id);
     return {seed};
@@ -85,13 +83,23 @@ std::optional<Proposal> LlmGenerator::apply(const Proposal& parent,
   proposal.parent_id = parent.id;
   proposal.change = strategy.id + ": " + strategy.title + " (written by the model)";
   proposal.job.backend = options_.backend;
-  proposal.job.source_name = proposal.id + extension(options_.backend);
+  proposal.job.source_name = proposal.id + source_extension();
   std::lock_guard lock(mutex_);
   planned_[proposal.id] = {strategy, parent};
   return proposal;
 }
 
+std::string LlmGenerator::source_extension() const {
+  return model_new() ? ".py" : backends::get_backend(options_.backend).source_extension;
+}
+
 std::string LlmGenerator::standalone_source(const Proposal& proposal) const {
+  if (model_new()) {
+    // The module as it runs: a Python comment names where it came from.
+    return "# kforge candidate " + proposal.id + " (generator llm, model " + options_.model +
+           ", language " + to_string(options_.language) + ", backend " + options_.backend +
+           ")\n" + proposal.job.source;
+  }
   std::ostringstream text;
   text << "// kforge candidate " << proposal.id << " (generator llm, model " << options_.model
        << ", backend " << options_.backend << ")\n";
@@ -137,25 +145,45 @@ llm::ChatRequest LlmGenerator::request(std::vector<llm::ChatMessage> messages,
   return r;
 }
 
+std::optional<llm::RepairResult> LlmGenerator::extract_source(const std::string& content,
+                                                              bool* truncated,
+                                                              std::string* note) const {
+  if (model_new()) {
+    std::optional<llm::ExtractedCode> code = llm::extract_model_new(content);
+    if (!code) {
+      // Still a candidate: the static check's verdict (no ModelNew) goes back to the model.
+      *note = "; the reply held no python block";
+      return llm::RepairResult{"# the model's reply held no ```python block\n", {}};
+    }
+    *truncated = code->truncated;
+    if (!llm::defines_model_new(code->source)) *note = "; the python block defines no ModelNew";
+    return llm::repair_model_new(code->source);
+  }
+  std::optional<llm::ExtractedCode> code = llm::extract_kernel(content, options_.backend);
+  if (!code) return std::nullopt;
+  *truncated = code->truncated;
+  return llm::repair_kernel(code->source, options_.backend);
+}
+
 bool LlmGenerator::take_kernel(Proposal& proposal, const llm::ChatResult& reply) {
   if (!reply.ok()) {
     proposal.failure = "LLM " + llm::to_string(reply.error.kind) + ": " + reply.error.message;
     return false;
   }
   const llm::ChatResponse& response = *reply.response;
-  std::optional<llm::ExtractedCode> code = llm::extract_kernel(response.content, options_.backend);
-  if (!code) {
+  bool truncated = false;
+  std::string notes;
+  std::optional<llm::RepairResult> repaired = extract_source(response.content, &truncated, &notes);
+  if (!repaired) {
     proposal.failure =
         fmt::format("the model's reply has no {} code block ({} characters{})",
                     backends::get_backend(options_.backend).language, response.content.size(),
                     response.finish_reason == "length" ? ", cut off at max_tokens" : "");
     return false;
   }
-  llm::RepairResult repaired = llm::repair_kernel(code->source, options_.backend);
-  proposal.job.source = repaired.source;
-  std::string notes;
-  if (code->truncated) notes += "; the code block was cut off";
-  for (const std::string& fix : repaired.fixes) notes += "; " + fix;
+  proposal.job.source = repaired->source;
+  if (truncated) notes += "; the code block was cut off";
+  for (const std::string& fix : repaired->fixes) notes += "; " + fix;
   proposal.change += notes;
   log_(
       fmt::format("  [llm] {}: {}+{} tokens, ${:.4f}, {:.1f} s{}{}", proposal.id,
@@ -168,8 +196,8 @@ bool LlmGenerator::take_kernel(Proposal& proposal, const llm::ChatResult& reply)
        {"cost_usd", response.cost_usd},
        {"latency_s", response.latency_s},
        {"from_cache", response.from_cache},
-       {"truncated", code->truncated},
-       {"fixes", repaired.fixes}});
+       {"truncated", truncated},
+       {"fixes", repaired->fixes}});
   return true;
 }
 
@@ -243,7 +271,7 @@ std::optional<Proposal> LlmGenerator::repair(const Proposal& failed, const Feedb
     proposal = failed;
     proposal.id = root_id(failed.id) + "-r" + std::to_string(attempt);
     proposal.job.source.clear();
-    proposal.job.source_name = proposal.id + extension(options_.backend);
+    proposal.job.source_name = proposal.id + source_extension();
     proposal.change = "repair " + std::to_string(attempt) + " of " + failed.id + " after " +
                       to_string(feedback.verdict);
     proposal.failure.clear();

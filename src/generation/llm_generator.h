@@ -13,6 +13,11 @@
 //   observe            keeps each candidate's numbers and the last feedback for the prompts
 //   repair             continues the proposal's conversation with the failure (compile errors
 //                      summarized, wrong-answer details) and asks for a fixed kernel
+//
+// With a ModelNew language (options.language cuda or triton) every source is a Python module
+// (model_new_reply.h extracts and repairs it); a reply without ModelNew, or without any Python
+// block, still becomes a candidate, so that the static check's wrong_signature verdict and its
+// message reach the model through the repair turn like any other failure.
 //   exhausted          the caller's stop reason (budget spent, Ctrl-C)
 #pragma once
 
@@ -28,7 +33,9 @@
 #include "llm/chat.h"
 #include "llm/llm_selector.h"
 #include "llm/prompt_builder.h"
+#include "llm/reply_parser.h"
 #include "memory/store.h"
+#include "core/kernel_language.h"
 #include "core/task.h"
 
 namespace kforge::generation {
@@ -38,6 +45,10 @@ struct LlmGeneratorOptions {
   std::string model;
   std::optional<double> temperature;
   std::optional<int> max_tokens;
+  /// native: kforge_run kernels; cuda / triton (a PyTorch problem): KernelBench-format ModelNew
+  /// modules (`<id>.py` sources, run by the Python candidate worker), the first one written
+  /// from the module even when the task has a native reference.
+  KernelLanguage language = KernelLanguage::native;
 };
 
 class LlmGenerator final : public Generator {
@@ -70,6 +81,13 @@ class LlmGenerator final : public Generator {
   };
   /// Extracts and repairs the kernel of `reply` into `proposal`; false (failure set) if none.
   bool take_kernel(Proposal& proposal, const llm::ChatResult& reply);
+  /// The native kernel or the ModelNew module of `content`, repaired, with notes for the log;
+  /// nullopt when a native reply holds no code.
+  std::optional<llm::RepairResult> extract_source(const std::string& content, bool* truncated,
+                                                  std::string* note) const;
+  /// ".py" for ModelNew languages, else the backend's source extension.
+  std::string source_extension() const;
+  bool model_new() const { return is_model_new(options_.language); }
   llm::KernelState kernel_state(const Proposal& proposal) const;
   llm::StrategyContext strategy_context(const memory::Strategy& strategy) const;
   llm::ChatRequest request(std::vector<llm::ChatMessage> messages, const std::string& purpose,

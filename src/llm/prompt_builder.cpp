@@ -1,6 +1,7 @@
 #include "llm/prompt_builder.h"
 
 #include "backends/backend.h"
+#include "llm/model_new_prompt.h"
 #include "llm/torch_prompt.h"
 
 #include <fmt/format.h>
@@ -83,9 +84,14 @@ std::string describe_feedback(const FeedbackContext& f) {
                             f.reference_ms / *f.median_ms, f.reference_ms);
       }
       break;
-    case Verdict::compile_error:
-      text += " Compiler errors:\n\n```\n" + summarize_compile_errors(f.build_log) + "\n```";
+    case Verdict::compile_error: {
+      // A native build's errors are its build log; a Python candidate's build is its import in
+      // the candidate worker (load_inline, Triton), whose verdict message holds the errors.
+      const bool load_failure = !f.message.empty() && f.message != "compile error";
+      text += " Compiler errors:\n\n```\n" +
+              summarize_compile_errors(load_failure ? f.message : f.build_log) + "\n```";
       break;
+    }
     default:
       if (!f.message.empty()) text += " Details: " + f.message.substr(0, 2000);
       break;
@@ -194,14 +200,30 @@ std::string describe_strategy(const memory::Strategy& s) {
 }
 
 PromptBuilder::PromptBuilder(const PromptLibrary& library, const Task& task, std::string backend,
-                             std::string abi_header, std::string reference_source)
+                             std::string abi_header, std::string reference_source,
+                             KernelLanguage language)
     : library_(library),
       task_(task),
       backend_(std::move(backend)),
       abi_header_(std::move(abi_header)),
-      reference_source_(std::move(reference_source)) {}
+      reference_source_(std::move(reference_source)),
+      language_(language) {}
 
 PromptValues PromptBuilder::common() const {
+  if (model_new()) {
+    // A ModelNew is a Python module whatever its kernels are written in: every reply is a
+    // ```python block, and the repair and generate templates say so through {{fence}}.
+    PromptValues values = model_new_values(task_, language_, backend_, reference_source_);
+    values.insert({{"backend", backend_},
+                   {"language", "Python (ModelNew with " + values["kernel_kind"] + ")"},
+                   {"fence", "python"},
+                   {"backend_rules", ""},
+                   {"task_name", task_.name},
+                   {"task_description", task_.description},
+                   {"tolerance", describe_tolerance(task_)},
+                   {"reference_source", reference_source_}});
+    return values;
+  }
   const backends::PromptFragment& prompt = backends::get_backend(backend_).prompt;
   return {{"backend", backend_},
           {"language", prompt.language},
@@ -218,16 +240,24 @@ PromptValues PromptBuilder::common() const {
           {"abi_header", abi_header_}};
 }
 
+bool PromptBuilder::model_new() const {
+  return is_model_new(language_) && task_.has_torch_reference();
+}
+
 PromptValues PromptBuilder::with_task_sections() const {
   PromptValues values = common();
-  values["task_sections"] = library_.render("task", values);
+  values["task_sections"] = library_.render(model_new() ? "model_new_task" : "task", values);
   return values;
+}
+
+std::string PromptBuilder::system_template() const {
+  return model_new() ? "model_new_system" : "system";
 }
 
 std::vector<ChatMessage> PromptBuilder::first() const {
   PromptValues values = with_task_sections();
-  return {{"system", library_.render("system", values)},
-          {"user", library_.render("first", values)}};
+  return {{"system", library_.render(system_template(), values)},
+          {"user", library_.render(model_new() ? "model_new_first" : "first", values)}};
 }
 
 std::vector<ChatMessage> PromptBuilder::generate(const KernelState& parent,
@@ -244,7 +274,7 @@ std::vector<ChatMessage> PromptBuilder::generate(const KernelState& parent,
   values["strategy_title"] = context.strategy.title;
   values["strategy_memory"] = describe_strategy(context.strategy);
   values["diagnosis"] = diagnosis;
-  return {{"system", library_.render("system", values)},
+  return {{"system", library_.render(system_template(), values)},
           {"user", library_.render("generate", values)}};
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_language.h"
 #include "core/verdict.h"
 #include "llm/chat.h"
 #include "llm/prompt_template.h"
@@ -71,8 +72,12 @@ class PromptBuilder {
   /// defines the right answer: the task's native reference for `backend`, or for a task with a
   /// torch reference the PyTorch problem file (shown in a ```python fence with the mapping of
   /// the signature onto the module, torch_prompt.h). Keeps a reference to `library`.
+  /// `language` cuda or triton (a task with a torch reference) asks for ModelNew modules
+  /// instead of native kernels: the system, task and first messages come from
+  /// prompts/model_new_*.md (model_new_prompt.h), and every reply is a ```python block.
   PromptBuilder(const PromptLibrary& library, const Task& task, std::string backend,
-                std::string abi_header, std::string reference_source);
+                std::string abi_header, std::string reference_source,
+                KernelLanguage language = KernelLanguage::native);
 
   /// System message + user message asking for the task's first kernel, written from the
   /// reference (prompts/first.md): for a task with no native reference to start from.
@@ -88,9 +93,14 @@ class PromptBuilder {
                                   std::span<const memory::Strategy> candidates) const;
 
   const std::string& backend() const { return backend_; }
+  KernelLanguage language() const { return language_; }
 
  private:
   PromptValues common() const;
+  /// The run asks for ModelNew modules (a ModelNew language on a task with a torch reference).
+  bool model_new() const;
+  /// "model_new_system" or "system".
+  std::string system_template() const;
   /// common() plus `task_sections` (prompts/task.md rendered), for kernel-writing requests.
   PromptValues with_task_sections() const;
 
@@ -99,6 +109,7 @@ class PromptBuilder {
   std::string backend_;
   std::string abi_header_;
   std::string reference_source_;
+  KernelLanguage language_;
 };
 
 }  // namespace kforge::llm

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "task/task_loader.h"
+#include "support/backends.h"
 #include "task/torch_task.h"
 
 namespace kforge::llm {
@@ -164,6 +165,68 @@ TEST_F(TorchPromptGoldenTest, GenerateRefinesTheModelsKernelAgainstTheModule) {
   context.strategy.edit_pattern = "Each thread takes a block of rows and reuses each weight row.";
   expect_golden("generate_torch.md",
                 render(builder_.generate(parent, context, std::nullopt, diagnose(parent))));
+}
+
+// ModelNew prompts (--language cuda|triton): the module's source, the constructor to keep, the
+// parameters ModelNew must create, the screen's refusals, how the kernels are built per backend.
+class ModelNewPromptGoldenTest : public TorchPromptGoldenTest {
+ protected:
+  PromptBuilder builder(const std::string& backend, KernelLanguage language) const {
+    return PromptBuilder(library_, task_, backend, "", problem_, language);
+  }
+  const std::string problem_ =
+      read_file(source_dir() / "python/tests/problems/linear_relu_half.py");
+};
+
+TEST_F(ModelNewPromptGoldenTest, FirstModelNewOnCpuAsksForLoadInlineWithCppSources) {
+  const std::vector<ChatMessage> messages = builder("cpu", KernelLanguage::cuda).first();
+  expect_golden("first_model_new_cpu.md", render(messages));
+  const std::string user = messages.at(1).content;
+  EXPECT_NE(user.find("- Constructor: `def __init__(self, in_features, out_features)`"),
+            std::string::npos);
+  EXPECT_NE(user.find("- parameter `linear.weight`: f32 [80, 192] at the timed workload"),
+            std::string::npos)
+      << user;
+  EXPECT_EQ(user.find("kforge_run"), std::string::npos) << user;
+}
+
+TEST_F(ModelNewPromptGoldenTest, GenerateAndRepairOnCudaAskForAPythonBlock) {
+  if (!::kforge::testing::has_backend("cuda")) GTEST_SKIP() << "no cuda backend in this build";
+  const PromptBuilder cuda = builder("cuda", KernelLanguage::cuda);
+  KernelState parent;
+  parent.id = "llm-first-r1";
+  parent.source = "# kforge candidate llm-first-r1\nclass ModelNew(nn.Module):\n    pass\n";
+  parent.median_ms = 0.05;
+  parent.reference_ms = 0.08;
+  parent.bytes_moved = 4 * (48 * 192 + 80 * 192 + 80 + 48 * 80);
+  StrategyContext context;
+  context.direction.id = "memory_access";
+  context.direction.title = "Memory access";
+  context.direction.goal = "Move each byte once, in wide contiguous accesses.";
+  context.strategy.id = "cuda_vectorized_loads";
+  context.strategy.direction_id = "memory_access";
+  context.strategy.title = "16-byte vectorized loads";
+  context.strategy.edit_pattern = "Load float4 where the row is aligned; a scalar tail.";
+  FeedbackContext compile_error;
+  compile_error.candidate_id = "llm-first";
+  compile_error.verdict = Verdict::compile_error;
+  compile_error.build_log = "staged for the Python candidate worker";
+  compile_error.message =
+      "the candidate raised while loading: RuntimeError: Error building extension 'x': [1/2] "
+      "c++ -MMD -c /tmp/torch_extensions/x/main.cpp -o main.o\nFAILED: main.o\n"
+      "/tmp/torch_extensions/x/main.cpp:7:52: error: 'undeclared_accumulator' was not declared "
+      "in this scope\n    7 |   ys[i] = undeclared_accumulator;\n      |           ^~~~\n"
+      "ninja: build stopped: subcommand failed.";
+  expect_golden("generate_model_new_cuda.md",
+                render(cuda.generate(parent, context, compile_error, diagnose(parent))) +
+                    "=== user (repair)\n" + cuda.repair(compile_error).content + "\n");
+}
+
+TEST_F(ModelNewPromptGoldenTest, TritonSaysHowItsKernelsAreLaunched) {
+  if (!::kforge::testing::has_backend("cuda")) GTEST_SKIP() << "no cuda backend in this build";
+  const std::vector<ChatMessage> messages = builder("cuda", KernelLanguage::triton).first();
+  expect_golden("first_model_new_triton.md", render(messages));
+  EXPECT_NE(messages.at(0).content.find("@triton.jit"), std::string::npos);
 }
 
 TEST(PromptTemplateTest, PlaceholdersSectionsAndComments) {

@@ -32,12 +32,6 @@ std::string drop_thinking(const std::string& reply) {
   return out;
 }
 
-struct Block {
-  std::string language;
-  std::string body;
-  bool closed = false;
-};
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
@@ -60,11 +54,11 @@ bool fence_line(const std::string& line, std::string* fence, std::string* info) 
   return true;
 }
 
-std::vector<Block> fenced_blocks(const std::string& text) {
-  std::vector<Block> blocks;
+std::vector<FencedBlock> fenced_blocks(const std::string& text) {
+  std::vector<FencedBlock> blocks;
   std::istringstream in(text);
   std::string line;
-  Block* open = nullptr;
+  FencedBlock* open = nullptr;
   std::string open_fence;
   while (std::getline(in, line)) {
     std::string fence, info;
@@ -93,6 +87,10 @@ bool usable_language(const std::string& language, const std::string& backend) {
 }
 
 }  // namespace
+
+std::vector<FencedBlock> fenced_code_blocks(const std::string& reply) {
+  return fenced_blocks(drop_thinking(reply));
+}
 
 // ---- shared scanning helpers -------------------------------------------------------------------
 
@@ -250,9 +248,9 @@ std::set<std::string> entry_like_functions(const std::string& code) {
 
 std::optional<ExtractedCode> extract_kernel(const std::string& reply, const std::string& backend) {
   std::string text = drop_thinking(reply);
-  std::vector<Block> usable;
-  std::vector<Block> blocks = fenced_blocks(text);
-  for (Block& b : blocks) {
+  std::vector<FencedBlock> usable;
+  std::vector<FencedBlock> blocks = fenced_blocks(text);
+  for (FencedBlock& b : blocks) {
     if (usable_language(b.language, backend) &&
         b.body.find_first_not_of(" \t\n") != std::string::npos) {
       usable.push_back(std::move(b));
@@ -270,22 +268,22 @@ std::optional<ExtractedCode> extract_kernel(const std::string& reply, const std:
     code.from_fence = false;
     return code;
   }
-  const Block* chosen = nullptr;
-  for (const Block& b : usable) {
+  const FencedBlock* chosen = nullptr;
+  for (const FencedBlock& b : usable) {
     if (defines(b.body, "kforge_run")) chosen = &b;  // the last one wins
   }
-  auto larger = [](const Block* best, const Block& b) {
+  auto larger = [](const FencedBlock* best, const FencedBlock& b) {
     return best == nullptr || b.body.size() > best->body.size();
   };
   if (chosen == nullptr) {
-    for (const Block& b : usable) {
+    for (const FencedBlock& b : usable) {
       if (!entry_like_functions(blank_comments_and_literals(b.body)).empty() && larger(chosen, b)) {
         chosen = &b;
       }
     }
   }
   if (chosen == nullptr) {
-    for (const Block& b : usable) {
+    for (const FencedBlock& b : usable) {
       if (larger(chosen, b)) chosen = &b;
     }
   }

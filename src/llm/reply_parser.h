@@ -27,6 +27,16 @@
 
 namespace kforge::llm {
 
+/// One fenced block of a reply.
+struct FencedBlock {
+  std::string language;  // the fence's info string, lowercased ("python", "" when unlabelled)
+  std::string body;
+  bool closed = false;   // false: the reply ended inside it
+};
+
+/// The fenced blocks (``` or ~~~) of `reply` in order, <think>...</think> spans dropped.
+std::vector<FencedBlock> fenced_code_blocks(const std::string& reply);
+
 struct ExtractedCode {
   std::string source;
   std::string language;    // the fence's info string ("cpp", "cuda", "" when unlabelled)

@@ -168,6 +168,11 @@ std::string constants_line(const Task& task, const json& torch) {
 
 }  // namespace
 
+std::string describe_workload_constants(const Task& task) {
+  if (!task.has_torch_reference()) return "";
+  return constants_line(task, object_at(task.torch_reference, "torch"));
+}
+
 std::string describe_torch_mapping(const Task& task) {
   if (!task.has_torch_reference()) return "";
   const json& derived = task.torch_reference;

@@ -21,4 +21,9 @@ namespace kforge::llm {
 /// read back from TOML has no input_rules); it never throws on a well-formed derived task.
 std::string describe_torch_mapping(const Task& task);
 
+/// Which module constants each workload rebinds, one clause per workload ("'gate_small'
+/// rebinds batch_size=3, dim=37; 'problem' uses the file's own values"); "" for a task without
+/// a torch reference.
+std::string describe_workload_constants(const Task& task);
+
 }  // namespace kforge::llm

@@ -344,11 +344,13 @@ std::string render_run_html(const fs::path& run_dir) {
                     (graph.empty() ? "<p class=\"note\">" + svg::escape(why) + "</p>\n"
                                    : "<div class=\"path-graph\">" + graph + "</div>\n") +
                         path_table(*result));
-    const fs::path source = run_dir / fs::path(text_or(result->at("best"), "source")).filename();
-    const fs::path best_file = fs::exists(run_dir / "best.cu") ? run_dir / "best.cu" : run_dir / "best.cpp";
+    // The recorded best's file (best.cpp, best.cu, or best.py for a ModelNew), found in this
+    // run directory by name, so that a moved run still shows it.
+    const fs::path best_file =
+        run_dir / fs::path(text_or(result->at("best"), "source")).filename();
     page += section("The best kernel: " + text_or(result->at("best"), "id"),
-                    "<pre>" + svg::escape(fs::exists(best_file) ? read_file(best_file) : "") + "</pre>\n");
-    (void)source;
+                    "<pre>" + svg::escape(fs::is_regular_file(best_file) ? read_file(best_file) : "") +
+                        "</pre>\n");
   }
   page += "</body></html>\n";
   return page;

@@ -213,8 +213,9 @@ std::string Optimizer::choose_final(const std::string& best_id) {
 
 void Optimizer::run_final() {
   const CandidateRecord& best = *best_;
-  std::string extension = backends::get_backend(backend_).source_extension;
-  run_dir_.write_text("best" + extension, generator_.standalone_source(proposals_.at(best.id)));
+  const generation::Proposal& best_proposal = proposals_.at(best.id);
+  const std::string extension = source_extension_of(best_proposal);
+  run_dir_.write_text("best" + extension, generator_.standalone_source(best_proposal));
   result_.best_source_path = (run_dir_.path() / ("best" + extension)).string();
   if (interrupts() >= 2 || result_.final_skipped) {
     result_.final_skipped = true;

@@ -401,8 +401,11 @@ class Optimizer {
   /// The id the final rung takes: `best_id` unless another rung-2 candidate's geomean speedup
   /// over all timed workloads is higher by more than min_gain (or the best failed rung 2).
   std::string choose_final(const std::string& best_id);
-  /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu.
+  /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu|py.
   void run_final();
+  /// The file extension of `proposal`'s source: ".py" for a ModelNew module (its job's
+  /// source_name ends in .py), else the backend's (".cpp", ".cu").
+  std::string source_extension_of(const generation::Proposal& proposal) const;
 
   const Task& task_;
   std::string backend_;

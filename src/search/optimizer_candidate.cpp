@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "search/optimizer.h"
 #include "search/optimizer_move.h"
+#include "worker/candidate_router.h"
 
 namespace kforge::search {
 namespace fs = std::filesystem;
@@ -36,11 +37,20 @@ std::string describe(const CandidateRecord& record, double reference_ms) {
 std::future<compile::Artifact> Optimizer::submit_screened(const generation::Proposal& proposal) {
   const std::string violations =
       evaluator_.screen(proposal.job.source, proposal.job.source_name, backend_);
-  if (violations.empty()) return builds_.submit(proposal.job);
+  // A ModelNew that cannot stand in for Model is told so before its (slow) build.
+  const std::string wrong_shape =
+      violations.empty() ? evaluator_.check_signature(proposal.job.source, proposal.job.source_name)
+                         : "";
+  if (violations.empty() && wrong_shape.empty()) return builds_.submit(proposal.job);
   std::promise<compile::Artifact> rejected;
   compile::Artifact artifact;
-  artifact.verdict = Verdict::rejected_by_policy;
-  artifact.log = "rejected by the task's source policy:\n" + violations;
+  if (!violations.empty()) {
+    artifact.verdict = Verdict::rejected_by_policy;
+    artifact.log = "rejected by the task's source policy:\n" + violations;
+  } else {
+    artifact.verdict = Verdict::wrong_signature;
+    artifact.log = wrong_shape;
+  }
   rejected.set_value(std::move(artifact));
   return rejected.get_future();
 }
@@ -82,6 +92,12 @@ std::vector<std::optional<Optimizer::Evaluated>> Optimizer::evaluate_batch(
       },
       [&] { return interrupts() == 0 && started++ < room; });
   return evaluated;
+}
+
+std::string Optimizer::source_extension_of(const generation::Proposal& proposal) const {
+  return worker::is_python_candidate(proposal.job.source_name)
+             ? ".py"
+             : backends::get_backend(backend_).source_extension;
 }
 
 CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
@@ -163,7 +179,7 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
   fs::path dir = run_dir_.candidate_dir(record.index, proposal.point.variant.empty()
                                                           ? proposal.id
                                                           : proposal.point.variant);
-  std::string extension = backends::get_backend(backend_).source_extension;
+  const std::string extension = source_extension_of(proposal);
   run_dir_.write_text(dir / ("source" + extension), generator_.standalone_source(proposal));
   run_dir_.write_text(dir / "build.log", artifact.log);
   record.source_file = (dir / ("source" + extension)).string();

@@ -32,7 +32,13 @@ Backend make_table() {
   backend.language = "C++";
   backend.source_extension = ".cpp";
   backend.fence_languages = {"", "c", "cpp", "c++", "cxx", "cc", "h", "hpp"};
-  backend.prompt = {"C++20 (g++ -O3 -march=native -fopenmp)", "cpp", ""};
+  backend.prompt = {
+      "C++20 (g++ -O3 -march=native -fopenmp)", "cpp", "", "C++ kernels",
+      "- This run is on the CPU: tensors live in host memory and there is no CUDA. Write the "
+      "kernels in C++ and build them at import with `torch.utils.cpp_extension.load_inline("
+      "name=..., cpp_sources=..., functions=[...])`, without `cuda_sources`.\n"
+      "- OpenMP is allowed: `extra_cflags=[\"-O3\", \"-march=native\", \"-fopenmp\"]`, "
+      "`extra_ldflags=[\"-fopenmp\"]`; no threads of your own."};
   backend.auto_includes = {
       {"immintrin.h", {"_mm256_", "_mm512_", "_mm_", "__m256", "__m512", "__m128"}}};
   backend.unscreened = {PolicyCategory::default_stream_launch};

@@ -48,7 +48,14 @@ Backend make_table() {
   backend.fence_languages = {"", "c", "cpp", "c++", "cxx", "cc", "h", "hpp", "cuda", "cu", "cuh"};
   backend.prompt = {"CUDA C++", "cuda",
                     "- Launch every kernel on `(cudaStream_t)args->stream`; never synchronize the "
-                    "device, never create streams or events. Tensors are in device memory."};
+                    "device, never create streams or events. Tensors are in device memory.",
+                    "CUDA kernels",
+                    "- Write the kernels in CUDA C++ and build them at import with "
+                    "`torch.utils.cpp_extension.load_inline` (`cpp_sources` declaring the "
+                    "functions, `cuda_sources` defining them, `functions=[...]`).\n"
+                    "- Launch every kernel on PyTorch's current stream: "
+                    "`kernel<<<grid, block, 0, at::cuda::getCurrentCUDAStream()>>>` (include "
+                    "<ATen/cuda/CUDAContext.h>); a launch on the default stream is refused."};
   backend.auto_includes = {{"cuda_fp16.h", {"__half", "__float2half", "__half2float"}}};
   backend.toolchain = &toolchain;
   backend.make_device = &make_cuda_device;
@@ -58,6 +65,7 @@ Backend make_table() {
   backend.can.physical_floor = true;
   backend.can.builds_overlap_timing = true;
   backend.can.compute_capability = true;
+  backend.can.triton = true;
   return backend;
 }
 
