@@ -1,6 +1,7 @@
 #include "llm/model_new_prompt.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <vector>
 
@@ -12,12 +13,6 @@
 namespace kforge::llm {
 namespace {
 using nlohmann::json;
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
-}
 
 const json& member(const json& object, const char* key) {
   static const json null;
@@ -52,7 +47,8 @@ std::string shape_at_timed(const Task& task, const json& torch, size_t i) {
     if (!shapes.is_array() || i >= shapes.size() || !shapes[i].is_array()) break;
     std::vector<std::string> dims;
     for (const json& d : shapes[i]) dims.push_back(d.dump());
-    return fmt::format("{} [{}] at the timed workload", to_string(spec.dtype), join(dims, ", "));
+    return fmt::format("{} [{}] at the timed workload", to_string(spec.dtype),
+                       fmt::join(dims, ", "));
   }
   return to_string(spec.dtype);
 }
@@ -108,13 +104,13 @@ PromptValues model_new_values(const Task& task, KernelLanguage language,
   values["language_rules"] = language_rules(language, backend);
   const evaluation::PythonClassShape model = evaluation::python_class_shape(problem_source, "Model");
   values["model_init"] = model.has_init ? model.init_text : "(self)";
-  values["model_tensors"] = join(tensor_lines(task), "\n");
+  values["model_tensors"] = fmt::format("{}", fmt::join(tensor_lines(task), "\n"));
   values["workload_sizes"] = describe_workload_constants(task);
   std::vector<std::string> ops;
   for (const std::string& op : evaluation::forbidden_torch_ops(task.family, problem_source)) {
     ops.push_back("`" + op + "`");
   }
-  values["forbidden_ops"] = join(ops, ", ");
+  values["forbidden_ops"] = fmt::format("{}", fmt::join(ops, ", "));
   return values;
 }
 

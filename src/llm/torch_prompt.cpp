@@ -1,6 +1,7 @@
 #include "llm/torch_prompt.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 #include <vector>
@@ -8,12 +9,6 @@
 namespace kforge::llm {
 namespace {
 using nlohmann::json;
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
-}
 
 // `key` of `object` when it is an array/object of the wanted kind, else an empty one.
 const json& array_at(const json& object, const char* key) {
@@ -69,7 +64,7 @@ std::string values_from(const json& rule) {
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::vector<std::string> dims;
   for (int64_t d : shape) dims.push_back(std::to_string(d));
-  return "[" + join(dims, ", ") + "]";
+  return "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
 }
 
 // When the module holds tensor `i` in another shape than the signature's at the timed workload
@@ -109,7 +104,7 @@ std::vector<std::string> tensor_lines(const Task& task, const json& torch,
     const bool input = t.role == TensorRole::input;
     std::string line = fmt::format("- `args->{}[{}]` = `{}`: {} [{}]", input ? "inputs" : "outputs",
                                    input ? next_input++ : next_output++, t.name, to_string(t.dtype),
-                                   join(t.shape, ", "));
+                                   fmt::join(t.shape, ", "));
     if (i < entries.size() && entries[i].is_object()) {
       line += "; " + module_place(entries[i], t, outputs);
     }
@@ -161,9 +156,9 @@ std::string constants_line(const Task& task, const json& torch) {
     }
     std::vector<std::string> bound;
     for (const auto& [name, value] : constants.items()) bound.push_back(name + "=" + value.dump());
-    parts.push_back("'" + w.name + "' rebinds " + join(bound, ", "));
+    parts.push_back(fmt::format("'{}' rebinds {}", w.name, fmt::join(bound, ", ")));
   }
-  return join(parts, "; ");
+  return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 }  // namespace
@@ -203,7 +198,7 @@ std::string describe_torch_mapping(const Task& task) {
         "- The expected outputs are the module's in float64 (`model.double()` on the same inputs), "
         "cast to the output dtype; the tolerance above applies to them.");
   }
-  return join(lines, "\n");
+  return fmt::format("{}", fmt::join(lines, "\n"));
 }
 
 }  // namespace kforge::llm
