@@ -71,6 +71,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
@@ -344,6 +345,15 @@ class Optimizer {
                           generation::Feedback* feedback);
   CandidateRecord record_evaluation(const generation::Proposal& proposal,
                                     const Evaluated& evaluated, int step, const Move* move);
+  /// A record of `proposal` as the next candidate of `step`: index, step, id, parent, change.
+  CandidateRecord new_record(const generation::Proposal& proposal, int step) const;
+  /// Sets `record`'s direction, strategy and parent from `move` (none for a hint), and its
+  /// log gain over the move's parent where it has a quick median.
+  static void take_move(CandidateRecord& record, const Move* move);
+  /// Writes the proposal's standalone source into its candidate folder `dir` as
+  /// source<extension> and sets record.source_file to it.
+  void write_source(const generation::Proposal& proposal, const std::filesystem::path& dir,
+                    CandidateRecord& record);
   CandidateRecord restore(const generation::Proposal& proposal,
                           const RecordedCandidate& recorded);
 

@@ -135,17 +135,37 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   return record;
 }
 
-CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposal,
-                                             const Evaluated& evaluated, int step,
-                                             const Move* move) {
-  const compile::Artifact& artifact = evaluated.artifact;
-  const evaluation::CandidateEvaluation& outcome = evaluated.outcome;
+CandidateRecord Optimizer::new_record(const generation::Proposal& proposal, int step) const {
   CandidateRecord record;
   record.index = static_cast<int>(records_.size());
   record.step = step;
   record.id = proposal.id;
   record.parent_id = proposal.parent_id;
   record.change = proposal.change;
+  return record;
+}
+
+void Optimizer::take_move(CandidateRecord& record, const Move* move) {
+  if (move == nullptr) return;
+  record.direction_id = move->direction_id;
+  record.strategy_id = move->strategy_id;
+  record.parent_id = move->parent_id;
+  if (record.median_ms) record.log_gain = std::log(move->parent_ms / *record.median_ms);
+}
+
+void Optimizer::write_source(const generation::Proposal& proposal, const fs::path& dir,
+                             CandidateRecord& record) {
+  const fs::path source = dir / ("source" + source_extension_of(proposal));
+  run_dir_.write_text(source, generator_.standalone_source(proposal));
+  record.source_file = source.string();
+}
+
+CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposal,
+                                             const Evaluated& evaluated, int step,
+                                             const Move* move) {
+  const compile::Artifact& artifact = evaluated.artifact;
+  const evaluation::CandidateEvaluation& outcome = evaluated.outcome;
+  CandidateRecord record = new_record(proposal, step);
   record.artifact_key = artifact.key;
   record.from_cache = artifact.from_cache;
   record.compile_s = artifact.compile_s;
@@ -168,21 +188,14 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
     homes_[proposal.id] = evaluated.worker;
     artifacts_[proposal.id] = artifact;
   }
-  if (move != nullptr) {
-    record.direction_id = move->direction_id;
-    record.strategy_id = move->strategy_id;
-    record.parent_id = move->parent_id;
-    if (record.median_ms) record.log_gain = std::log(move->parent_ms / *record.median_ms);
-  }
+  take_move(record, move);
   for (const evaluation::RungRecord& rung : outcome.rungs) record.device_s += rung.seconds;
 
   fs::path dir = run_dir_.candidate_dir(record.index, proposal.point.variant.empty()
                                                           ? proposal.id
                                                           : proposal.point.variant);
-  const std::string extension = source_extension_of(proposal);
-  run_dir_.write_text(dir / ("source" + extension), generator_.standalone_source(proposal));
+  write_source(proposal, dir, record);
   run_dir_.write_text(dir / "build.log", artifact.log);
-  record.source_file = (dir / ("source" + extension)).string();
   nlohmann::json evaluation = {{"id", record.id},
                                {"verdict", to_string(record.verdict)},
                                {"message", record.message},

@@ -10,7 +10,6 @@
 // in the run database says duplicate_of, so --resume restores it as one.
 #include <fmt/format.h>
 
-#include "backends/backend.h"
 #include "search/duplicates.h"
 #include "search/optimizer.h"
 #include "search/optimizer_move.h"
@@ -43,12 +42,7 @@ void Optimizer::remember_original(const generation::Proposal& proposal,
 CandidateRecord Optimizer::record_duplicate(const generation::Proposal& proposal,
                                             const CandidateRecord& original, int step,
                                             const Move* move) {
-  CandidateRecord record;
-  record.index = static_cast<int>(records_.size());
-  record.step = step;
-  record.id = proposal.id;
-  record.parent_id = proposal.parent_id;
-  record.change = proposal.change;
+  CandidateRecord record = new_record(proposal, step);
   record.duplicate_of = original.id;
   record.duplicate_of_index = original.index;
   record.verdict = original.verdict;
@@ -61,17 +55,10 @@ CandidateRecord Optimizer::record_duplicate(const generation::Proposal& proposal
   record.full_geomean_speedup = original.full_geomean_speedup;
   record.full_workloads = original.full_workloads;
   record.rung = original.rung;
-  if (move != nullptr) {
-    record.direction_id = move->direction_id;
-    record.strategy_id = move->strategy_id;
-    record.parent_id = move->parent_id;
-    if (record.median_ms) record.log_gain = std::log(move->parent_ms / *record.median_ms);
-  }
+  take_move(record, move);
   const fs::path dir = run_dir_.candidate_dir(
       record.index, proposal.point.variant.empty() ? proposal.id : proposal.point.variant);
-  const std::string extension = backends::get_backend(backend_).source_extension;
-  run_dir_.write_text(dir / ("source" + extension), generator_.standalone_source(proposal));
-  record.source_file = (dir / ("source" + extension)).string();
+  write_source(proposal, dir, record);
   nlohmann::json evaluation = {{"id", record.id},
                                {"duplicate_of", original.id},
                                {"duplicate_of_index", original.index},
