@@ -1,0 +1,186 @@
+// Measures a task's whole built-in space once (issue 21; simulation/space.h): every variant x
+// parameter point of its family built, gated, quick-timed and, when correct, timed at rung 2 on
+// every timed workload, through the same evaluation plane `kforge optimize` uses (real workers,
+// real compiler). The file is rewritten after each point, and --resume skips the points it
+// already holds, so a space too large for one device call is measured over several.
+//
+//   kforge_bench_measure_space --task examples/softmax/task.toml --backend cpu \
+//       --out bench/search/spaces/cpu/softmax.json [--resume] [--max-points N] [--max-s S]
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/optimize_command.h"
+#include "cli/reference_check.h"
+#include "common/error.h"
+#include "common/paths.h"
+#include "compile/toolchain_compiler.h"
+#include "backends/backend.h"
+#include "generation/templates_generator.h"
+#include "simulation/space.h"
+#include "task/task_loader.h"
+
+namespace fs = std::filesystem;
+using namespace kforge;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+simulation::PointRecord measure_point(const generation::TemplatesGenerator& generator,
+                                      const generation::TemplateVariant& variant,
+                                      const generation::TemplatePoint& point,
+                                      compile::Compiler& compiler, cli::PreparedReference& prepared) {
+  simulation::PointRecord record;
+  const generation::Proposal proposal = generator.make_proposal(point);
+  record.id = point.id();
+  record.job_key = simulation::job_key(proposal.job);
+  record.variant = variant.name;
+  record.decomposition = variant.decomposition;
+  record.params = point.params;
+  const compile::Artifact artifact = compiler.compile(proposal.job);
+  record.compile_s = artifact.compile_s;
+  if (artifact.verdict != Verdict::ok) {
+    record.verdict = artifact.verdict;
+    record.message = artifact.log.substr(0, 2000);
+    return record;
+  }
+  evaluation::Evaluator& evaluator = prepared.evaluator();
+  const evaluation::CandidateEvaluation outcome = evaluator.evaluate(artifact, prepared.candidates());
+  for (const evaluation::RungRecord& rung : outcome.rungs) {
+    (rung.rung == Rung::gate ? record.gate_s : record.quick_s) += rung.seconds;
+  }
+  record.verdict = outcome.verdict;
+  record.message = outcome.message.substr(0, 2000);
+  record.quick_samples_ms = outcome.samples_ms;
+  if (outcome.verdict != Verdict::ok) return record;
+  const auto started = std::chrono::steady_clock::now();
+  const evaluation::FullRung full = evaluator.full_rung(outcome.handle, prepared.candidates());
+  record.full_s = seconds_since(started);
+  if (full.verdict != Verdict::ok) {
+    record.verdict = full.verdict;
+    record.message = "rung 2: " + full.message.substr(0, 2000);
+    return record;
+  }
+  for (const evaluation::FullRung::Entry& entry : full.workloads) {
+    record.full.push_back({entry.workload, entry.candidate.samples_ms, entry.reference_median_ms});
+  }
+  record.full_geomean_speedup = full.geomean_speedup;
+  return record;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Measure a task's whole built-in search space once, for simulated search runs"};
+  std::string task_path, backend = "auto", out, cache_dir, cuda_arch = "sm_90", commit;
+  int device = 0, max_points = 0;
+  double max_s = 0.0;
+  bool resume = false;
+  app.add_option("--task", task_path, "the task (task.toml or a PyTorch problem .py)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
+  app.add_option("--device", device, "the device index");
+  app.add_option("--out", out, "the space file (JSON) to write")->required();
+  app.add_flag("--resume", resume, "keep the points --out already holds and measure the rest");
+  app.add_option("--max-points", max_points, "stop after measuring this many new points (0: all)");
+  app.add_option("--max-s", max_s, "stop before a new point once this many seconds have passed");
+  app.add_option("--cache-dir", cache_dir, "build cache (default: kforge's)")
+      ->envname("KFORGE_CACHE_DIR");
+  app.add_option("--cuda-arch", cuda_arch, "nvcc -arch")->capture_default_str();
+  app.add_option("--commit", commit, "kforge's commit, recorded in the file");
+  CLI11_PARSE(app, argc, argv);
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    const Task task = load_task(task_path);
+    const std::string resolved = cli::resolve_backend(backend, device, nullptr);
+    const std::string dtype = to_string(element_dtype(task));
+    const generation::KernelFamily family = generation::for_dtype(
+        generation::load_family((fs::path(resource_root()) / "kernels").string(), resolved,
+                                task.family),
+        dtype);
+    const generation::TemplatesGenerator generator(family, dtype);
+
+    simulation::SpaceRecord space;
+    if (resume && fs::exists(out)) {
+      space = simulation::load_space(out);
+      if (space.task_hash != task_hash(task) || space.backend != resolved) {
+        throw Error(out + ": holds another task or backend (" + space.task + ", " +
+                    space.backend + "); --resume continues the same one");
+      }
+    }
+    cli::ReferenceCheckOptions reference;
+    reference.backend = resolved;
+    reference.device = device;
+    reference.cache_dir = cache_dir;
+    reference.cuda_arch = cuda_arch;
+    cli::PreparedReference prepared(task, reference);
+    compile::ToolchainOptions toolchain;
+    toolchain.cache_dir = cache_dir.empty() ? artifact_cache_dir() : cache_dir;
+    toolchain.include_dirs = kernel_include_dirs();
+    toolchain.cuda_arch = cuda_arch;
+    compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
+
+    space.task = task.name;
+    space.task_path = task_path;
+    space.task_hash = task_hash(task);
+    space.family = task.family;
+    space.backend = resolved;
+    space.dtype = dtype;
+    space.device = prepared.check().report.device.name;
+    space.toolchain = compiler.toolchain(resolved);
+    space.measured_at = utc_now();
+    if (!commit.empty()) space.commit = commit;
+    space.timed_workload = prepared.check().timed_workload;
+    const auto reference_started = std::chrono::steady_clock::now();
+    const evaluation::TimingVerdict reference_timing = prepared.evaluator().time_reference();
+    space.reference_quick_s = seconds_since(reference_started);
+    space.reference_quick_samples_ms = reference_timing.samples_ms;
+
+    const std::vector<generation::TemplatePoint> points = simulation::all_points(family);
+    int measured = 0;
+    for (const generation::TemplatePoint& point : points) {
+      const std::string key = simulation::job_key(generator.make_proposal(point).job);
+      if (space.find(key) != nullptr) continue;
+      if ((max_points > 0 && measured >= max_points) ||
+          (max_s > 0.0 && seconds_since(started) > max_s)) {
+        break;
+      }
+      space.points.push_back(
+          measure_point(generator, *family.variant(point.variant), point, compiler, prepared));
+      ++measured;
+      const simulation::PointRecord& done = space.points.back();
+      std::cerr << fmt::format("[{}/{}] {}: {}{}\n", space.points.size(), points.size(), done.id,
+                               to_string(done.verdict),
+                               done.full_geomean_speedup
+                                   ? fmt::format(" {:.3f}x", *done.full_geomean_speedup)
+                                   : std::string());
+      simulation::save_space(space, out);
+    }
+    simulation::save_space(space, out);
+    const simulation::PointRecord* best = space.best();
+    std::cout << fmt::format("{}: {} of {} points measured ({} new) in {:.1f} s; best {}\n", out,
+                             space.points.size(), points.size(), measured, seconds_since(started),
+                             best ? fmt::format("{} {:.3f}x", best->id,
+                                                *best->full_geomean_speedup)
+                                  : std::string("none"));
+    return space.points.size() == points.size() ? 0 : 3;
+  } catch (const Error& e) {
+    std::cerr << "kforge_bench_measure_space: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,324 @@
+// Issue 21's experiments as simulations over measured spaces (simulation/space.h): each run is a
+// real search::Optimizer whose rungs a ReplayPlane answers from the recorded measurements, with
+// noise resampled from the recorded samples, so seeds x arms x tasks cost seconds instead of
+// device hours (kernel_tuner's simulation mode; van Werkhoven et al., FGCS 2019).
+//
+//   kforge_bench_simulate --spaces bench/search/spaces/cpu --seeds 10 \
+//       --transfer-a softmax,rmsnorm,gemv --transfer-b log_softmax,layernorm,gemv_t \
+//       --out bench/search/simulate_cpu.json --table bench/search/simulate_cpu.md
+//
+// 1. policies: every arm (htam, flat, feedback, random, oneshot, htam-prefix, htam-hierarchy,
+//    htam-local-memory) on every space, from a fresh memory, `seeds` seeds each;
+// 2. transfer: per seed, the A tasks in order into one memory (htam), then each B task from a
+//    fresh memory and from a copy of A's, for htam and flat;
+// 3. ladder: htam under the ladder and under full fidelity, from a fresh memory.
+// Every ratio carries a 95% percentile-bootstrap interval over its runs.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <numeric>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "common/paths.h"
+#include "common/scratch_dir.h"
+#include "evaluation/statistics.h"
+#include "memory/knowledge.h"
+#include "memory/sqlite_store.h"
+#include "simulation/simulated_run.h"
+#include "task/task_loader.h"
+
+namespace fs = std::filesystem;
+using namespace kforge;
+using simulation::RunOutcome;
+
+namespace {
+
+struct Loaded {
+  simulation::SpaceRecord space;
+  Task task;
+};
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+}
+
+double geomean(const std::vector<double>& v) {
+  std::vector<double> logs;
+  for (double x : v) logs.push_back(std::log(x));
+  return std::exp(mean(logs));
+}
+
+// Geomean of `values` with a 95% bootstrap interval over them.
+nlohmann::json geomean_ci(const std::vector<double>& values, uint64_t seed) {
+  if (values.empty()) return nullptr;
+  std::vector<double> logs;
+  for (double x : values) logs.push_back(std::log(std::max(x, 1e-12)));
+  const auto statistic = [](std::span<const double> s) {
+    return std::accumulate(s.begin(), s.end(), 0.0) / double(s.size());
+  };
+  const evaluation::BootstrapInterval ci = evaluation::bootstrap_interval(logs, statistic, 0.95,
+                                                                          2000, seed);
+  return {{"geomean", std::exp(statistic(logs))}, {"ci_low", std::exp(ci.low)},
+          {"ci_high", std::exp(ci.high)}, {"n", values.size()}};
+}
+
+// Ratio of geomeans a/b, with a bootstrap interval that resamples each side apart.
+nlohmann::json ratio_ci(const std::vector<double>& a, const std::vector<double>& b,
+                        uint64_t seed) {
+  if (a.empty() || b.empty()) return nullptr;
+  std::mt19937_64 rng(seed);
+  std::vector<double> ratios;
+  const auto draw = [&rng](const std::vector<double>& v) {
+    std::uniform_int_distribution<size_t> pick(0, v.size() - 1);
+    double s = 0.0;
+    for (size_t i = 0; i < v.size(); ++i) s += std::log(std::max(v[pick(rng)], 1e-12));
+    return s / double(v.size());
+  };
+  for (int i = 0; i < 2000; ++i) ratios.push_back(std::exp(draw(a) - draw(b)));
+  std::sort(ratios.begin(), ratios.end());
+  const double point = geomean(a) / geomean(b);
+  const double low = ratios[size_t(0.025 * ratios.size())];
+  const double high = ratios[size_t(0.975 * ratios.size()) - 1];
+  return {{"ratio", point}, {"ci_low", low}, {"ci_high", high},
+          {"significant", low > 1.0 || high < 1.0}};
+}
+
+nlohmann::json outcome_json(const RunOutcome& o, double horizon_s) {
+  return {{"task", o.task}, {"arm", o.arm}, {"seed", o.seed}, {"candidates", o.candidates},
+          {"device_s", o.device_s}, {"search_device_s", o.search_device_s},
+          {"final_speedup", o.final_speedup}, {"space_best_speedup", o.space_best_speedup},
+          {"best", o.best_id}, {"candidates_to_best", o.candidates_to_best},
+          {"device_s_to_best", o.device_s_to_best},
+          {"auc", simulation::curve_area(o.curve, horizon_s)}};
+}
+
+class Runner {
+ public:
+  Runner(const memory::Knowledge& seed, const fs::path& scratch, int steps)
+      : seed_(seed), scratch_(scratch), steps_(steps) {}
+
+  // A fresh memory at `path` (seed knowledge only).
+  void fresh(const fs::path& path) {
+    fs::remove(path);
+    memory::SqliteStore::open(path, seed_);
+  }
+
+  RunOutcome run(const Loaded& loaded, const std::string& arm, uint64_t seed,
+                 const fs::path& memory) {
+    std::unique_ptr<memory::SqliteStore> store = memory::SqliteStore::open(memory, seed_);
+    simulation::SimulatedRunOptions options;
+    options.arm = simulation::parse_arm(arm);
+    options.seed = seed;
+    options.steps = steps_;
+    options.scratch = scratch_;
+    ++runs_;
+    return simulation::simulate_run(loaded.task, loaded.space, *store, options);
+  }
+  int runs() const { return runs_; }
+
+ private:
+  const memory::Knowledge& seed_;
+  fs::path scratch_;
+  int steps_;
+  int runs_ = 0;
+};
+
+// Per task, the horizon every arm's curve is read over: the longest search among its runs.
+std::map<std::string, double> horizons(const std::vector<RunOutcome>& runs) {
+  std::map<std::string, double> h;
+  for (const RunOutcome& r : runs) h[r.task] = std::max(h[r.task], std::max(r.search_device_s, 1e-9));
+  return h;
+}
+
+std::vector<double> field(const std::vector<RunOutcome>& runs, const std::string& arm,
+                          const std::map<std::string, double>& horizon, const std::string& what) {
+  std::vector<double> values;
+  for (const RunOutcome& r : runs) {
+    if (r.arm != arm) continue;
+    if (what == "final") values.push_back(r.final_speedup);
+    if (what == "auc") values.push_back(simulation::curve_area(r.curve, horizon.at(r.task)));
+    if (what == "device_to_best") values.push_back(std::max(r.device_s_to_best, 1e-6));
+    if (what == "candidates_to_best") values.push_back(std::max(r.candidates_to_best, 1));
+    if (what == "device") values.push_back(std::max(r.search_device_s, 1e-6));
+    if (what == "gap") values.push_back(r.final_speedup / r.space_best_speedup);
+  }
+  return values;
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> items;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Issue 21's policy, transfer and ladder experiments over measured spaces"};
+  std::string spaces_dir, out, table, transfer_a, transfer_b;
+  std::string arms_list = "htam,flat,feedback,random,oneshot,htam-prefix,htam-hierarchy,"
+                          "htam-local-memory";
+  int seeds = 10, steps = 6;
+  app.add_option("--spaces", spaces_dir, "folder of space files (*.json)")->required();
+  app.add_option("--seeds", seeds, "seeds per arm and task")->capture_default_str();
+  app.add_option("--steps", steps, "search steps per run")->capture_default_str();
+  app.add_option("--arms", arms_list, "policy arms (comma-separated)")->capture_default_str();
+  app.add_option("--transfer-a", transfer_a, "families of the A set, in order");
+  app.add_option("--transfer-b", transfer_b, "families of the B set");
+  app.add_option("--out", out, "JSON to write")->required();
+  app.add_option("--table", table, "markdown table to write");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::map<std::string, Loaded> spaces;  // by family
+    for (const auto& entry : fs::directory_iterator(spaces_dir)) {
+      if (entry.path().extension() != ".json") continue;
+      simulation::SpaceRecord space = simulation::load_space(entry.path().string());
+      Task task = load_task(space.task_path);
+      spaces.emplace(space.family, Loaded{std::move(space), std::move(task)});
+    }
+    if (spaces.empty()) throw Error(spaces_dir + ": no space files (*.json)");
+    const memory::Knowledge seed =
+        memory::load_knowledge(fs::path(resource_root()) / "knowledge" / "seed.toml");
+    ScratchDir scratch("kforge-simulate");
+    Runner runner(seed, scratch.path(), steps);
+    const fs::path memory = fs::path(scratch.path()) / "memory.sqlite";
+    nlohmann::json report = {{"seeds", seeds}, {"steps", steps}, {"spaces", nlohmann::json::array()}};
+    for (const auto& [family, loaded] : spaces) {
+      const simulation::PointRecord* best = loaded.space.best();
+      report["spaces"].push_back(
+          {{"family", family}, {"task", loaded.space.task}, {"points", loaded.space.points.size()},
+           {"device", loaded.space.device}, {"measured_at", loaded.space.measured_at},
+           {"best", best ? best->id : ""},
+           {"best_speedup", best ? *best->full_geomean_speedup : 1.0}});
+    }
+
+    // 1. Policy arms, fresh memory each run.
+    const std::vector<std::string> arms = split(arms_list);
+    std::vector<RunOutcome> policy_runs;
+    for (const auto& [family, loaded] : spaces) {
+      for (const std::string& arm : arms) {
+        for (int s = 1; s <= seeds; ++s) {
+          runner.fresh(memory);
+          policy_runs.push_back(runner.run(loaded, arm, uint64_t(s), memory));
+        }
+      }
+      std::cerr << "policies: " << family << " done\n";
+    }
+    const std::map<std::string, double> horizon = horizons(policy_runs);
+    nlohmann::json policies = nlohmann::json::object();
+    for (const std::string& arm : arms) {
+      policies[arm] = {
+          {"final_speedup", geomean_ci(field(policy_runs, arm, horizon, "final"), 11)},
+          {"gap_to_space_best", geomean_ci(field(policy_runs, arm, horizon, "gap"), 12)},
+          {"auc", geomean_ci(field(policy_runs, arm, horizon, "auc"), 13)},
+          {"device_s_to_best", geomean_ci(field(policy_runs, arm, horizon, "device_to_best"), 14)},
+          {"candidates_to_best",
+           geomean_ci(field(policy_runs, arm, horizon, "candidates_to_best"), 15)},
+          {"htam_over_this_final",
+           ratio_ci(field(policy_runs, "htam", horizon, "final"),
+                    field(policy_runs, arm, horizon, "final"), 16)},
+          {"htam_over_this_auc", ratio_ci(field(policy_runs, "htam", horizon, "auc"),
+                                          field(policy_runs, arm, horizon, "auc"), 17)}};
+    }
+    report["policies"] = policies;
+
+    // 2. Transfer: B from a fresh memory vs from A's.
+    nlohmann::json transfer = nullptr;
+    if (!transfer_a.empty() && !transfer_b.empty()) {
+      std::vector<RunOutcome> fresh_runs, transferred;
+      const fs::path memory_a = fs::path(scratch.path()) / "memory-a.sqlite";
+      for (const std::string policy : {"htam", "flat"}) {
+        for (int s = 1; s <= seeds; ++s) {
+          runner.fresh(memory_a);
+          for (const std::string& family : split(transfer_a)) {
+            if (!spaces.count(family)) throw Error("--transfer-a: no space for " + family);
+            runner.run(spaces.at(family), policy, uint64_t(s), memory_a);
+          }
+          for (const std::string& family : split(transfer_b)) {
+            if (!spaces.count(family)) throw Error("--transfer-b: no space for " + family);
+            runner.fresh(memory);
+            RunOutcome fresh = runner.run(spaces.at(family), policy, uint64_t(s) + 1000, memory);
+            fs::copy_file(memory_a, memory, fs::copy_options::overwrite_existing);
+            RunOutcome from_a = runner.run(spaces.at(family), policy, uint64_t(s) + 1000, memory);
+            fresh.arm = policy + "/fresh";
+            from_a.arm = policy + "/from-A";
+            fresh_runs.push_back(fresh);
+            transferred.push_back(from_a);
+          }
+        }
+      }
+      std::vector<RunOutcome> all = fresh_runs;
+      all.insert(all.end(), transferred.begin(), transferred.end());
+      const std::map<std::string, double> h = horizons(all);
+      transfer = {{"a", transfer_a}, {"b", transfer_b}};
+      for (const std::string policy : {"htam", "flat"}) {
+        const std::string f = policy + "/fresh", t = policy + "/from-A";
+        transfer[policy] = {
+            {"fresh_over_transfer_device_s_to_best",
+             ratio_ci(field(all, f, h, "device_to_best"), field(all, t, h, "device_to_best"), 21)},
+            {"fresh_over_transfer_candidates_to_best",
+             ratio_ci(field(all, f, h, "candidates_to_best"),
+                      field(all, t, h, "candidates_to_best"), 22)},
+            {"transfer_over_fresh_final",
+             ratio_ci(field(all, t, h, "final"), field(all, f, h, "final"), 23)},
+            {"transfer_over_fresh_auc",
+             ratio_ci(field(all, t, h, "auc"), field(all, f, h, "auc"), 24)}};
+      }
+      report["transfer_runs"] = nlohmann::json::array();
+      for (const RunOutcome& r : all) report["transfer_runs"].push_back(outcome_json(r, h.at(r.task)));
+    }
+    report["transfer"] = transfer;
+
+    // 3. Ladder vs full fidelity (htam, fresh memory).
+    std::vector<RunOutcome> fidelity_runs;
+    for (const auto& [family, loaded] : spaces) {
+      for (const std::string arm : {"htam", "full:htam"}) {
+        for (int s = 1; s <= seeds; ++s) {
+          runner.fresh(memory);
+          fidelity_runs.push_back(runner.run(loaded, arm, uint64_t(s), memory));
+        }
+      }
+    }
+    const std::map<std::string, double> hf = horizons(fidelity_runs);
+    report["ladder"] = {
+        {"ladder_over_full_device_s", ratio_ci(field(fidelity_runs, "htam", hf, "device"),
+                                               field(fidelity_runs, "full:htam", hf, "device"), 31)},
+        {"ladder_over_full_final", ratio_ci(field(fidelity_runs, "htam", hf, "final"),
+                                            field(fidelity_runs, "full:htam", hf, "final"), 32)}};
+    report["policy_runs"] = nlohmann::json::array();
+    for (const RunOutcome& r : policy_runs) report["policy_runs"].push_back(outcome_json(r, horizon.at(r.task)));
+    report["simulated_runs"] = runner.runs();
+    write_file_atomically(out, report.dump(1) + "\n");
+    std::cout << fmt::format("{} simulated runs; wrote {}\n", runner.runs(), out);
+    if (!table.empty()) {
+      std::string md = "| arm | final speedup (geomean, 95% CI) | gap to space best | AUC | htam/arm final | htam/arm AUC |\n|---|---|---|---|---|---|\n";
+      const auto cell = [](const nlohmann::json& j, const char* key) {
+        return j.is_null() ? std::string("-")
+                           : fmt::format("{:.3f} [{:.3f}, {:.3f}]", j[key].get<double>(),
+                                         j["ci_low"].get<double>(), j["ci_high"].get<double>());
+      };
+      for (const std::string& arm : arms) {
+        const nlohmann::json& p = policies[arm];
+        md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", arm, cell(p["final_speedup"], "geomean"),
+                          cell(p["gap_to_space_best"], "geomean"), cell(p["auc"], "geomean"),
+                          cell(p["htam_over_this_final"], "ratio"), cell(p["htam_over_this_auc"], "ratio"));
+      }
+      write_file_atomically(table, md);
+    }
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "kforge_bench_simulate: error: " << e.what() << "\n";
+    return 1;
+  }
+}

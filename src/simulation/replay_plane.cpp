@@ -1,0 +1,234 @@
+#include "simulation/replay_plane.h"
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+
+#include "common/error.h"
+#include "evaluation/statistics.h"
+
+namespace kforge::simulation {
+
+ReplayPlane::ReplayPlane(const Task& task, const SpaceRecord& space,
+                         evaluation::EvaluationPolicy policy, SimulatedClock& clock, uint64_t seed)
+    : task_(task), space_(space), policy_(std::move(policy)), clock_(clock), rng_(seed) {
+  bool found = false;
+  for (const Workload& w : task_.workloads) {
+    if (w.name == space_.timed_workload) {
+      timed_ = w;
+      found = true;
+    }
+  }
+  if (!found) {
+    throw Error("space of " + space_.task + ": timed workload '" + space_.timed_workload +
+                "' is not a workload of task " + task_.name);
+  }
+  if (space_.reference_quick_samples_ms.empty()) {
+    throw Error("space of " + space_.task + ": no reference samples recorded");
+  }
+}
+
+void ReplayPlane::charge(double seconds) {
+  device_s_ += seconds;
+  clock_.advance(seconds);
+}
+
+evaluation::TaskReport ReplayPlane::prepare(const compile::Artifact&) {
+  evaluation::TaskReport report;
+  report.device.backend = space_.backend;
+  report.device.name = space_.device;
+  return report;
+}
+
+std::string ReplayPlane::screen(const std::string&, const std::string&,
+                                const std::string&) const {
+  return "";  // the space's sources are the built-in families': the real screen passed them
+}
+
+const PointRecord& ReplayPlane::point_of(const compile::Artifact& artifact) const {
+  const PointRecord* point = space_.find(artifact.key);
+  if (point == nullptr) {
+    throw Error("space of " + space_.task + " (" + space_.family + ", measured " +
+                space_.measured_at + "): no point built as '" + artifact.key +
+                "'; measure the space again for this version of the family");
+  }
+  return *point;
+}
+
+const PointRecord& ReplayPlane::loaded(int handle) const {
+  auto found = handles_.find(handle);
+  if (found == handles_.end()) throw Error("replay: unknown handle " + std::to_string(handle));
+  return *found->second;
+}
+
+std::vector<double> ReplayPlane::resample(const std::vector<double>& samples, size_t count) {
+  std::vector<double> drawn;
+  if (samples.empty()) return drawn;
+  std::uniform_int_distribution<size_t> pick(0, samples.size() - 1);
+  drawn.reserve(count);
+  for (size_t i = 0; i < count; ++i) drawn.push_back(samples[pick(rng_)]);
+  return drawn;
+}
+
+double ReplayPlane::seconds_per_sample(const PointRecord& point) {
+  if (point.quick_samples_ms.empty()) return 0.0;
+  return point.quick_s / static_cast<double>(point.quick_samples_ms.size());
+}
+
+evaluation::CandidateEvaluation ReplayPlane::evaluate(const compile::Artifact& artifact,
+                                                      worker::Worker&) {
+  evaluation::CandidateEvaluation result;
+  if (artifact.verdict != Verdict::ok) {
+    result.verdict = artifact.verdict;
+    result.message = artifact.log;
+    return result;
+  }
+  const PointRecord& point = point_of(artifact);
+  charge(point.gate_s);
+  if (point.verdict != Verdict::ok && point.quick_samples_ms.empty()) {
+    result.verdict = point.verdict;
+    result.message = "recorded: " + point.message;
+    result.rungs.push_back({Rung::gate, point.verdict, result.message, point.gate_s, {}});
+    return result;
+  }
+  result.rungs.push_back({Rung::gate, Verdict::ok, "", point.gate_s, {}});
+  charge(point.quick_s);
+  if (point.verdict != Verdict::ok) {  // failed at rung 1 (an implausible timing, a crash)
+    result.verdict = point.verdict;
+    result.message = "recorded: " + point.message;
+    result.rungs.push_back({Rung::quick, point.verdict, result.message, point.quick_s, {}});
+    return result;
+  }
+  result.handle = next_handle_++;
+  handles_[result.handle] = &point;
+  result.samples_ms = resample(point.quick_samples_ms, point.quick_samples_ms.size());
+  result.timing = evaluation::summarize(result.samples_ms);
+  result.quick.samples_ms = result.samples_ms;
+  result.quick.summary = result.timing;
+  result.rungs.push_back({Rung::quick, Verdict::ok, "", point.quick_s, {}});
+  return result;
+}
+
+worker::LoadResult ReplayPlane::load(const compile::Artifact& artifact, worker::Worker&) {
+  worker::LoadResult result;
+  const PointRecord& point = point_of(artifact);
+  if (point.verdict != Verdict::ok) {
+    result.verdict = point.verdict;
+    result.message = "recorded: " + point.message;
+    return result;
+  }
+  result.handle = next_handle_++;
+  handles_[result.handle] = &point;
+  return result;
+}
+
+evaluation::TimingVerdict ReplayPlane::time_reference() {
+  evaluation::TimingVerdict verdict;
+  verdict.samples_ms =
+      resample(space_.reference_quick_samples_ms, space_.reference_quick_samples_ms.size());
+  verdict.summary = evaluation::summarize(verdict.samples_ms);
+  charge(space_.reference_quick_s);
+  return verdict;
+}
+
+evaluation::FullRung ReplayPlane::full_rung(int handle, worker::Worker&) {
+  const PointRecord& point = loaded(handle);
+  evaluation::FullRung full;
+  charge(point.full_s);
+  if (point.full.empty()) {
+    full.verdict = Verdict::runtime_error;
+    full.message = "recorded: rung 2 was not measured for " + point.id;
+    return full;
+  }
+  double log_sum = 0.0;
+  for (const WorkloadTiming& timing : point.full) {
+    evaluation::FullRung::Entry entry;
+    entry.workload = timing.workload;
+    entry.candidate.samples_ms = resample(timing.samples_ms, timing.samples_ms.size());
+    entry.candidate.summary = evaluation::summarize(entry.candidate.samples_ms);
+    entry.reference_median_ms = timing.reference_median_ms;
+    entry.speedup = timing.reference_median_ms / entry.candidate.summary.median_ms;
+    log_sum += std::log(entry.speedup);
+    full.workloads.push_back(std::move(entry));
+  }
+  full.geomean_speedup = std::exp(log_sum / static_cast<double>(full.workloads.size()));
+  return full;
+}
+
+ReplayPlane::PairedSamples ReplayPlane::time_paired(int handle, worker::Worker&) {
+  const PointRecord& point = loaded(handle);
+  PairedSamples paired;
+  const size_t per_round = static_cast<size_t>(std::max(1, policy_.round.max_repetitions));
+  for (int round = 0; round < policy_.final_rounds; ++round) {
+    paired.reference_rounds.push_back(resample(space_.reference_quick_samples_ms, per_round));
+    paired.candidate_rounds.push_back(resample(point.quick_samples_ms, per_round));
+    charge(static_cast<double>(per_round) * seconds_per_sample(point));
+  }
+  return paired;
+}
+
+evaluation::CompareOutcome ReplayPlane::compare(int incumbent, int challenger, worker::Worker&) {
+  const PointRecord& a = loaded(incumbent);
+  const PointRecord& b = loaded(challenger);
+  const size_t per_round = static_cast<size_t>(std::max(1, policy_.round.max_repetitions));
+  std::vector<std::vector<double>> a_rounds, b_rounds;
+  for (int round = 0; round < policy_.compare_rounds; ++round) {
+    a_rounds.push_back(resample(a.quick_samples_ms, per_round));
+    b_rounds.push_back(resample(b.quick_samples_ms, per_round));
+    charge(static_cast<double>(per_round) * (seconds_per_sample(a) + seconds_per_sample(b)));
+  }
+  evaluation::CompareOutcome outcome;
+  outcome.paired = evaluation::judge_paired(a_rounds, b_rounds, policy_.acceptance_level,
+                                            policy_.min_gain, rng_());
+  return outcome;
+}
+
+ReplayBuilds::ReplayBuilds(const SpaceRecord& space, SimulatedClock& clock)
+    : space_(space), clock_(clock) {}
+
+std::future<compile::Artifact> ReplayBuilds::submit(compile::CompileJob job) {
+  ++submitted_;
+  compile::Artifact artifact;
+  artifact.key = job_key(job);
+  artifact.path = artifact.key;
+  if (const PointRecord* point = space_.find(artifact.key)) {
+    artifact.compile_s = point->compile_s;
+    if (point->verdict == Verdict::compile_error) {
+      artifact.verdict = Verdict::compile_error;
+      artifact.log = "recorded: " + point->message;
+    }
+  }
+  std::promise<compile::Artifact> built;
+  built.set_value(std::move(artifact));
+  return built.get_future();
+}
+
+std::string ReplayBuilds::toolchain(const std::string&) { return space_.toolchain; }
+
+IdleWorker::IdleWorker(std::string backend, std::string device)
+    : backend_(std::move(backend)), device_(std::move(device)) {}
+
+worker::DeviceInfo IdleWorker::device_info() {
+  worker::DeviceInfo info;
+  info.backend = backend_;
+  info.name = device_;
+  info.memory_bytes = int64_t{1} << 40;
+  return info;
+}
+
+worker::LoadResult IdleWorker::load(const worker::LoadRequest&, double) {
+  throw Error("simulation: a worker was asked to load a kernel (the replay plane answers every "
+              "rung; this is a bug in the seam)");
+}
+
+worker::RunResult IdleWorker::run(const worker::RunRequest&, double) {
+  throw Error("simulation: a worker was asked to run a kernel (the replay plane answers every "
+              "rung; this is a bug in the seam)");
+}
+
+worker::TimeResult IdleWorker::time(const worker::TimeRequest&, double) {
+  throw Error("simulation: a worker was asked to time a kernel (the replay plane answers every "
+              "rung; this is a bug in the seam)");
+}
+
+}  // namespace kforge::simulation

@@ -1,0 +1,212 @@
+// The simulation runner of issue 21: measured spaces (space.h), their replay through the
+// optimizer's seams (replay_plane.h) and what the experiments read off a simulated run
+// (simulated_run.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "common/error.h"
+#include "search/optimizer_test_util.h"
+#include "simulation/replay_plane.h"
+#include "simulation/simulated_run.h"
+#include "simulation/space.h"
+#include "task/task_loader.h"
+
+namespace kforge::simulation {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr double kReferenceMs = 20.0;
+
+// The toy family's true payoff: serial 4 ms, simd 12 ms / ACCUMULATORS, halved by PARALLEL=1;
+// the tiled variant (wrong.cpp) gives wrong answers.
+double toy_ms(const generation::TemplatePoint& point) {
+  if (point.variant == "serial") return 4.0;
+  const double ms = 12.0 / std::stod(point.params.at("ACCUMULATORS"));
+  return point.params.at("PARALLEL") == "1" ? ms / 2.0 : ms;
+}
+
+std::vector<double> noisy(double ms) {
+  return {ms * 0.99, ms, ms * 1.01, ms * 1.005, ms * 0.995, ms, ms * 1.02, ms * 0.98};
+}
+
+class SimulationTest : public search::fakes::OptimizerTest {
+ protected:
+  // A space of the toy family as if measured: every point, with the payoff above.
+  SpaceRecord toy_space() {
+    const generation::KernelFamily family =
+        generation::load_family((root_ / "kernels").string(), "cpu", "toy");
+    const generation::TemplatesGenerator generator(family);
+    SpaceRecord space;
+    space.task = task_.name;
+    space.task_path = task_.source_path;
+    space.task_hash = task_hash(task_);
+    space.family = "toy";
+    space.backend = "cpu";
+    space.dtype = "f32";
+    space.device = "recorded cpu";
+    space.toolchain = "recorded-cc 1";
+    space.timed_workload = "big";
+    space.reference_quick_samples_ms = noisy(kReferenceMs);
+    space.reference_quick_s = 0.5;
+    for (const generation::TemplatePoint& point : all_points(family)) {
+      PointRecord p;
+      p.id = point.id();
+      p.job_key = job_key(generator.make_proposal(point).job);
+      p.variant = point.variant;
+      p.decomposition = family.variant(point.variant)->decomposition;
+      p.params = point.params;
+      p.gate_s = 0.1;
+      if (point.variant == "tiled") {
+        p.verdict = Verdict::wrong_answer;
+        p.message = "max error 0.5 at 17";
+      } else {
+        p.quick_s = 0.2;
+        p.quick_samples_ms = noisy(toy_ms(point));
+        p.full_s = 1.0;
+        p.full.push_back({"big", noisy(toy_ms(point)), kReferenceMs});
+        p.full_geomean_speedup = kReferenceMs / toy_ms(point);
+      }
+      space.points.push_back(std::move(p));
+    }
+    return space;
+  }
+  SimulatedRunOptions options(const std::string& arm, uint64_t seed) {
+    SimulatedRunOptions o;
+    o.arm = parse_arm(arm);
+    o.seed = seed;
+    o.steps = 4;
+    o.scratch = root_ / "scratch";
+    o.kernels_root = root_ / "kernels";
+    return o;
+  }
+};
+
+TEST_F(SimulationTest, AllPointsSpanEveryVariantsParameterProduct) {
+  const generation::KernelFamily family =
+      generation::load_family((root_ / "kernels").string(), "cpu", "toy");
+  const std::vector<generation::TemplatePoint> points = all_points(family);
+  ASSERT_EQ(points.size(), 1u + 4u * 2u + 1u);
+  EXPECT_EQ(points[0].variant, "serial");
+  EXPECT_EQ(points[1].id(), "simd[ACCUMULATORS=1,PARALLEL=0]");  // first values first
+  EXPECT_EQ(points.back().variant, "tiled");
+  compile::CompileJob job{"cpu", "text", "simd.cpp", {{"KF_PARALLEL", "1"}, {"KF_ACCUMULATORS", "4"}}};
+  EXPECT_EQ(job_key(job), "simd.cpp;KF_ACCUMULATORS=4;KF_PARALLEL=1");
+}
+
+TEST_F(SimulationTest, ASpaceFileRoundTripsAndBadFilesAreNamed) {
+  const SpaceRecord space = toy_space();
+  const fs::path file = root_ / "space.json";
+  save_space(space, file.string());
+  const SpaceRecord back = load_space(file.string());
+  ASSERT_EQ(back.points.size(), space.points.size());
+  EXPECT_EQ(nlohmann::json(back), nlohmann::json(space));
+  EXPECT_EQ(back.best()->id, "simd[ACCUMULATORS=8,PARALLEL=1]");
+
+  std::ofstream(root_ / "bad.json") << "{not json";
+  std::ofstream(root_ / "v9.json") << R"({"version": 9})";
+  for (const std::string name : {"missing.json", "bad.json", "v9.json"}) {
+    try {
+      load_space((root_ / name).string());
+      FAIL() << name << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(SimulationTest, TheReplayPlaneAnswersFromTheRecordsWithResampledNoise) {
+  const SpaceRecord space = toy_space();
+  SimulatedClock clock;
+  ReplayPlane plane(task_, space, {}, clock, 5);
+  ReplayBuilds builds(space, clock);
+  IdleWorker idle("cpu", "recorded cpu");
+  const generation::TemplatesGenerator generator(
+      generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
+  const auto build = [&](const std::string& variant, std::map<std::string, std::string> params) {
+    return builds.submit(generator.make_proposal({variant, params}).job).get();
+  };
+  const compile::Artifact fast = build("simd", {{"ACCUMULATORS", "8"}, {"PARALLEL", "1"}});
+  const evaluation::CandidateEvaluation first = plane.evaluate(fast, idle);
+  ASSERT_EQ(first.verdict, Verdict::ok);
+  EXPECT_NEAR(first.timing.median_ms, 0.75, 0.75 * 0.03);
+  EXPECT_EQ(first.samples_ms.size(), 8u);
+  for (double ms : first.samples_ms) EXPECT_TRUE(ms >= 0.75 * 0.98 - 1e-12 && ms <= 0.75 * 1.02 + 1e-12);
+  EXPECT_DOUBLE_EQ(clock.now_s(), 0.1 + 0.2);  // the recorded gate and quick seconds
+
+  const evaluation::CandidateEvaluation wrong = plane.evaluate(build("tiled", {}), idle);
+  EXPECT_EQ(wrong.verdict, Verdict::wrong_answer);
+  EXPECT_NE(wrong.message.find("max error 0.5"), std::string::npos);
+
+  const evaluation::FullRung full = plane.full_rung(first.handle, idle);
+  ASSERT_EQ(full.workloads.size(), 1u);
+  EXPECT_NEAR(full.geomean_speedup, kReferenceMs / 0.75, 0.03 * kReferenceMs / 0.75);
+  const evaluation::CandidateEvaluation slow = plane.evaluate(build("serial", {}), idle);
+  const evaluation::CompareOutcome compared = plane.compare(slow.handle, first.handle, idle);
+  ASSERT_TRUE(compared.paired);
+  EXPECT_EQ(compared.paired->outcome, ComparisonOutcome::faster);
+  EXPECT_NEAR(compared.paired->speedup.speedup, 4.0 / 0.75, 0.2);
+
+  // A build the space lacks is a harness error naming it, never a made-up measurement.
+  compile::Artifact unknown;
+  unknown.key = "other.cpp;KF_X=1";
+  EXPECT_THROW(plane.evaluate(unknown, idle), Error);
+  EXPECT_THROW(idle.run({}, 1.0), Error);
+}
+
+TEST_F(SimulationTest, ASimulatedRunFindsTheSpacesBestAndIsDeterministicPerSeed) {
+  const SpaceRecord space = toy_space();
+  const RunOutcome a = simulate_run(task_, space, *store_, options("htam", 3));
+  EXPECT_EQ(worker_.runs + worker_.times, 0);
+  EXPECT_GT(a.candidates, 3);
+  EXPECT_GT(a.device_s, 0.0);
+  EXPECT_NEAR(a.space_best_speedup, kReferenceMs / 0.75, 1e-9);
+  EXPECT_GT(a.final_speedup, 5.0);  // beyond the serial hint (5x): a simd point won
+  ASSERT_FALSE(a.curve.empty());
+  EXPECT_GE(a.candidates_to_best, 1);
+  EXPECT_LE(a.device_s_to_best, a.search_device_s + 1e-9);
+  EXPECT_DOUBLE_EQ(a.curve.back().speedup, a.final_speedup);
+
+  fresh_store();
+  const RunOutcome b = simulate_run(task_, space, *store_, options("htam", 3));
+  EXPECT_EQ(b.best_id, a.best_id);
+  EXPECT_EQ(b.candidates, a.candidates);
+  EXPECT_DOUBLE_EQ(b.device_s, a.device_s);
+
+  SpaceRecord other = space;
+  other.task_hash = "another";
+  EXPECT_THROW(simulate_run(task_, other, *store_, options("htam", 3)), Error);
+}
+
+TEST_F(SimulationTest, FullFidelitySpendsMoreDeviceSecondsThanTheLadder) {
+  const SpaceRecord space = toy_space();
+  const RunOutcome ladder = simulate_run(task_, space, *store_, options("htam", 1));
+  fresh_store();
+  const RunOutcome full = simulate_run(task_, space, *store_, options("full:htam", 1));
+  EXPECT_GT(full.search_device_s, ladder.search_device_s);
+}
+
+TEST(SimulationArms, ParseNamesPoliciesAblationsAndFidelity) {
+  EXPECT_EQ(parse_arm("flat").policy, memory::PolicyKind::flat);
+  const Arm ablated = parse_arm("htam-local-memory-prefix");
+  EXPECT_TRUE(ablated.ablations.local_memory);
+  EXPECT_TRUE(ablated.ablations.prefix);
+  EXPECT_FALSE(ablated.ablations.hierarchy);
+  EXPECT_EQ(parse_arm("full:htam").fidelity, search::Fidelity::full);
+  EXPECT_THROW(parse_arm("greedy"), Error);
+  EXPECT_THROW(parse_arm("flat-prefix"), Error);
+  EXPECT_THROW(parse_arm("htam-speed"), Error);
+}
+
+TEST(SimulationCurve, AreaIsTheMeanBestSoFarOverTheHorizon) {
+  // 1x until 2 s, 3x until 6 s, 5x after: over 10 s, (2*1 + 4*3 + 4*5) / 10.
+  const std::vector<CurvePoint> curve = {{2.0, 1, 3.0}, {6.0, 4, 5.0}};
+  EXPECT_DOUBLE_EQ(curve_area(curve, 10.0), (2.0 + 12.0 + 20.0) / 10.0);
+  EXPECT_DOUBLE_EQ(curve_area(curve, 4.0), (2.0 + 6.0) / 4.0);
+  EXPECT_DOUBLE_EQ(curve_area({}, 3.0), 1.0);
+  EXPECT_THROW(curve_area(curve, 0.0), Error);
+}
+
+}  // namespace
+}  // namespace kforge::simulation
