@@ -380,6 +380,12 @@ class Optimizer {
   /// The paired comparison of `record`, which looked faster on the quick rung, with the best:
   /// replayed when recorded, else measured on the challenger's worker and recorded.
   AcceptanceDecision compare_with_best(const CandidateRecord& record);
+  /// `challenger` timed interleaved with `incumbent` on the challenger's worker (compare()),
+  /// its seconds charged to the budget and recorded as a "compare" rung row of the challenger,
+  /// and an event `event_name` written. Not journalled as a decision: the callers do that.
+  AcceptanceDecision compare_paired(const CandidateRecord& incumbent,
+                                    const CandidateRecord& challenger,
+                                    const std::string& event_name);
   /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
   /// later rung failed: its row in the run database, its record and an event say so.
   void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
@@ -411,6 +417,14 @@ class Optimizer {
   /// The id the final rung takes: `best_id` unless another rung-2 candidate's geomean speedup
   /// over all timed workloads is higher by more than min_gain (or the best failed rung 2).
   std::string choose_final(const std::string& best_id);
+  /// A rung-2 challenger of the search's best, both timed at rung 2 again in one window, in
+  /// ABBA order (challenger, best, best, challenger): `speedup` the geometric mean of the two
+  /// pairs' geomean ratios (challenger over best), ci_low/ci_high the two ratios; faster only
+  /// when both exceed 1 + min_gain, slower when both fall below 1 / (1 + min_gain), else a tie;
+  /// failed when either full rung fails. The seconds are charged to the budget and recorded as
+  /// a "compare" rung row of the challenger; an event "final_challenge" is written.
+  AcceptanceDecision confirm_full_rung(const CandidateRecord& best,
+                                       const CandidateRecord& challenger);
   /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu|py.
   void run_final();
   /// The file extension of `proposal`'s source: ".py" for a ModelNew module (its job's

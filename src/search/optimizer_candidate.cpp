@@ -282,32 +282,39 @@ AcceptanceDecision Optimizer::compare_with_best(const CandidateRecord& record) {
   if (std::optional<AcceptanceDecision> recorded = journal_->replay().acceptance(record.id)) {
     return *recorded;
   }
+  AcceptanceDecision decided = compare_paired(*best_, record, "acceptance");
+  journal_->record_acceptance(record.step, decided);
+  return decided;
+}
+
+AcceptanceDecision Optimizer::compare_paired(const CandidateRecord& incumbent,
+                                             const CandidateRecord& challenger,
+                                             const std::string& event_name) {
   const double started = now_s_();
   // On the challenger's worker, where it is loaded; the incumbent is loaded there too.
-  const size_t on = home_of(record.id);
-  const int incumbent = handle_on(best_->id, on);
+  const size_t on = home_of(challenger.id);
+  const int incumbent_handle = handle_on(incumbent.id, on);
   const evaluation::CompareOutcome compared =
-      evaluator_.compare(incumbent, handle_on(record.id, on), workers_.at(on));
+      evaluator_.compare(incumbent_handle, handle_on(challenger.id, on), workers_.at(on));
   const std::optional<evaluation::PairedComparison>& paired = compared.paired;
   const double seconds = now_s_() - started;
   budget_->add_device_s(seconds);
   AcceptanceDecision decided;
-  decided.incumbent = best_->id;
-  decided.challenger = record.id;
+  decided.incumbent = incumbent.id;
+  decided.challenger = challenger.id;
   decided.outcome = paired ? paired->outcome : ComparisonOutcome::failed;
   if (paired) {
     decided.speedup = paired->speedup.speedup;
     decided.ci_low = paired->speedup.ci_low;
     decided.ci_high = paired->speedup.ci_high;
   } else {
-    decided.failed = compared.failed_handle == incumbent ? best_->id : record.id;
+    decided.failed = compared.failed_handle == incumbent_handle ? incumbent.id : challenger.id;
     decided.verdict = compared.verdict;
     decided.message = compared.message;
   }
   journal_->record_comparison(decided, seconds);
-  journal_->record_acceptance(record.step, decided);
   nlohmann::json event = decided;
-  event["event"] = "acceptance";
+  event["event"] = event_name;
   run_dir_.append_event(event);
   return decided;
 }

@@ -393,6 +393,38 @@ TEST_F(OptimizerTest, FullRungReplacesABestThatIsSlowOnAnotherTimedWorkload) {
   EXPECT_TRUE(replaced);
 }
 
+TEST_F(OptimizerTest, ARung2ChallengerMustConfirmWhenTimedAgainBesideTheBest) {
+  // A transient load: the best's first rung-2 timing of the second workload is 100x slow (as
+  // when another process took the cores), so a slower candidate's rung-2 geomean beats it. Timed
+  // again beside the best in one window, the challenger loses, and the best keeps its place.
+  task_.workloads.push_back({"other", {{"n", 1 << 16}}, true});
+  OptimizeOptions options;
+  options.steps = 3;
+  const OptimizeResult baseline = run(options);
+  ASSERT_TRUE(baseline.best);
+  std::string best_path;
+  for (const CandidateRecord& c : baseline.candidates) {
+    if (c.id == baseline.best->id) best_path = c.artifact_key;
+  }
+  fresh_store();
+  int loaded_turns = 0;
+  worker_.slow_on = [&](const std::string& path, const std::string& workload) {
+    return workload == "other" && path == best_path && loaded_turns++ == 0;
+  };
+  std::vector<std::string> lines;
+  options.explain = true;
+  const OptimizeResult result = run(options, &lines);
+  ASSERT_TRUE(result.best);
+  EXPECT_EQ(result.best->id, baseline.best->id);
+  const std::vector<nlohmann::json> challenges = events_of(root_ / "run1", "final_challenge");
+  ASSERT_FALSE(challenges.empty());
+  for (const nlohmann::json& c : challenges) {
+    EXPECT_EQ(c["incumbent"], baseline.best->id);
+    EXPECT_NE(c["outcome"], "faster") << c.dump();
+  }
+  for (const std::string& line : lines) EXPECT_EQ(line.find("replaces"), std::string::npos) << line;
+}
+
 TEST_F(OptimizerTest, FinalRungProfilesTheBestWhenAProfilerIsSet) {
   FakeProfiler profiler;
   profiler_ = &profiler;

@@ -80,6 +80,12 @@ std::optional<AcceptanceDecision> ReplayJournal::acceptance(const std::string& c
   return parsed<AcceptanceDecision>(decision("acceptance", challenger), "acceptance", challenger);
 }
 
+std::optional<AcceptanceDecision> ReplayJournal::final_challenge(
+    const std::string& challenger) const {
+  return parsed<AcceptanceDecision>(decision("final_challenge", challenger), "final_challenge",
+                                    challenger);
+}
+
 std::optional<PromotionDecision> ReplayJournal::promotion(const std::string& candidate) const {
   return parsed<PromotionDecision>(decision("promotion", candidate), "promotion", candidate);
 }
@@ -142,6 +148,10 @@ void RunJournal::record_plan(const PlanDecision& plan) {
 
 void RunJournal::record_acceptance(int step, const AcceptanceDecision& decision) {
   decide(step, "acceptance", decision.challenger, decision);
+}
+
+void RunJournal::record_final_challenge(int step, const AcceptanceDecision& decision) {
+  decide(step, "final_challenge", decision.challenger, decision);
 }
 
 void RunJournal::record_promotion(int step, const PromotionDecision& decision) {

@@ -12,6 +12,8 @@
 //                                  score S(p, 1), its rank, the quota and why (scheduler.h)
 //   evidence     key "step:3:1"    the memory evidence of one move was written to the store
 //   full_rung    key <candidate>   rung 2's geomean speedup (or failure) of one candidate
+//   final_challenge key <challenger>  a rung-2 candidate whose geomean beat the search's best,
+//                                  timed paired and interleaved with it before it may replace it
 //   full_choice  key <ids>         which candidate the final rung takes, and why
 //   stopped      key <reason>      what stopped the search
 // The replayed kinds are typed in decisions.h. A decision is written only when none with its
@@ -72,6 +74,8 @@ class ReplayJournal {
   std::optional<PlanDecision> plan(int step) const;
   /// The acceptance comparison of challenger `challenger` with the best of its moment.
   std::optional<AcceptanceDecision> acceptance(const std::string& challenger) const;
+  /// The paired comparison of rung-2 challenger `challenger` with the search's best.
+  std::optional<AcceptanceDecision> final_challenge(const std::string& challenger) const;
   /// The promotion decision on candidate `candidate`.
   std::optional<PromotionDecision> promotion(const std::string& candidate) const;
   /// Rung 2's result for candidate `candidate`.
@@ -122,6 +126,7 @@ class RunJournal {
   /// The replayed decisions (ReplayJournal's kinds), written once each.
   void record_plan(const PlanDecision& plan);
   void record_acceptance(int step, const AcceptanceDecision& decision);
+  void record_final_challenge(int step, const AcceptanceDecision& decision);
   void record_promotion(int step, const PromotionDecision& decision);
   void record_full_rung(int step, const FullRungDecision& decision);
   void record_evidence(int step, size_t slot, const std::string& candidate,
