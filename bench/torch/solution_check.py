@@ -131,6 +131,36 @@ def check_run(run: pathlib.Path, evaluation, checker, args, torch) -> dict:
     return row
 
 
+def prebuild(runs, build_dir: pathlib.Path) -> dict:
+    """Imports every run's solution.py at once, each in its own process with TORCH_EXTENSIONS_DIR
+    at the folder its evaluation will use, so the load_inline builds (about a minute each on the
+    H200, mostly one nvcc and one g++ process) overlap; the evaluation then finds each build done
+    (same extension name, same sources) and only loads it. Returns {run name: seconds, or the
+    error's last line}; a failed build is left for the evaluation to report as its own."""
+    import os
+    import subprocess
+    jobs = {}
+    started = time.time()
+    for run in runs:
+        solution = run / "solution.py"
+        if not solution.is_file():
+            continue
+        env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(build_dir / run.resolve().name),
+                   MAX_JOBS="2")
+        code = ("import importlib.util, sys\n"
+                "spec = importlib.util.spec_from_file_location('kforge_prebuilt', sys.argv[1])\n"
+                "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
+        jobs[run.resolve().name] = subprocess.Popen(
+            [sys.executable, "-c", code, str(solution.resolve())], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    outcome = {}
+    for name, job in jobs.items():
+        _, err = job.communicate()
+        outcome[name] = round(time.time() - started, 1) if job.returncode == 0 else \
+            (err.strip().splitlines() or ["exit %d" % job.returncode])[-1][:300]
+    return outcome
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=pathlib.Path, help="finished run directories")
@@ -142,11 +172,16 @@ def main() -> int:
     parser.add_argument("--timing-method", default="cuda_event")
     parser.add_argument("--build-dir", type=pathlib.Path, default=None,
                         help="load_inline build folders (default OUT's folder/torch_extensions)")
+    parser.add_argument("--no-prebuild", action="store_true",
+                        help="build each solution inside its evaluation only (default: build "
+                             "them all first, in parallel processes, into the folders the "
+                             "evaluation then loads from)")
     args = parser.parse_args()
     args.build_dir = args.build_dir or args.out.resolve().parent / "torch_extensions"
     evaluation, checker, placeholders = import_harness(args.harness.resolve())
     import torch
-    report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    prebuilt = {} if args.no_prebuild else prebuild(args.runs, args.build_dir)
+    report = {"prebuild_s": prebuilt, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "python": sys.version.split()[0], "harness": str(args.harness.resolve()),
               "harness_placeholders": placeholders, "runs": []}
