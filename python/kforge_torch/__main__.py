@@ -11,6 +11,10 @@
   solution RUN_DIR [-o FILE] [--include-dir DIR]...
                                            a finished run's KernelBench-format solution.py
                                            (solution.py)
+  model-new-shell --derived FILE [--problem FILE] [-o FILE]
+                                           the ModelNew of a task's Triton candidates, with a
+                                           marker where the kernel module goes
+                                           (solution_shell.py)
 
 Exit status 2 for a bad command line (argparse's own).
 """
@@ -65,6 +69,8 @@ def build_parser():
                         add_help=False)
     commands.add_parser("solution", help="write a finished run's KernelBench-format solution.py",
                         add_help=False)
+    commands.add_parser("model-new-shell", help="the ModelNew of a task's Triton candidates",
+                        add_help=False)
     return parser
 
 
@@ -74,6 +80,9 @@ def main(argv=None):
     if argv[:1] == ["solution"]:
         from kforge_torch import solution
         return solution.main(argv[1:])
+    if argv[:1] == ["model-new-shell"]:
+        from kforge_torch import solution_shell
+        return solution_shell.main(argv[1:])
     if argv[:1] == ["derive"]:
         from kforge_torch import derive_cli
         return derive_cli.main(argv[1:])

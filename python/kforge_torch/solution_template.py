@@ -98,7 +98,7 @@ def _kforge_forward(module, args):
         elif source == "attribute":
             value = _kforge_attribute(module, key)
         scalars.append(float(value))
-    _kforge_kernel.kforge_solution_run(inputs, outputs, scalars)
+    _kforge_run(inputs, outputs, scalars)
     return results[0] if len(results) == 1 else tuple(results)
 '''
 
@@ -118,6 +118,47 @@ def render(header: dict, parts: ProblemParts, sources: Sources, build: Build, pl
             names.append((kind, f"_KFORGE_{kind.upper()}_SOURCE_{i}"))
             text.append(f"{names[-1][1]} = {_literal(item)}\n")
     text.append(_load_call(sources, build, names))
+    text.append("_kforge_run = _kforge_kernel.kforge_solution_run\n")
+    text.append(_plan_text(plan))
+    text.append(_RUNTIME)
+    text.append(_model_new(parts))
+    return "\n".join(text)
+
+
+# The line of a Triton candidate's shell that the templates generator replaces with the kernel
+# module (its knobs as KF_<NAME> constants, then the variant's text, which defines kforge_run).
+KERNEL_MODULE_MARKER = "# @@kforge: the kernel module goes here@@"
+
+_TRITON_HEADER = '''"""kforge Triton candidate for {task}: {description}
+
+KernelBench format: `ModelNew` takes the constructor arguments of the problem's `Model` (its
+constructor is copied below, so it creates the same parameters and buffers in the same order from
+the same random draws) and runs a Triton kernel of kforge's built-in family {family} in forward.
+
+  problem  {problem}
+           (sha256 {problem_sha256})
+
+The kernel module below (written in by kforge's templates generator: its knobs as KF_<NAME>
+constants, then the variant's source) defines `kforge_run(inputs, outputs, scalars)`, which takes
+the tensors in the kernel's signature order and shapes and writes the outputs. Forward views the
+module's tensors in those shapes (no copy for contiguous tensors) and calls it; outputs carry no
+autograd history (inference only).
+"""
+'''
+
+
+def render_python_kernel_shell(header: dict, parts: ProblemParts, plan: Plan) -> str:
+    """A ModelNew whose kernel is a Python module (Triton): the text of render() with the
+    load_inline section replaced by KERNEL_MODULE_MARKER, on a line of its own, where the kernel
+    module goes, and `_kforge_run` bound to that module's `kforge_run`. `header` holds task,
+    description, family, problem and problem_sha256."""
+    text = [_TRITON_HEADER.format(**header),
+            "import torch\nimport torch.nn as nn\n"]
+    if parts.preamble.strip():
+        text.append("# ---- from the problem file: its module-level code (Model, get_inputs and\n"
+                    "# get_init_inputs left out)\n" + parts.preamble + "\n")
+    text.append("# ---- the kernel module\n" + KERNEL_MODULE_MARKER + "\n")
+    text.append("_kforge_run = kforge_run\n")
     text.append(_plan_text(plan))
     text.append(_RUNTIME)
     text.append(_model_new(parts))

@@ -36,6 +36,7 @@
 #include "report/summary.h"
 #include "task/task_bundle.h"
 #include "task/task_loader.h"
+#include "report/solution_export.h"
 #include "task/torch_task.h"
 #include "worker/candidate_router.h"
 #include "worker/worker_client.h"
@@ -111,6 +112,7 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
                 "(a model writes a native kernel from the module)" +
                 (misses.empty() ? std::string() : "; families tried:" + misses));
   }
+  // `backend` names the folder: a backend's, or "triton" (kernels/triton/, run by cuda).
   if (!fs::exists(kernels / backend / task.family / "family.toml")) {
     std::string known;
     std::error_code ec;
@@ -202,8 +204,16 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     if (!options.search.budget.max_cost_usd) options.search.budget.max_cost_usd = 1.0;
     llm_config = resolve_llm_config(options.llm);  // no endpoint: a clear error, nothing written
   } else {
-    templates = std::make_unique<generation::TemplatesGenerator>(
-        load_family_for(task, root, backend), to_string(element_dtype(task)));
+    if (language == KernelLanguage::triton) {
+      // Built-in Triton families (kernels/triton/), each point written into the problem's
+      // ModelNew: the shell comes from kforge's Python side, once per run.
+      templates = std::make_unique<generation::TemplatesGenerator>(
+          load_family_for(task, root, "triton"), to_string(element_dtype(task)),
+          report::model_new_shell(derived_json(task)));
+    } else {
+      templates = std::make_unique<generation::TemplatesGenerator>(
+          load_family_for(task, root, backend), to_string(element_dtype(task)));
+    }
   }
 
   compile::ToolchainOptions toolchain;

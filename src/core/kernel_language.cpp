@@ -53,9 +53,10 @@ KernelLanguage resolve_kernel_language(const LanguageChoice& choice) {
                 choice.backend + " backend; use --backend cuda, or --language cuda (on cpu its "
                 "load_inline sources are C++)");
   }
-  if (choice.generator != "llm") {
-    throw Error(flag + ": the " + choice.generator + " generator writes native kernels only; "
-                "ModelNew candidates come from --generator llm (or use --language native)");
+  if (choice.generator != "llm" && language != KernelLanguage::triton) {
+    throw Error(flag + ": the " + choice.generator + " generator's CUDA kernels are native "
+                "(kforge_run); ModelNew candidates with inline CUDA come from --generator llm, "
+                "Triton ones from --language triton (or use --language native)");
   }
   return language;
 }

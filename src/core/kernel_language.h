@@ -38,7 +38,8 @@ struct LanguageChoice {
 /// reference written by the llm generator and `native` otherwise. Throws Error naming the flag
 /// and what was expected when the choice cannot run: a ModelNew language for a task without a
 /// PyTorch reference (no Model to stand in for), `triton` off the cuda backend, or a ModelNew
-/// language with the templates generator (its built-in families are native kernels).
+/// language other than triton with the templates generator (its CUDA families are native
+/// kernels; its Triton families, kernels/triton/, are written into ModelNew candidates).
 KernelLanguage resolve_kernel_language(const LanguageChoice& choice);
 
 }  // namespace kforge

@@ -62,9 +62,16 @@ TEST(KernelLanguageTest, ChoicesThatCannotRunAreRefusedNamingTheFlag) {
       << triton_cpu;
   EXPECT_NE(triton_cpu.find("the cpu backend"), std::string::npos) << triton_cpu;
   const std::string templates = refusal({"cuda", "templates", "cpu", false, true, "p.py"});
-  EXPECT_NE(templates.find("the templates generator writes native kernels only"),
+  EXPECT_NE(templates.find("the templates generator's CUDA kernels are native"),
             std::string::npos)
       << templates;
+  // Triton families are built in: the templates generator writes them into ModelNew candidates,
+  // on the cuda backend only.
+  EXPECT_EQ(resolve_kernel_language({"triton", "templates", "cuda", true, true, "p.py"}),
+            KernelLanguage::triton);
+  EXPECT_NE(refusal({"triton", "templates", "cpu", false, true, "p.py"})
+                .find("Triton kernels run on NVIDIA GPUs only"),
+            std::string::npos);
   EXPECT_EQ(refusal({"fortran", "llm", "cpu", false, true, "p.py"}),
             "--language: unknown language 'fortran' (expected one of native, cuda, triton)");
 }

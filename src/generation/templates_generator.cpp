@@ -83,6 +83,20 @@ bool apply_edit(const KernelFamily& family, TemplatePoint& point, const memory::
 TemplatesGenerator::TemplatesGenerator(KernelFamily family, std::string dtype)
     : family_(for_dtype(family, dtype)), dtype_(std::move(dtype)) {}
 
+TemplatesGenerator::TemplatesGenerator(KernelFamily family, std::string dtype,
+                                       std::string model_new_shell)
+    : family_(for_dtype(family, dtype)),
+      dtype_(std::move(dtype)),
+      model_new_shell_(std::move(model_new_shell)) {
+  const std::string marker = std::string(kKernelModuleMarker) + "\n";
+  const size_t at = model_new_shell_.find(marker);
+  if (at == std::string::npos || model_new_shell_.find(marker, at + 1) != std::string::npos) {
+    throw Error("the ModelNew shell of family '" + family_.family + "' must hold the line '" +
+                kKernelModuleMarker + "' exactly once (python/kforge_torch/solution_shell.py "
+                "writes it)");
+  }
+}
+
 Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
   const TemplateVariant* variant = family_.variant(point.variant);
   if (variant == nullptr) throw Error("unknown variant '" + point.variant + "'");
@@ -100,6 +114,21 @@ Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
                   " is not allowed");
     }
     proposal.job.defines["KF_" + name] = value;
+  }
+  if (!model_new_shell_.empty()) {
+    // A Python kernel module: its knobs are module constants, written in above its text, and
+    // the module goes where the shell's marker line is. The element type needs no knob: Triton
+    // kernels specialize on their tensors' types.
+    std::string module = "# kernels/triton/" + family_.family + "/" + proposal.job.source_name +
+                         " at " + point.id() + "\n";
+    for (const auto& [name, value] : proposal.job.defines) module += name + " = " + value + "\n";
+    module += proposal.job.source;
+    std::string text = model_new_shell_;
+    text.replace(text.find(kKernelModuleMarker), std::string(kKernelModuleMarker).size(),
+                 module);
+    proposal.job.source = std::move(text);
+    proposal.job.defines.clear();
+    return proposal;
   }
   // f32 builds keep the sources' default, so their artifacts and ids are unchanged.
   if (dtype_ != "f32") proposal.job.defines["KF_DTYPE"] = dtype_define(dtype_);
@@ -142,6 +171,7 @@ std::optional<Proposal> TemplatesGenerator::apply(const Proposal& parent,
 }
 
 std::string TemplatesGenerator::standalone_source(const Proposal& proposal) const {
+  if (!model_new_shell_.empty()) return proposal.job.source;  // a whole module, knobs written in
   std::ostringstream text;
   text << "// kforge candidate " << proposal.id << " (family " << family_.family << ", backend "
        << family_.backend << ")\n";

@@ -12,6 +12,13 @@ class TemplatesGenerator : public Generator {
   /// variants that take it are searched, and non-f32 builds get -DKF_DTYPE=KF_DTYPE_<TYPE>.
   /// Throws Error when no variant of the family takes it.
   explicit TemplatesGenerator(KernelFamily family, std::string dtype = "f32");
+  /// A generator of `ModelNew` candidates (--language triton): each point's variant is a Python
+  /// kernel module (kernels/triton/<family>/*.py, defining kforge_run), written into
+  /// `model_new_shell` (python/kforge_torch/solution_shell.py: the problem's ModelNew with
+  /// kKernelModuleMarker on a line of its own) after its knobs as `KF_<NAME> = <value>` lines.
+  /// The candidate's source_name is the variant's file name (.py) and its job has no defines.
+  /// Throws Error when the shell lacks the marker line.
+  TemplatesGenerator(KernelFamily family, std::string dtype, std::string model_new_shell);
   std::string name() const override { return "templates"; }
   std::vector<Proposal> initial_proposals() override;
   std::optional<Proposal> apply(const Proposal& parent, const memory::Strategy& strategy) override;
@@ -24,7 +31,12 @@ class TemplatesGenerator : public Generator {
  private:
   KernelFamily family_;
   std::string dtype_;
+  std::string model_new_shell_;  // "" for native kernels
 };
+
+/// The line of a ModelNew shell where a Python kernel module goes (the same text as
+/// python/kforge_torch/solution_template.py KERNEL_MODULE_MARKER).
+inline constexpr const char* kKernelModuleMarker = "# @@kforge: the kernel module goes here@@";
 
 /// Applies one edit to `point` within `variant`'s allowed values (ops as in memory::ParamEdit).
 /// Returns false when the edit does not apply (unknown parameter, already at the limit).

@@ -201,3 +201,44 @@ TEST(BundledFamilies, EveryExampleFamilyHasTwoOrMoreVariantsPerBackend) {
 
 }  // namespace
 }  // namespace kforge::generation
+
+namespace kforge::generation {
+namespace {
+
+// The built-in Triton families (kernels/triton/) written into a ModelNew shell: each point's
+// candidate is the shell with the variant's module (its knobs as KF_<NAME> constants first) in
+// place of the marker line; a shell without the marker is refused.
+TEST(TritonTemplatesTest, EachPointIsTheShellWithTheVariantModuleWrittenIn) {
+  const std::string shell = std::string("import torch\n") + kKernelModuleMarker +
+                            "\n_kforge_run = kforge_run\nclass ModelNew: pass\n";
+  const KernelFamily family =
+      load_family((fs::path(KFORGE_SOURCE_DIR) / "kernels").string(), "triton", "softmax");
+  EXPECT_EQ(family.backend, "cuda");  // Triton kernels run on the cuda backend
+  TemplatesGenerator generator(family, "f32", shell);
+  const std::vector<Proposal> hints = generator.initial_proposals();
+  ASSERT_EQ(hints.size(), family.variants.size());
+  const Proposal& online = hints.at(0);
+  EXPECT_EQ(online.job.source_name, "online_row.py");
+  EXPECT_TRUE(online.job.defines.empty());
+  EXPECT_EQ(online.job.source.find(kKernelModuleMarker), std::string::npos);
+  EXPECT_NE(online.job.source.find("KF_BLOCK = 2048\n"), std::string::npos);
+  EXPECT_NE(online.job.source.find("KF_NUM_WARPS = 8\n"), std::string::npos);
+  EXPECT_NE(online.job.source.find("def kforge_run(inputs, outputs, scalars):"),
+            std::string::npos);
+  EXPECT_LT(online.job.source.find("import torch"), online.job.source.find("KF_BLOCK"));
+  EXPECT_LT(online.job.source.find("KF_BLOCK"), online.job.source.find("_kforge_run ="));
+  EXPECT_EQ(generator.standalone_source(online), online.job.source);
+
+  // An edit changes the constant, as it changes -DKF_<NAME> for a native kernel.
+  memory::Strategy bigger;
+  bigger.id = "bigger_tiles";
+  bigger.edits = {{"BLOCK", "increase", ""}};
+  const std::optional<Proposal> next = generator.apply(online, bigger);
+  ASSERT_TRUE(next);
+  EXPECT_NE(next->job.source.find("KF_BLOCK = 4096\n"), std::string::npos);
+
+  EXPECT_THROW(TemplatesGenerator(family, "f32", "import torch\n"), Error);
+}
+
+}  // namespace
+}  // namespace kforge::generation

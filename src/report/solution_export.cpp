@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/files.h"
 #include "common/paths.h"
+#include "common/scratch_dir.h"
 #include "process/subprocess.h"
 #include "task/torch_task.h"
 
@@ -59,6 +61,32 @@ void write_kernelbench_solution(const fs::path& run_dir, const fs::path& output,
     if (message.empty()) message = run_dir.string() + ": writing solution.py failed (" + status->describe() + ")";
     throw Error(message);
   }
+}
+
+std::string model_new_shell(const nlohmann::json& derived, double timeout_s) {
+  ScratchDir scratch("kforge-shell");
+  const fs::path task = fs::path(scratch.path()) / "reference.torch.json";
+  write_file_atomically(task, derived.dump());
+  process::SpawnOptions options;
+  options.argv = {torch_python(), "-m", "kforge_torch", "model-new-shell", "--derived",
+                  task.string()};
+  options.environment = torch_environment();
+  options.pipe_stdin = false;
+  options.stderr_tail_bytes = 16384;
+  process::Subprocess child(options);
+  std::optional<process::ExitStatus> status = child.wait(timeout_s);
+  if (!status) {
+    child.kill();
+    throw Error("writing the ModelNew shell of " + derived.value("name", std::string("the task")) +
+                " did not finish in " + std::to_string(static_cast<int>(timeout_s)) + " s");
+  }
+  std::string shell = child.take_stdout();
+  if (!status->exited || status->exit_code != 0) {
+    std::string message = generator_message(child.stderr_tail());
+    if (message.empty()) message = "writing the ModelNew shell failed (" + status->describe() + ")";
+    throw Error(message);
+  }
+  return shell;
 }
 
 }  // namespace kforge::report

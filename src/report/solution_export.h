@@ -6,6 +6,10 @@
 // PROBLEM.py`.
 #pragma once
 
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 
 namespace kforge::report {
@@ -18,6 +22,14 @@ namespace kforge::report {
 /// run (no result.json), a run without a best kernel, a problem file changed since the run.
 void write_kernelbench_solution(const std::filesystem::path& run_dir,
                                 const std::filesystem::path& output, double timeout_s = 120.0);
+
+/// The ModelNew shell of a PyTorch task's Triton candidates (python -m kforge_torch
+/// model-new-shell, python/kforge_torch/solution_shell.py): the problem's ModelNew with the
+/// generation::kKernelModuleMarker line where the templates generator writes each candidate's
+/// kernel module. `derived` is the task's derived JSON (task/torch_task.h derived_json). Runs as
+/// write_kernelbench_solution does; throws Error with the generator's message (a task without
+/// a family, a problem file gone or changed since the task was derived).
+std::string model_new_shell(const nlohmann::json& derived, double timeout_s = 120.0);
 
 /// True when `run_dir` holds a PyTorch task's run (reference.torch.json), the runs a solution
 /// can be written for.
