@@ -248,6 +248,13 @@ TEST_F(OptimizerTest, ResultJsonCarriesTheFinalNumbers) {
   EXPECT_GT(json["final"]["speedup"]["speedup"].get<double>(), 1.0);
   EXPECT_EQ(json["bytes_moved"].get<int64_t>(), 2 * (1 << 20) * 4);
   EXPECT_EQ(json["device"]["name"], "fake cpu");
+  // The final rounds' raw samples, which the summaries are of (the report plots them).
+  const nlohmann::json& final = json["final"];
+  ASSERT_EQ(final["reference_rounds_ms"].size(), final["best_rounds_ms"].size());
+  ASSERT_FALSE(final["best_rounds_ms"].empty()) << final.dump(2);
+  size_t samples = 0;
+  for (const nlohmann::json& round : final["best_rounds_ms"]) samples += round.size();
+  EXPECT_EQ(samples, final["best"]["count"].get<size_t>());
 }
 
 TEST_F(OptimizerTest, SuccessiveHalvingPromotesATopThirdOfEachStepToTheFullRung) {
