@@ -286,6 +286,10 @@ class Optimizer {
   /// exhausted generator.
   bool should_stop(bool generator_boundary = false);
   void stop(StopReason reason, const std::string& detail);
+  // Says what the memory holds of this task beyond the HTG's evidence: the kernels evaluated
+  // with `kforge eval --record` (count and the fastest correct one), as a progress line and a
+  // "recorded_runs" event. Nothing when there are none.
+  void note_recorded_runs();
   void progress_line(const std::string& where);
   /// Candidates at each highest rung reached, by rung number.
   std::array<int, kRungCount> rung_occupancy() const;
