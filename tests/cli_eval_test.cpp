@@ -132,5 +132,89 @@ TEST_F(CliEvalTest, ANativeKernelOfAPyTorchProblemGetsItsScalar) {
   EXPECT_EQ(j["reference"]["reference"], problem.string());
 }
 
+// --record writes the evaluation to the memory as a run of one candidate, which `kforge memory
+// show` lists; without --record an eval leaves an existing memory byte for byte as it was.
+TEST_F(CliEvalTest, RecordWritesTheEvaluationToTheMemoryAndNothingElseDoes) {
+  const fs::path kernel = fs::path(KFORGE_SOURCE_DIR) / "examples/softmax/reference.cpp";
+  const fs::path memory = dir_ / "memory.sqlite";
+  process::CommandResult result = eval(softmax_task_, kernel, {"--json", "--record"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  nlohmann::json j = testing::json_in(result.output);
+  EXPECT_EQ(j["recorded"]["run"], 1) << j.dump(2);
+  EXPECT_EQ(j["recorded"]["memory"], memory.string());
+
+  process::CommandResult show = kforge({"memory", "show", "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  const nlohmann::json m = testing::json_in(show.output);
+  EXPECT_TRUE(m["evidence"].empty()) << "an eval is no direction's evidence";
+  ASSERT_EQ(m["runs"].size(), 1u) << m["runs"].dump(2);
+  const nlohmann::json& run = m["runs"][0];
+  EXPECT_EQ(run["kind"], "eval");
+  EXPECT_EQ(run["task"], j["task"]);
+  EXPECT_EQ(run["provenance"]["backend"], "cpu");
+  EXPECT_EQ(run["provenance"]["task_hash"], j["reference"]["task_hash"]);
+  EXPECT_FALSE(run["provenance"]["family"].get<std::string>().empty());
+  EXPECT_NE(run["command"].get<std::string>().find("kforge eval "), std::string::npos);
+  ASSERT_EQ(run["candidates"].size(), 1u);
+  const nlohmann::json& c = run["candidates"][0];
+  EXPECT_EQ(c["verdict"], "ok");
+  EXPECT_EQ(c["source_name"], j["kernel"]);
+  EXPECT_EQ(c["source"], read_file(kernel));
+  EXPECT_EQ(c["candidate_id"], j["compile"]["key"]);
+  EXPECT_DOUBLE_EQ(c["median_ms"].get<double>(), j["final"]["kernel_median_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(c["reference_median_ms"].get<double>(),
+                   j["final"]["reference_median_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(c["speedup"].get<double>(), j["final"]["speedup"].get<double>());
+  EXPECT_DOUBLE_EQ(c["ci_low"].get<double>(), j["final"]["ci_low"].get<double>());
+  EXPECT_DOUBLE_EQ(c["ci_high"].get<double>(), j["final"]["ci_high"].get<double>());
+  show = kforge({"memory", "show"});
+  EXPECT_NE(show.output.find("1 recorded runs"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find(kernel.string()), std::string::npos) << show.output;
+
+  // Without --record: the memory, which now exists, is not touched.
+  const std::string before = read_file(memory);
+  result = eval(softmax_task_, kernel, {"--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(testing::json_in(result.output)["recorded"].is_null());
+  EXPECT_EQ(read_file(memory), before);
+  EXPECT_EQ(testing::json_in(kforge({"memory", "show", "--json"}).output)["runs"].size(), 1u);
+}
+
+// A kernel that fails is recorded too: its verdict, where it failed and why are evidence that
+// the kernel is wrong.
+TEST_F(CliEvalTest, RecordKeepsAFailedKernelWithItsVerdict) {
+  const fs::path kernel = softmax_variant("wrong.cpp", "yr[c] = static_cast<float>(",
+                                          "yr[c] = c + 1 == cols ? 0.0f : static_cast<float>(");
+  process::CommandResult result = eval(softmax_task_, kernel, {"--record"});
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("recorded in the memory " + (dir_ / "memory.sqlite").string() +
+                               " as run 1"),
+            std::string::npos)
+      << result.output;
+  const nlohmann::json m = testing::json_in(kforge({"memory", "show", "--json"}).output);
+  ASSERT_EQ(m["runs"].size(), 1u) << m.dump(2);
+  const nlohmann::json& c = m["runs"][0]["candidates"][0];
+  EXPECT_EQ(c["verdict"], "wrong_answer");
+  EXPECT_EQ(c["failed_at"], "rungs 0-1");
+  EXPECT_NE(c["message"].get<std::string>().find("output 'y': element ["), std::string::npos);
+  EXPECT_TRUE(c["speedup"].is_null());
+}
+
+// A memory --record cannot write is refused, naming it, before anything is evaluated.
+TEST_F(CliEvalTest, RecordIntoAnUnwritableMemoryIsAnErrorBeforeTheEvaluation) {
+  const fs::path not_a_folder = write("plain.txt", "a file, not a folder\n");
+  const fs::path memory = not_a_folder / "memory.sqlite";
+  const fs::path kernel = fs::path(KFORGE_SOURCE_DIR) / "examples/softmax/reference.cpp";
+  process::CommandResult result =
+      eval(softmax_task_, kernel, {"--record", "--memory", memory.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(
+      result.output.find("--record: cannot record the evaluation in the memory " + memory.string()),
+      std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("kforge eval:"), std::string::npos) << "it was evaluated anyway";
+  EXPECT_FALSE(fs::exists(dir_ / "cache")) << "something was built before the refusal";
+}
+
 }  // namespace
 }  // namespace kforge

@@ -68,6 +68,13 @@ TEST_F(CliReportBrowserTest, ARunsReportLoadsInChromiumWithEveryMark) {
   const size_t workloads = result.at("best").at("full_workload_speedups").size();
   EXPECT_EQ(testing::count_of(testing::chart_of(dom, "per-workload"), "class=\"mark bar"), workloads + 1);
   EXPECT_EQ(testing::count_of(testing::chart_of(dom, "timings"), "class=\"mark bar"), 2u);
+  // Every raw sample of the final rounds is a mark.
+  size_t samples = 0;
+  for (const char* side : {"reference_rounds_ms", "best_rounds_ms"}) {
+    for (const nlohmann::json& round : result.at("final").at(side)) samples += round.size();
+  }
+  EXPECT_GT(samples, 0u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "final-samples"), "class=\"mark "), samples);
   EXPECT_NE(dom.find("finished: best "), std::string::npos);
 
   const fs::path screenshot = fs::temp_directory_path() / "kforge-report-screenshot.png";

@@ -100,6 +100,14 @@ void add_eval_command(CLI::App& app, EvalCommandOptions& options) {
       ->capture_default_str();
   add_measurement_options(*command, options);
   command->add_flag("--json", options.json, "print the evaluation as JSON");
+  command->add_flag("--record", options.record,
+                    "record the outcome (verdict, timings, speedup, source) in the HTG memory, "
+                    "where `kforge memory show` lists it; without it nothing is written there");
+  command
+      ->add_option("--memory", options.memory_path,
+                   "HTG memory file --record writes to (default "
+                   "$XDG_DATA_HOME/kforge/memory.sqlite; KFORGE_MEMORY_DB is still read)")
+      ->envname("KFORGE_MEMORY");
 }
 
 void add_measurement_options(CLI::App& command, EvalCommandOptions& options) {
@@ -137,8 +145,10 @@ KernelEvaluation evaluate_kernel(const Task& task, const EvalCommandOptions& opt
                                  evaluation::EvaluationPolicy policy) {
   KernelEvaluation result;
   result.kernel = fs::absolute(options.kernel_path).lexically_normal().string();
+  result.family = task.family;
   const std::string backend = resolve_backend(options.backend, options.device, nullptr);
   const std::string source = read_kernel(options.kernel_path, backend, task.has_torch_reference());
+  result.source = source;
   if (options.profile == "on") {
     if (!backends::get_backend(backend).can.ncu_profiler) {
       throw Error("--profile on needs " +
@@ -204,11 +214,23 @@ KernelEvaluation evaluate_kernel(const Task& task, const EvalCommandOptions& opt
 }
 
 int run_eval_command(const EvalCommandOptions& options) {
+  // Checked first: a memory that cannot take the record is an error before minutes of timing.
+  std::unique_ptr<memory::SqliteStore> store;
+  if (options.record) store = open_memory_to_record(options);
   const KernelEvaluation result = evaluate_kernel(options);
+  std::optional<int64_t> run_id;
+  if (store) run_id = store->record_run(recorded_run_of(result, options));
   if (options.json) {
-    std::cout << to_json(result).dump(2) << "\n";
+    nlohmann::json j = to_json(result);
+    j["recorded"] = run_id ? nlohmann::json{{"memory", store->path().string()}, {"run", *run_id}}
+                           : nlohmann::json();
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << render_kernel_evaluation(result);
+    if (run_id) {
+      std::cout << fmt::format("  recorded in the memory {} as run {} (kforge memory show)\n",
+                               store->path().string(), *run_id);
+    }
   }
   return static_cast<int>(result.correct() ? ExitCode::ok : ExitCode::not_all_correct);
 }

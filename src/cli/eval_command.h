@@ -4,9 +4,11 @@
 // 1), timed on every timed workload (rung 2) and then against the reference in the final rung's
 // interleaved rounds with a confidence interval (rung 3), and profiled under Nsight Compute on
 // cuda. The task may be a TOML task or a PyTorch problem (its reference runs in the torch
-// reference worker, as in `kforge optimize`). Nothing is written to the memory.
+// reference worker, as in `kforge optimize`). Nothing is written to the memory unless --record
+// is given: then the evaluation is recorded there as a run of one candidate (eval_record.cpp).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,6 +19,8 @@
 #include "compile/compiler.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/profiler.h"
+#include "memory/recorded_run.h"
+#include "memory/sqlite_store.h"
 
 namespace kforge::cli {
 
@@ -31,11 +35,15 @@ struct EvalCommandOptions {
   std::string cuda_arch = "sm_90";
   std::string cache_dir;    // build cache; "" = artifact_cache_dir()
   bool json = false;
+  bool record = false;      // --record: write the outcome to the memory
+  std::string memory_path;  // --memory; "" = memory::default_memory_path(), as optimize
 };
 
 /// What the evaluation found. Times in ms.
 struct KernelEvaluation {
   std::string kernel;               // the kernel file, absolute
+  std::string source;               // its text as evaluated
+  std::string family;               // the task's operator family
   ReferenceCheck reference;         // the reference as prepared and quick-timed
   /// The kernel's verdict: ok when it passed every rung it reached up to the final one, else
   /// the first failure's (rejected_by_policy at the screen, compile_error, wrong_answer, ...).
@@ -83,8 +91,22 @@ nlohmann::json to_json(const KernelEvaluation& evaluation);
 /// The console summary.
 std::string render_kernel_evaluation(const KernelEvaluation& evaluation);
 
+/// The memory `kforge eval --record` writes to (options.memory_path, else
+/// memory::default_memory_path(), as `kforge optimize` resolves it), opened and checked to be
+/// writable. Throws Error naming the file when it cannot be created, opened or written, so that
+/// the evaluation does not run only to lose its record.
+std::unique_ptr<memory::SqliteStore> open_memory_to_record(const EvalCommandOptions& options);
+
+/// The evaluation as a recorded run (kind "eval") of one candidate: its verdict, where it
+/// failed, its source, and its times in ms: at the final rung with the speedup and its interval
+/// when correct, else the quick rung's medians of the kernel and the reference when it got that
+/// far. The message is cut to its first 2000 characters (a compile log can be long).
+memory::RecordedRun recorded_run_of(const KernelEvaluation& evaluation,
+                                    const EvalCommandOptions& options);
+
 /// Runs `kforge eval`: 0 when the kernel is correct, 3 (ExitCode::not_all_correct) when it
-/// failed a rung; throws Error otherwise.
+/// failed a rung; throws Error otherwise. With options.record, the memory is checked before the
+/// evaluation and the outcome, correct or not, is recorded after it.
 int run_eval_command(const EvalCommandOptions& options);
 
 }  // namespace kforge::cli

@@ -75,7 +75,27 @@ constexpr const char* kLegend =
     "candidate it edited; mean_lg and ema_lg the mean and moving average of the natural log of\n"
     "that speedup over the ok attempts (+0.10 = 1.11x, -0.10 = 0.90x); prior the seed's utility\n"
     "on the same scale; lagJ n/mean the attempts of the edge's target J steps after its source,\n"
-    "and their mean log speedup; last used in UTC.\n";
+    "and their mean log speedup; last used in UTC. Recorded runs: kernels evaluated with\n"
+    "`kforge eval --record` (speedup over the reference at the final rung, with its interval).\n";
+
+// The recorded runs (`kforge eval --record`): one line per candidate, newest last.
+void show_runs(memory::SqliteStore& store, const std::string& backend) {
+  std::cout << fmt::format("\n{:<4} {:<5} {:<24} {:<14} {:>9} {:>22}  {:<24} {}\n", "run", "kind",
+                           "task", "verdict", "median_ms", "speedup (CI)", "recorded", "kernel");
+  for (const memory::RecordedRun& run : store.runs()) {
+    if (!backend.empty() && run.provenance.backend != backend) continue;
+    for (const memory::RecordedCandidate& c : run.candidates) {
+      const std::string speedup = c.speedup
+                                      ? fmt::format("{:.3f}x ({:.3f}-{:.3f})", *c.speedup,
+                                                    c.ci_low.value_or(0.0), c.ci_high.value_or(0.0))
+                                      : std::string("-");
+      const std::string median = c.median_ms ? fmt::format("{:.4f}", *c.median_ms) : "-";
+      std::cout << fmt::format("{:<4} {:<5} {:<24} {:<14} {:>9} {:>22}  {:<24} {}\n", run.id,
+                               run.kind, run.task, c.verdict, median, speedup, run.created_at,
+                               c.source_name);
+    }
+  }
+}
 
 int show(const MemoryCommandOptions& options) {
   auto store = open_existing_store(options);
@@ -83,8 +103,9 @@ int show(const MemoryCommandOptions& options) {
     std::cout << store->export_json().dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("memory {} (schema {}, {} evidence rows)\n\n", store->path().string(),
-                           store->schema_version(), store->evidence_count());
+  std::cout << fmt::format("memory {} (schema {}, {} evidence rows, {} recorded runs)\n\n",
+                           store->path().string(), store->schema_version(), store->evidence_count(),
+                           store->runs().size());
   std::cout << fmt::format("{:<24} {:<9} {:>6} {}  last used\n", "direction", "backends", "prior",
                            kStatsHeader);
   std::vector<memory::Direction> directions = store->directions(options.backend);
@@ -121,6 +142,7 @@ int show(const MemoryCommandOptions& options) {
     std::cout << fmt::format("{:<50} {:>6.2f} {}\n", e.from_direction + " -> " + e.to_direction,
                              e.prior, lags);
   }
+  show_runs(*store, options.backend);
   std::cout << "\n" << kLegend;
   return 0;
 }
@@ -241,17 +263,20 @@ int import_memory(const MemoryCommandOptions& options) {
   memory::SqliteStore::ImportSummary summary = store->import_json(document, options.file);
   std::cout << fmt::format(
       "imported into {}: {} directions, {} strategies, {} edges, {} evidence rows added; {} "
-      "evidence rows already present\n",
+      "evidence rows already present; {} recorded runs added, {} already present\n",
       store->path().string(), summary.directions_added, summary.strategies_added,
-      summary.edges_added, summary.evidence_added, summary.evidence_skipped);
+      summary.edges_added, summary.evidence_added, summary.evidence_skipped, summary.runs_added,
+      summary.runs_skipped);
   return 0;
 }
 
 int reset(const MemoryCommandOptions& options) {
   auto store = open_existing_store(options);
   if (!options.yes) {
-    std::cerr << fmt::format("kforge: this deletes {} evidence rows from {}; rerun with --yes\n",
-                             store->evidence_count(), store->path().string());
+    std::cerr << fmt::format(
+        "kforge: this deletes {} evidence rows and {} recorded runs from {}; "
+        "rerun with --yes\n",
+        store->evidence_count(), store->runs().size(), store->path().string());
     return 1;
   }
   store->reset(memory::load_knowledge(seed_path()));

@@ -1,5 +1,8 @@
 #include "memory/sqlite_schema.h"
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -84,9 +87,25 @@ void migrate_to_2(sqlite::Database& db) {
   rebuild_stats(db);
 }
 
+// Version 2 -> 3 (see sqlite_schema.h): recorded runs beside the evidence. A run's candidates
+// go with it (ON DELETE CASCADE) when a reset deletes the runs.
+void migrate_to_3(sqlite::Database& db) {
+  db.exec(
+      "CREATE TABLE runs (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
+      "task TEXT NOT NULL, command TEXT NOT NULL, backend TEXT NOT NULL, device TEXT NOT NULL, "
+      "compute_capability TEXT NOT NULL, toolchain TEXT NOT NULL, family TEXT NOT NULL, "
+      "task_hash TEXT NOT NULL);"
+      "CREATE INDEX runs_by_task ON runs(task_hash);"
+      "CREATE TABLE run_candidates (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE "
+      "CASCADE, position INTEGER NOT NULL, candidate_id TEXT NOT NULL, source_name TEXT NOT NULL, "
+      "source TEXT NOT NULL, verdict TEXT NOT NULL, message TEXT NOT NULL, failed_at TEXT NOT "
+      "NULL, median_ms REAL, reference_median_ms REAL, speedup REAL, ci_low REAL, ci_high REAL, "
+      "level REAL, PRIMARY KEY (run_id, position));");
+}
+
 // kMigrations[v] takes a database from user_version v to v + 1. Append, never edit.
 using Migration = void (*)(sqlite::Database&);
-constexpr Migration kMigrations[] = {migrate_to_1, migrate_to_2};
+constexpr Migration kMigrations[] = {migrate_to_1, migrate_to_2, migrate_to_3};
 static_assert(std::size(kMigrations) == kVersion);
 
 void write_stats(sqlite::Database& db, const std::string& table, const std::string& where,
@@ -104,6 +123,21 @@ void write_stats(sqlite::Database& db, const std::string& table, const std::stri
 }
 
 }  // namespace
+
+std::string now_utc_iso8601() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  char result[40];
+  std::snprintf(result, sizeof result, "%.*s.%03dZ", static_cast<int>(length), text,
+                static_cast<int>(millis.count()));
+  return result;
+}
 
 Stats stats_from(const sqlite::Statement& row, int first_column) {
   Stats stats;

@@ -10,6 +10,8 @@
 //      (the v1 note's change part), failure_reason and the diagnosis it was chosen under.
 //      Migrating 1 -> 2 splits each v1 note "change | message" of a failed attempt into excerpt
 //      and failure_reason and recomputes every statistic from the evidence rows.
+//   3  recorded runs (recorded_run.h): runs (kind "eval", task, command, provenance) and
+//      run_candidates (source, verdict, timings, speedup with its interval), beside the evidence.
 #pragma once
 
 #include <string>
@@ -21,7 +23,10 @@
 namespace kforge::memory::schema {
 
 /// The schema version this build writes.
-inline constexpr int kVersion = 2;
+inline constexpr int kVersion = 3;
+
+/// The current time as ISO-8601 UTC with milliseconds ("2026-12-05T06:01:02.345Z").
+std::string now_utc_iso8601();
 
 /// Statistics columns in the order stats_from() reads them.
 inline constexpr const char* kStatsSelect =

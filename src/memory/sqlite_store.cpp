@@ -20,24 +20,10 @@ namespace kforge::memory {
 namespace {
 
 using schema::kStatsSelect;
+using schema::now_utc_iso8601;
 using schema::stats_from;
 using schema::strings_column;
 using schema::to_json;
-
-std::string now_utc_iso8601() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  char result[40];
-  std::snprintf(result, sizeof result, "%.*s.%03dZ", static_cast<int>(length), text,
-                static_cast<int>(millis.count()));
-  return result;
-}
 
 std::string to_json(const std::vector<ParamEdit>& edits) {
   nlohmann::json array = nlohmann::json::array();
@@ -225,6 +211,7 @@ void SqliteStore::seed(const Knowledge& knowledge) {
 void SqliteStore::reset(const Knowledge& seed) {
   sqlite::Transaction transaction(*db_);
   db_->exec(
+      "DELETE FROM run_candidates; DELETE FROM runs; "
       "DELETE FROM evidence; DELETE FROM edge_lags; DELETE FROM edges; DELETE FROM strategies; "
       "DELETE FROM directions;");
   for (const Direction& d : seed.directions) insert_direction(d);

@@ -17,6 +17,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "memory/knowledge.h"
+#include "memory/recorded_run.h"
 #include "memory/store.h"
 
 namespace kforge::memory {
@@ -38,7 +39,7 @@ inline constexpr int kDefaultBusyTimeoutMs = 5000;
 class SqliteStore final : public Store {
  public:
   /// The schema version this build writes (PRAGMA user_version after open()).
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   /// Opens or creates the database at `path` (":memory:" for a private in-memory one), creating
   /// parent directories, migrating the schema to kSchemaVersion, and, when the graph has no
@@ -78,6 +79,19 @@ class SqliteStore final : public Store {
   void record(const Evidence& evidence) override;
   int64_t evidence_count() override;
 
+  /// Appends `run` (its created_at set now, or kept when `run.created_at` is set, as by import)
+  /// and its candidates in one transaction; returns its id. Recorded runs are not evidence:
+  /// they change no statistic of the graph. Throws Error naming the file when the run has no
+  /// candidate, a number is not finite, or the write fails (locked, read-only).
+  int64_t record_run(const RecordedRun& run);
+  /// Recorded runs, oldest first; only those of `task_hash` when it is not "".
+  std::vector<RecordedRun> runs(const std::string& task_hash) override;
+  std::vector<RecordedRun> runs() { return runs(""); }
+  /// Throws Error naming the file when this memory cannot be written (a read-only file or
+  /// folder, a lock held past the busy timeout), so that a command can refuse before its work
+  /// rather than fail to record it after. Writes nothing.
+  void check_writable();
+
   /// The graph and all evidence as JSON (format "kforge-memory", version 1; sqlite_transfer.cpp).
   nlohmann::json export_json();
   /// What import_json changed.
@@ -87,6 +101,8 @@ class SqliteStore final : public Store {
     int edges_added = 0;
     int evidence_added = 0;
     int evidence_skipped = 0;  // already present (same created_at, candidate, direction, ...)
+    int runs_added = 0;
+    int runs_skipped = 0;  // already present (same created_at, kind, task and task hash)
   };
   /// Merges an export into this memory in one transaction (all or nothing):
   ///   - directions, strategies and edges are matched by id (edges by from/to); unknown ones are
@@ -94,13 +110,15 @@ class SqliteStore final : public Store {
   ///   - evidence rows are appended unless an identical row (same created_at, direction,
   ///     strategy, candidate, verdict and task hash) is already here, so importing the same file
   ///     twice changes nothing;
+  ///   - recorded runs ("runs", absent from exports before schema 3) are appended unless one
+  ///     with the same created_at, kind, task and task hash is already here;
   ///   - statistics are then recomputed from all evidence (they are never imported as numbers).
   /// Throws Error naming `source_name` and the entry when the JSON is not a kforge-memory export,
   /// a field is missing or of the wrong type, or evidence names a direction or strategy that
   /// neither this memory nor the file defines.
   ImportSummary import_json(const nlohmann::json& document, const std::string& source_name);
-  /// Deletes every evidence row and statistic, then restores the seed (reset), in one
-  /// transaction. `seed` replaces the graph's nodes and edges.
+  /// Deletes every evidence row, statistic and recorded run, then restores the seed (reset), in
+  /// one transaction. `seed` replaces the graph's nodes and edges.
   void reset(const Knowledge& seed);
   /// Adds the directions, strategies and edges of `seed` whose ids (an edge: from and to) this
   /// graph lacks, in one transaction; existing nodes keep their text, priors and evidence.
@@ -123,6 +141,7 @@ class SqliteStore final : public Store {
   void insert_strategy(const Strategy& s);
   void insert_edge(const Edge& e);
   void insert_evidence(const Evidence& e, const std::string& created_at);
+  int64_t insert_run(const RecordedRun& run);  // inside the caller's transaction
   void update_stats(const std::string& table, const std::string& where,
                     const std::vector<std::string>& keys, const Evidence& evidence,
                     const std::string& now);

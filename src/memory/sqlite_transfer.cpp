@@ -8,7 +8,8 @@
 //     "evidence": [{created_at, direction, strategy, prefix[], verdict, log_gain,
 //                   speedup_vs_baseline, candidate_id, excerpt, failure_reason, diagnosis,
 //                   provenance {backend, device, compute_capability, toolchain, family,
-//                   task_hash}}] }
+//                   task_hash}}],
+//     "runs": [recorded runs, recorded_run.h to_json; since schema 3, optional on import] }
 // Statistics are exported for people and tools to read; import recomputes them from evidence.
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -195,6 +196,8 @@ nlohmann::json SqliteStore::export_json() {
                                {"family", p.family},
                                {"task_hash", p.task_hash}}}});
   }
+  nlohmann::json& runs_json = document["runs"] = nlohmann::json::array();
+  for (const RecordedRun& run : runs()) runs_json.push_back(to_json(run));
   return document;
 }
 
@@ -279,6 +282,11 @@ SqliteStore::ImportSummary SqliteStore::import_json(const nlohmann::json& docume
   auto strategies_in = parse_all("strategies", strategy_from);
   auto edges_in = parse_all("edges", edge_from);
   auto evidence_in = parse_all("evidence", evidence_from);
+  std::vector<RecordedRun> runs_in;
+  if (document.contains("runs")) {
+    runs_in =
+        parse_all("runs", [](const nlohmann::json& j) { return recorded_run_from(j, "run"); });
+  }
 
   ImportSummary summary;
   sqlite::Transaction transaction(*db_);
@@ -331,6 +339,18 @@ SqliteStore::ImportSummary SqliteStore::import_json(const nlohmann::json& docume
                    insert_evidence(e, e.created_at);
                  });
     ++summary.evidence_added;
+  }
+  for (std::size_t i = 0; i < runs_in.size(); ++i) {
+    const RecordedRun& run = runs_in[i];
+    if (exists(*db_,
+               "SELECT 1 FROM runs WHERE created_at = ?1 AND kind = ?2 AND task = ?3 AND "
+               "task_hash = ?4",
+               {run.created_at, run.kind, run.task, run.provenance.task_hash})) {
+      ++summary.runs_skipped;
+      continue;
+    }
+    with_context(source + ": runs[" + std::to_string(i) + "]", [&] { insert_run(run); });
+    ++summary.runs_added;
   }
   schema::rebuild_stats(*db_);
   transaction.commit();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "memory/htg.h"
+#include "memory/recorded_run.h"
 
 namespace kforge::memory {
 
@@ -33,6 +34,12 @@ class Store {
   virtual void record(const Evidence& evidence) = 0;
   /// Number of evidence rows recorded (all tasks, all devices).
   virtual int64_t evidence_count() = 0;
+  /// Runs recorded beside the evidence (recorded_run.h: `kforge eval --record`), oldest first;
+  /// only those of `task_hash` when it is not "". A store that keeps none answers empty.
+  virtual std::vector<RecordedRun> runs(const std::string& task_hash) {
+    (void)task_hash;
+    return {};
+  }
 };
 
 }  // namespace kforge::memory

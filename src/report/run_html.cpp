@@ -147,6 +147,42 @@ std::string funnel_chart(const std::vector<CandidateMark>& marks, const std::opt
   return svg::bar_chart("funnel", "candidates", bars);
 }
 
+// Every raw sample of the final rung's interleaved rounds (result.json final.reference_rounds_ms
+// and final.best_rounds_ms): round r's samples spread over [r, r + 1) in the order they were
+// timed, so the spread within a round and any drift across rounds show. A run made before the
+// samples were kept gets a note instead.
+std::string final_samples_chart(const json& final) {
+  const json& reference = final.value("reference_rounds_ms", json());
+  const json& best = final.value("best_rounds_ms", json());
+  if (!reference.is_array() || !best.is_array()) {
+    return "<p class=\"note\">The raw samples of the final rounds are not in this run's "
+           "result.json (a kforge before they were kept made it): the summary above is what it "
+           "recorded.</p>\n";
+  }
+  std::vector<svg::Point> points;
+  for (const auto& [rounds, label] :
+       {std::pair{&reference, "reference"}, std::pair{&best, "best"}}) {
+    for (size_t r = 0; r < rounds->size(); ++r) {
+      const json& samples = (*rounds)[r];
+      if (!samples.is_array()) continue;
+      for (size_t i = 0; i < samples.size(); ++i) {
+        if (!samples[i].is_number()) continue;
+        const double ms = samples[i].get<double>();
+        const double x = static_cast<double>(r + 1) +
+                         (static_cast<double>(i) + 0.5) / static_cast<double>(samples.size());
+        points.push_back(
+            {x, ms, label,
+             fmt::format("{}, round {}, sample {}: {:.4f} ms", label, r + 1, i + 1, ms)});
+      }
+    }
+  }
+  svg::Axes axes;
+  axes.x_label = "final round (its samples in timing order)";
+  axes.y_label = "ms";
+  return section("Final rung: every sample of the interleaved rounds (reference grey, best green)",
+                 svg::scatter_plot("final-samples", axes, points));
+}
+
 std::string best_charts(const json& result) {
   std::string out;
   const json& best = result.at("best");
@@ -186,6 +222,7 @@ std::string best_charts(const json& result) {
   }
   out += section("Final rung: reference and best (median, whiskers min-max)",
                  svg::bar_chart("timings", "ms", timings));
+  out += final_samples_chart(final);
   // Roofline where the task counts FLOPs, else the achieved bandwidth against the copy's.
   const json& device = result.value("device", json::object());
   const double bandwidth = number_or(device, "copy_bytes_per_s", 0.0);

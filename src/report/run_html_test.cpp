@@ -45,6 +45,15 @@ class RunHtmlTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // finish(), with the final rung's raw samples as a kforge that keeps them writes them.
+  void finish_with_samples() {
+    finish();
+    json result = json::parse(std::ifstream(dir_ / "result.json"));
+    result["final"]["reference_rounds_ms"] = {{2.0, 2.1, 1.9}, {2.3, 2.0, 2.0}};
+    result["final"]["best_rounds_ms"] = {{0.5, 0.49, 0.6}, {0.5, 0.5, 0.51}};
+    std::ofstream(dir_ / "result.json") << result;
+  }
+
   void finish() {
     json best = {{"id", "<script>x</script>"}, {"source", "/elsewhere/best.cpp"},
                  {"full_workload_speedups", json::array({{{"workload", "wide"}, {"speedup", 3.9}},
@@ -119,6 +128,24 @@ TEST_F(RunHtmlTest, AFinishedRunHasTheBestsChartsAndItsSource) {
   const std::string svg = page.substr(graph, page.find("</svg>", graph) - graph);
   EXPECT_EQ(testing::count_of(svg, "class=\"edge\""), 3u) << svg;
   EXPECT_NE(svg.find("s1 simd_2"), std::string::npos) << svg;
+}
+
+TEST_F(RunHtmlTest, TheFinalRoundsRawSamplesArePlottedEachAsAMark) {
+  finish_with_samples();
+  const std::string chart = testing::chart_of(render_run_html(dir_), "final-samples");
+  EXPECT_EQ(testing::count_of(chart, "class=\"mark reference\""), 6u) << chart;
+  EXPECT_EQ(testing::count_of(chart, "class=\"mark best\""), 6u) << chart;
+  EXPECT_NE(chart.find("reference, round 2, sample 1: 2.3000 ms"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("best, round 1, sample 3: 0.6000 ms"), std::string::npos) << chart;
+}
+
+TEST_F(RunHtmlTest, ARunWithoutRawSamplesShowsItsSummaryAndSaysTheSamplesAreMissing) {
+  finish();  // result.json as kforge wrote it before the samples were kept
+  const std::string page = render_run_html(dir_);
+  EXPECT_EQ(testing::chart_of(page, "final-samples"), "");
+  EXPECT_EQ(testing::count_of(testing::chart_of(page, "timings"), "class=\"mark bar"), 2u);
+  EXPECT_NE(page.find("raw samples of the final rounds are not in this run's result.json"),
+            std::string::npos);
 }
 
 TEST(SearchPathDot, EachCandidateIsAnArrowFromItsParentsDirection) {

@@ -330,6 +330,8 @@ void Optimizer::run_final() {
   }
   result_.reference_final = evaluation::summarize(paired.reference_ms());
   result_.best_final = evaluation::summarize(paired.candidate_ms());
+  result_.reference_final_rounds_ms = paired.reference_rounds;
+  result_.best_final_rounds_ms = paired.candidate_rounds;
   const evaluation::EvaluationPolicy& policy = evaluation_policy();
   result_.speedup = evaluation::judge_paired(paired.reference_rounds, paired.candidate_rounds,
                                              policy.acceptance_level, policy.min_gain,

@@ -81,6 +81,8 @@ nlohmann::json OptimizeResult::to_json() const {
     double seconds = best_final.median_ms * 1e-3;
     j["final"] = {{"reference", reference_final},
                   {"best", best_final},
+                  {"reference_rounds_ms", reference_final_rounds_ms},
+                  {"best_rounds_ms", best_final_rounds_ms},
                   {"speedup", speedup},
                   {"achieved_gbps", bytes_moved / seconds * 1e-9},
                   {"reference_gbps", bytes_moved / (reference_final.median_ms * 1e-3) * 1e-9}};

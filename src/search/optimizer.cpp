@@ -293,6 +293,32 @@ void Optimizer::progress_line(const std::string& where) {
                         budget_->describe()));
 }
 
+void Optimizer::note_recorded_runs() {
+  const std::vector<memory::RecordedRun> runs = store_.runs(task_hash_);
+  if (runs.empty()) return;
+  const memory::RecordedRun* fastest = nullptr;
+  int correct = 0;
+  for (const memory::RecordedRun& run : runs) {
+    const memory::RecordedCandidate& c = run.candidates.front();
+    if (c.verdict != "ok" || !c.speedup) continue;
+    ++correct;
+    if (fastest == nullptr || *c.speedup > *fastest->candidates.front().speedup) fastest = &run;
+  }
+  nlohmann::json event = {{"event", "recorded_runs"}, {"count", runs.size()}, {"correct", correct}};
+  std::string line = fmt::format(
+      "memory: {} kernel(s) of this task evaluated with kforge eval --record, {} correct",
+      runs.size(), correct);
+  if (fastest != nullptr) {
+    const memory::RecordedCandidate& c = fastest->candidates.front();
+    line += fmt::format("; the fastest {:.3f}x over the reference ({} on {}, {})", *c.speedup,
+                        c.source_name, fastest->provenance.device, fastest->created_at);
+    event["fastest"] = memory::to_json(*fastest);
+    event["fastest"]["candidates"][0].erase("source");  // the memory keeps it; the log need not
+  }
+  progress_(line);
+  run_dir_.append_event(event);
+}
+
 OptimizeResult Optimizer::run() {
   result_ = OptimizeResult{};
   result_.run_dir = run_dir_.path().string();
@@ -325,6 +351,7 @@ OptimizeResult Optimizer::run() {
                          {"device", device_.name},
                          {"toolchain", toolchain_},
                          {"seed", options_.seed}});
+  note_recorded_runs();
   // Every worker of the pool must start before the run does (a missing device stops it here).
   for (size_t w = 1; w < workers_.size(); ++w) workers_.at(w).device_info();
   if (workers_.size() > 1) {

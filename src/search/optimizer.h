@@ -203,6 +203,12 @@ struct OptimizeResult {
   std::optional<CandidateRecord> best;
   evaluation::SampleSummary reference_final;
   evaluation::SampleSummary best_final;
+  /// The final rung's raw samples in ms, one list per interleaved round, in the order they were
+  /// timed: reference_final and best_final summarize them flattened. Empty when the final rung
+  /// did not run. result.json keeps them (final.reference_rounds_ms, final.best_rounds_ms) for
+  /// the report's timing distribution (report/run_html.cpp).
+  std::vector<std::vector<double>> reference_final_rounds_ms;
+  std::vector<std::vector<double>> best_final_rounds_ms;
   evaluation::SpeedupEstimate speedup;   // paired over the final rounds
   std::vector<std::string> task_warnings;  // weak-task findings of the self-test
   int64_t bytes_moved = 0;
@@ -280,6 +286,10 @@ class Optimizer {
   /// exhausted generator.
   bool should_stop(bool generator_boundary = false);
   void stop(StopReason reason, const std::string& detail);
+  // Says what the memory holds of this task beyond the HTG's evidence: the kernels evaluated
+  // with `kforge eval --record` (count and the fastest correct one), as a progress line and a
+  // "recorded_runs" event. Nothing when there are none.
+  void note_recorded_runs();
   void progress_line(const std::string& where);
   /// Candidates at each highest rung reached, by rung number.
   std::array<int, kRungCount> rung_occupancy() const;

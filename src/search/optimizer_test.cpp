@@ -17,6 +17,7 @@
 #include "generation/templates_generator.h"
 #include "memory/sqlite_store.h"
 #include "search/optimizer_test_util.h"
+#include "task/task_loader.h"
 
 namespace kforge::search {
 namespace {
@@ -248,6 +249,63 @@ TEST_F(OptimizerTest, ResultJsonCarriesTheFinalNumbers) {
   EXPECT_GT(json["final"]["speedup"]["speedup"].get<double>(), 1.0);
   EXPECT_EQ(json["bytes_moved"].get<int64_t>(), 2 * (1 << 20) * 4);
   EXPECT_EQ(json["device"]["name"], "fake cpu");
+  // The final rounds' raw samples, which the summaries are of (the report plots them).
+  const nlohmann::json& final = json["final"];
+  ASSERT_EQ(final["reference_rounds_ms"].size(), final["best_rounds_ms"].size());
+  ASSERT_FALSE(final["best_rounds_ms"].empty()) << final.dump(2);
+  size_t samples = 0;
+  for (const nlohmann::json& round : final["best_rounds_ms"]) samples += round.size();
+  EXPECT_EQ(samples, final["best"]["count"].get<size_t>());
+}
+
+// What `kforge eval --record` left in the memory for this task is announced at the start, with
+// the fastest correct kernel; another task's record is not.
+TEST_F(OptimizerTest, KernelsRecordedByEvalForThisTaskAreAnnounced) {
+  memory::RecordedRun run;
+  run.task = task_.name;
+  run.provenance = {"cpu", "fake cpu", "", "g++", "toy", task_hash(task_)};
+  memory::RecordedCandidate slow{"k1", "/me/slow.cpp", "src", "ok", "", "", 2.0, 4.0, 2.0, 1.9, 2.1,
+                                 0.95};
+  memory::RecordedCandidate fast = slow;
+  fast.source_name = "/me/fast.cpp";
+  fast.speedup = 3.5;
+  memory::RecordedCandidate wrong{
+      "k3", "/me/wrong.cpp", "src", "wrong_answer", "y[0]", "rungs 0-1", {}, {}, {}, {}, {}, {}};
+  for (const memory::RecordedCandidate& c : {slow, fast, wrong}) {
+    run.candidates = {c};
+    store_->record_run(run);
+  }
+  run.provenance.task_hash = "another task";
+  run.candidates = {fast};
+  run.candidates[0].speedup = 9.0;
+  store_->record_run(run);
+
+  OptimizeOptions options;
+  options.steps = 1;
+  std::vector<std::string> lines;
+  run_in(root_ / "run0", options, worker_, &lines);
+  const auto said = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.starts_with("memory: ");
+  });
+  ASSERT_NE(said, lines.end());
+  EXPECT_NE(said->find("3 kernel(s) of this task evaluated with kforge eval --record, 2 correct; "
+                       "the fastest 3.500x over the reference (/me/fast.cpp on fake cpu"),
+            std::string::npos)
+      << *said;
+  const std::vector<nlohmann::json> events = events_of(root_ / "run0", "recorded_runs");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["count"], 3);
+  EXPECT_EQ(events[0]["fastest"]["candidates"][0]["source_name"], "/me/fast.cpp");
+  EXPECT_FALSE(events[0]["fastest"]["candidates"][0].contains("source"));
+}
+
+TEST_F(OptimizerTest, AMemoryWithoutRecordedKernelsAnnouncesNothing) {
+  OptimizeOptions options;
+  options.steps = 1;
+  std::vector<std::string> lines;
+  run(options, &lines);
+  for (const std::string& line : lines) EXPECT_FALSE(line.starts_with("memory: ")) << line;
+  EXPECT_TRUE(events_of(root_ / "run0", "recorded_runs").empty());
 }
 
 TEST_F(OptimizerTest, SuccessiveHalvingPromotesATopThirdOfEachStepToTheFullRung) {
