@@ -6,6 +6,9 @@
 //
 //   kforge_bench_measure_space --task examples/softmax/task.toml --backend cpu \
 //       --out bench/search/spaces/cpu/softmax.json [--resume] [--max-points N] [--max-s S]
+//       [--jobs N]
+// Exit 0 when the file holds every point, 3 when points remain (run again with --resume), 1 on
+// an error (the task, the family, the reference or the toolchain: the message says which).
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -18,6 +21,7 @@
 #include "cli/reference_check.h"
 #include "common/error.h"
 #include "common/paths.h"
+#include "compile/compile_pool.h"
 #include "compile/toolchain_compiler.h"
 #include "backends/backend.h"
 #include "generation/templates_generator.h"
@@ -40,10 +44,12 @@ std::string utc_now() {
   return text;
 }
 
+// One point, built already (`artifact`), through rungs 0-2.
 simulation::PointRecord measure_point(const generation::TemplatesGenerator& generator,
                                       const generation::TemplateVariant& variant,
                                       const generation::TemplatePoint& point,
-                                      compile::Compiler& compiler, cli::PreparedReference& prepared) {
+                                      const compile::Artifact& artifact,
+                                      cli::PreparedReference& prepared) {
   simulation::PointRecord record;
   const generation::Proposal proposal = generator.make_proposal(point);
   record.id = point.id();
@@ -51,7 +57,6 @@ simulation::PointRecord measure_point(const generation::TemplatesGenerator& gene
   record.variant = variant.name;
   record.decomposition = variant.decomposition;
   record.params = point.params;
-  const compile::Artifact artifact = compiler.compile(proposal.job);
   record.compile_s = artifact.compile_s;
   if (artifact.verdict != Verdict::ok) {
     record.verdict = artifact.verdict;
@@ -87,7 +92,7 @@ simulation::PointRecord measure_point(const generation::TemplatesGenerator& gene
 int main(int argc, char** argv) {
   CLI::App app{"Measure a task's whole built-in search space once, for simulated search runs"};
   std::string task_path, backend = "auto", out, cache_dir, cuda_arch = "sm_90", commit;
-  int device = 0, max_points = 0;
+  int device = 0, max_points = 0, jobs = 0;
   double max_s = 0.0;
   bool resume = false;
   app.add_option("--task", task_path, "the task (task.toml or a PyTorch problem .py)")
@@ -103,6 +108,9 @@ int main(int argc, char** argv) {
       ->envname("KFORGE_CACHE_DIR");
   app.add_option("--cuda-arch", cuda_arch, "nvcc -arch")->capture_default_str();
   app.add_option("--commit", commit, "kforge's commit, recorded in the file");
+  app.add_option("--jobs", jobs, "parallel builds (0: hardware threads); every build of this "
+                 "invocation finishes before the first timing, so compilers never share the "
+                 "machine with a timed kernel");
   CLI11_PARSE(app, argc, argv);
   const auto started = std::chrono::steady_clock::now();
   try {
@@ -152,16 +160,30 @@ int main(int argc, char** argv) {
     space.reference_quick_samples_ms = reference_timing.samples_ms;
 
     const std::vector<generation::TemplatePoint> points = simulation::all_points(family);
-    int measured = 0;
+    // The points still to measure, all built first (in parallel) and then timed one by one.
+    std::vector<generation::TemplatePoint> pending;
     for (const generation::TemplatePoint& point : points) {
-      const std::string key = simulation::job_key(generator.make_proposal(point).job);
-      if (space.find(key) != nullptr) continue;
-      if ((max_points > 0 && measured >= max_points) ||
-          (max_s > 0.0 && seconds_since(started) > max_s)) {
-        break;
+      if (space.find(simulation::job_key(generator.make_proposal(point).job)) != nullptr) continue;
+      if (max_points > 0 && static_cast<int>(pending.size()) >= max_points) break;
+      pending.push_back(point);
+    }
+    std::vector<compile::Artifact> built;
+    {
+      compile::CompilePool pool(compiler, jobs);
+      std::vector<std::future<compile::Artifact>> futures;
+      for (const generation::TemplatePoint& point : pending) {
+        futures.push_back(pool.submit(generator.make_proposal(point).job));
       }
+      for (std::future<compile::Artifact>& future : futures) built.push_back(future.get());
+    }
+    std::cerr << fmt::format("built {} points in {:.1f} s\n", pending.size(),
+                             seconds_since(started));
+    int measured = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (max_s > 0.0 && seconds_since(started) > max_s) break;
+      const generation::TemplatePoint& point = pending[i];
       space.points.push_back(
-          measure_point(generator, *family.variant(point.variant), point, compiler, prepared));
+          measure_point(generator, *family.variant(point.variant), point, built[i], prepared));
       ++measured;
       const simulation::PointRecord& done = space.points.back();
       std::cerr << fmt::format("[{}/{}] {}: {}{}\n", space.points.size(), points.size(), done.id,

@@ -185,7 +185,8 @@ int main(int argc, char** argv) {
       if (entry.path().extension() != ".json") continue;
       simulation::SpaceRecord space = simulation::load_space(entry.path().string());
       Task task = load_task(space.task_path);
-      spaces.emplace(space.family, Loaded{std::move(space), std::move(task)});
+      const std::string family = space.family;
+      spaces.emplace(family, Loaded{std::move(space), std::move(task)});
     }
     if (spaces.empty()) throw Error(spaces_dir + ": no space files (*.json)");
     const memory::Knowledge seed =
