@@ -36,6 +36,14 @@ struct SuiteCommandOptions {
   /// A PyTorch problem no generator of the suite serves still has its reference run
   /// (cli/suite_reference_check.h) unless this is set (--no-reference-check).
   bool skip_reference_check = false;
+  /// Where tasks run (cli/suite_executor.h): "local" (child processes, one at a time) or
+  /// "slurm" (one sbatch job per task, the options below).
+  std::string executor = "local";
+  std::string partition;                 // slurm: sbatch --partition ("" = the default)
+  int gpus_per_task = 0;                 // slurm: sbatch --gpus per job
+  int max_parallel = 1;                  // slurm: jobs pending or running at once (>= 1)
+  std::vector<std::string> slurm_args;   // slurm: passed to sbatch as they are
+  bool retry_failed = false;             // slurm: resubmit once a job Slurm ended
   bool verbose = false;  // also echo every child's output to stderr
   bool json = false;     // print suite.json instead of the table
   /// Names of the `kforge optimize` options the suite accepts and passes on ("--steps", ...),
@@ -52,7 +60,7 @@ struct SuiteCommandOptions {
 using AddOptimizeFunction = void (*)(CLI::App& app, OptimizeCommandOptions& options);
 
 /// Adds the `suite` subcommand to `app`: its own options (--suite-dir, --task-timeout-s,
-/// --derive-timeout-s, --no-reference-check, --verbose, --json) and every non-positional option of `kforge optimize` except --run-dir,
+/// --derive-timeout-s, --no-reference-check, --verbose, --json, the executor's) and every non-positional option of `kforge optimize` except --run-dir,
 /// --json, --replay and --help, to be passed on to each task.
 void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
                        AddOptimizeFunction add_optimize);
@@ -63,7 +71,7 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
 /// (ExitCode::not_all_correct) when all ran but some found no correct candidate, and 130 after
 /// Ctrl-C (suite.json holds the tasks done so far). Throws Error before any task runs for bad
 /// input: no task below a folder, a timeout <= 0, an optimize option that `kforge optimize`
-/// would refuse.
+/// would refuse, a Slurm option without --executor slurm, no sbatch on PATH.
 int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize);
 
 }  // namespace kforge::cli

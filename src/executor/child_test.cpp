@@ -1,8 +1,8 @@
-#include "cli/suite_child.h"
+#include "executor/child.h"
 
 #include <gtest/gtest.h>
 
-namespace kforge::cli {
+namespace kforge::executor {
 namespace {
 
 TEST(SuiteChildError, LastKforgeErrorWinsOverLaterLines) {
@@ -31,4 +31,4 @@ TEST(SuiteChildError, WithoutAnErrorLineTheLastNonEmptyLineIsTheReason) {
 }
 
 }  // namespace
-}  // namespace kforge::cli
+}  // namespace kforge::executor
