@@ -75,11 +75,19 @@ class SlurmSuiteTest : public ::testing::Test {
     std::ofstream(dir_ / "tasks" / label / "task.toml") << text;
   }
 
-  std::vector<std::string> suite_args(int max_parallel) {
-    return {"suite", (dir_ / "tasks").string(), "--suite-dir", suite().string(),
-            "--executor", "slurm", "--max-parallel", std::to_string(max_parallel),
-            "--backend", "cpu", "--steps", "1", "--proposals", "1", "--final-rounds", "2",
-            "--workers", "1"};
+  // The suite on the local Slurm, each task as short as it can be: the expert hints and, with
+  // `search`, one search step (the step writes memory evidence; the hints do not): about 45 s
+  // of a busy 2-core machine a task with the step, 20 s with one hint alone.
+  std::vector<std::string> suite_args(bool search) {
+    std::vector<std::string> args = {
+        "suite", (dir_ / "tasks").string(), "--suite-dir", suite().string(), "--executor",
+        "slurm", "--max-parallel", "2", "--backend", "cpu", "--final-rounds", "1",
+        "--workers", "1"};
+    const std::vector<std::string> budget =
+        search ? std::vector<std::string>{"--steps", "1", "--proposals", "1"}
+               : std::vector<std::string>{"--steps", "0", "--max-candidates", "1"};
+    args.insert(args.end(), budget.begin(), budget.end());
+    return args;
   }
 
   fs::path suite() const { return dir_ / "suite"; }
@@ -141,7 +149,7 @@ TEST_F(SlurmSuiteTest, EveryTaskGetsItsRowAScancelledJobIsItsRowAndAResumeRunsOn
   add_task("softmax_b");
   add_task("softmax_c");
   process::SpawnOptions spawn;
-  spawn.argv = kforge_argv(suite_args(2));
+  spawn.argv = kforge_argv(suite_args(true));
   spawn.pipe_stdin = false;
   spawn.merge_stderr = true;
   const Clock::time_point start = Clock::now();
@@ -173,6 +181,18 @@ TEST_F(SlurmSuiteTest, EveryTaskGetsItsRowAScancelledJobIsItsRowAndAResumeRunsOn
       EXPECT_EQ(row_of(first, label, "failure"), "") << first.dump(2);
     }
   }
+  // The executor's overhead per task: the driver's wall time of a row (submission to the end
+  // seen by squeue, merge included) less the run's own (result.json).
+  for (const nlohmann::json& row : first) {
+    if (row.value("name", "") == cancelled_label) continue;
+    const double run_s = nlohmann::json::parse(read_file(fs::path(row.value("run_dir", "")) /
+                                                         "result.json"))
+                             .value("wall_s", 0.0);
+    const double overhead_s = row.value("wall_s", 0.0) - run_s;
+    std::cerr << "[ slurm    ] " << row.value("name", "") << ": run " << run_s
+              << " s, executor overhead " << overhead_s << " s\n";
+    EXPECT_LT(overhead_s, 10.0) << "issue 23's target is 5 s; 10 s leaves room for a busy CI";
+  }
   const std::set<std::string> after_first = all_job_evidence();
   const std::multiset<std::string> merged_first = evidence_keys(memory_path());
   std::set<std::string> merged_unique(merged_first.begin(), merged_first.end());
@@ -181,7 +201,7 @@ TEST_F(SlurmSuiteTest, EveryTaskGetsItsRowAScancelledJobIsItsRowAndAResumeRunsOn
   EXPECT_GT(merged_first.size(), 0u);
 
   // The same command again: only the cancelled task runs.
-  process::CommandResult resumed = process::run_command(kforge_argv(suite_args(2)), 300);
+  process::CommandResult resumed = process::run_command(kforge_argv(suite_args(true)), 300);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   for (const char* label : {"softmax_a", "softmax_b", "softmax_c"}) {
     const bool rerun = label == cancelled_label;
@@ -205,7 +225,7 @@ TEST_F(SlurmSuiteTest, CtrlCCancelsTheJobsInFlightAndTheSameCommandFinishesTheSu
   add_task("softmax_a");
   add_task("softmax_b");
   process::SpawnOptions spawn;
-  spawn.argv = kforge_argv(suite_args(2));
+  spawn.argv = kforge_argv(suite_args(false));
   spawn.pipe_stdin = false;
   spawn.merge_stderr = true;
   // `env` execs kforge: the process we spawn is the driver itself.
@@ -227,7 +247,7 @@ TEST_F(SlurmSuiteTest, CtrlCCancelsTheJobsInFlightAndTheSameCommandFinishesTheSu
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_TRUE(running_jobs().empty());
-  process::CommandResult resumed = process::run_command(kforge_argv(suite_args(2)), 300);
+  process::CommandResult resumed = process::run_command(kforge_argv(suite_args(false)), 300);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(rows().size(), 2u);
 }
