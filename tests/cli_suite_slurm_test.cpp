@@ -38,6 +38,9 @@ class SlurmSuiteTest : public ::testing::Test {
     fs::create_directories(dir_);
     // Short: the daemons' unix sockets live below it (108 bytes at most).
     slurm_dir_ = fs::path("/tmp") / ("kforge-slurm-" + std::to_string(::getpid()));
+    // Ports of its own (two, from 20000 on), so that a Slurm test of another checkout running
+    // on this machine at the same time does not collide with this one.
+    ::setenv("KFORGE_SLURM_PORT", std::to_string(20000 + 2 * (::getpid() % 10000)).c_str(), 1);
     process::CommandResult started = process::run_command(
         {(kSlurmScripts / "start-local-slurm").string(), slurm_dir_.string()}, 60);
     if (started.exit_code == 2) GTEST_SKIP() << "no local Slurm here: " << started.output;

@@ -258,6 +258,10 @@ std::vector<TaskEnd> SlurmExecutor::wait_any() {
       if (status != nullptr && !has_ended(status->state)) continue;
       if (std::optional<TaskEnd> end = finish(id, status)) ended.push_back(std::move(*end));
     }
+    if (!node_cannot_run_.empty()) {
+      // Every other job would fail alike: stop here (the destructor cancels the rest).
+      throw Error(node_cannot_run_ + " (the suite stops; run it again once the nodes see both)");
+    }
     if (!ended.empty()) return ended;
     settings_.sleep(settings_.poll_interval_s);
   }
@@ -284,6 +288,10 @@ std::optional<TaskEnd> SlurmExecutor::finish(const std::string& job_id, const Jo
   if (script_ended && exit_code) {
     if (*exit_code == kNoSuiteDirExit || *exit_code == kNoKforgeExit) {
       end.ended_by = last_error_line(tail_of(dir / "slurm.out"));
+      if (end.ended_by.empty()) {
+        end.ended_by = "Slurm job " + job_id + ": the node cannot see the suite directory or kforge";
+      }
+      node_cannot_run_ = end.ended_by;
     } else {
       end.status = process::ExitStatus{true, *exit_code, 0};
     }

@@ -78,6 +78,8 @@ class SlurmExecutor final : public Executor {
   /// Polls squeue every poll_interval_s until a job ended (or the suite is stopped); merges the
   /// memory of each ended job, resubmits one Slurm ended when retry_failed allows, returns the
   /// rest. A squeue that fails is retried at the next poll (said once on stderr).
+  /// Throws Error with the job's message when a node could not see the suite directory or the
+  /// kforge binary (a shared filesystem is required; every other job would fail alike).
   std::vector<TaskEnd> wait_any() override;
   /// scancel for every job in flight; merges what their memory holds so far.
   std::vector<TaskEnd> cancel_all() override;
@@ -108,6 +110,7 @@ class SlurmExecutor final : public Executor {
   std::unique_ptr<SlurmClient> client_;
   std::map<std::string, Job> jobs_;  // by job id: submitted, not yet returned
   bool said_query_failure_ = false;
+  std::string node_cannot_run_;  // set when a node could not see the suite dir or kforge
 };
 
 }  // namespace kforge::executor

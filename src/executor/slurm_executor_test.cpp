@@ -221,17 +221,21 @@ TEST_F(FakeSlurmExecutorTest, AJobSlurmNoLongerKnowsEndsByItsExitCodeFile) {
   EXPECT_EQ(ended[0].status->exit_code, 3);
 }
 
-TEST_F(FakeSlurmExecutorTest, ANodeThatCannotSeeTheSuiteDirSaysSo) {
+TEST_F(FakeSlurmExecutorTest, ANodeThatCannotSeeTheSuiteDirStopsTheSuiteSayingSo) {
   executor().start(launch("a"));
   std::ofstream(job_dir("a") / "slurm.out")
       << "kforge: error: the suite directory /x is not visible on node n9; --executor slurm "
          "needs it on a filesystem the compute nodes share\n";
   std::ofstream(job_dir("a") / "exit_code") << "97\n";
   slurm_->set("101", "FAILED");
-  std::vector<TaskEnd> ended = executor().wait_any();
-  ASSERT_EQ(ended.size(), 1u);
-  EXPECT_FALSE(ended[0].status);
-  EXPECT_NE(ended[0].ended_by.find("is not visible on node n9"), std::string::npos);
+  try {
+    executor().wait_any();
+    FAIL() << "expected an Error: every other job would fail alike";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not visible on node n9"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("the suite stops"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(FakeSlurmExecutorTest, EachJobsEvidenceIsMergedOnceEvenWhenTheSuiteResumes) {
