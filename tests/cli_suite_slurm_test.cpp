@@ -7,10 +7,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -82,10 +84,13 @@ class SlurmSuiteTest : public ::testing::Test {
   // `search`, one search step (the step writes memory evidence; the hints do not): about 45 s
   // of a busy 2-core machine a task with the step, 20 s with one hint alone.
   std::vector<std::string> suite_args(bool search) {
-    std::vector<std::string> args = {
-        "suite", (dir_ / "tasks").string(), "--suite-dir", suite().string(), "--executor",
-        "slurm", "--max-parallel", "2", "--backend", "cpu", "--final-rounds", "1",
-        "--workers", "1"};
+    std::vector<std::string> args = {"suite",          (dir_ / "tasks").string(),
+                                     "--suite-dir",    suite().string(),
+                                     "--executor",     "slurm",
+                                     "--max-parallel", "2",
+                                     "--backend",      "cpu",
+                                     "--final-rounds", "1",
+                                     "--workers",      "1"};
     const std::vector<std::string> budget =
         search ? std::vector<std::string>{"--steps", "1", "--proposals", "1"}
                : std::vector<std::string>{"--steps", "0", "--max-candidates", "1"};
@@ -102,8 +107,8 @@ class SlurmSuiteTest : public ::testing::Test {
 
   // The suite's jobs that Slurm runs now: job id -> job name.
   std::map<std::string, std::string> running_jobs() {
-    process::CommandResult squeue = process::run_command(
-        {"squeue", "--noheader", "--states=RUNNING", "--format=%i|%j"}, 30);
+    process::CommandResult squeue =
+        process::run_command({"squeue", "--noheader", "--states=RUNNING", "--format=%i|%j"}, 30);
     std::map<std::string, std::string> jobs;
     std::istringstream in(squeue.output);
     for (std::string line; std::getline(in, line);) {
@@ -188,9 +193,9 @@ TEST_F(SlurmSuiteTest, EveryTaskGetsItsRowAScancelledJobIsItsRowAndAResumeRunsOn
   // seen by squeue, merge included) less the run's own (result.json).
   for (const nlohmann::json& row : first) {
     if (row.value("name", "") == cancelled_label) continue;
-    const double run_s = nlohmann::json::parse(read_file(fs::path(row.value("run_dir", "")) /
-                                                         "result.json"))
-                             .value("wall_s", 0.0);
+    const double run_s =
+        nlohmann::json::parse(read_file(fs::path(row.value("run_dir", "")) / "result.json"))
+            .value("wall_s", 0.0);
     const double overhead_s = row.value("wall_s", 0.0) - run_s;
     std::cerr << "[ slurm    ] " << row.value("name", "") << ": run " << run_s
               << " s, executor overhead " << overhead_s << " s\n";
@@ -210,7 +215,8 @@ TEST_F(SlurmSuiteTest, EveryTaskGetsItsRowAScancelledJobIsItsRowAndAResumeRunsOn
     const bool rerun = label == cancelled_label;
     EXPECT_EQ(resumed.output.find(std::string(label) + ": already complete") == std::string::npos,
               rerun)
-        << label << "\n" << resumed.output;
+        << label << "\n"
+        << resumed.output;
   }
   nlohmann::json second = rows();
   ASSERT_EQ(second.size(), 3u);
@@ -224,42 +230,67 @@ TEST_F(SlurmSuiteTest, EveryTaskGetsItsRowAScancelledJobIsItsRowAndAResumeRunsOn
             << std::chrono::duration<double>(Clock::now() - start).count() << " s in all\n";
 }
 
-TEST_F(SlurmSuiteTest, CtrlCCancelsTheJobsInFlightAndTheSameCommandFinishesTheSuite) {
+TEST_F(SlurmSuiteTest, AKilledDriverIsFollowedAgainAndCtrlCCancelsTheJobsInFlight) {
   add_task("softmax_a");
   add_task("softmax_b");
-  process::SpawnOptions spawn;
-  spawn.argv = kforge_argv(suite_args(false));
-  spawn.pipe_stdin = false;
-  spawn.merge_stderr = true;
-  // `env` execs kforge: the process we spawn is the driver itself.
-  process::Subprocess driver(spawn);
-  const Clock::time_point start = Clock::now();
-  while (running_jobs().empty() && Clock::now() - start < std::chrono::seconds(120)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_FALSE(running_jobs().empty()) << "no job of the suite was seen running";
-  ASSERT_EQ(::kill(driver.pid(), SIGINT), 0);
-  std::optional<process::ExitStatus> exit = driver.wait(60);
-  const std::string output = driver.take_stdout();
+  std::vector<std::string> args = suite_args(false);
+  *(std::find(args.begin(), args.end(), "--max-parallel") + 1) = "1";  // a, then b
+  auto spawn = [&] {
+    process::SpawnOptions options;
+    options.argv = kforge_argv(args);  // `env` execs kforge: the pid is the driver's
+    options.pipe_stdin = false;
+    options.merge_stderr = true;
+    return std::make_unique<process::Subprocess>(options);
+  };
+  auto wait_running = [&](const std::string& name) -> std::string {
+    const Clock::time_point start = Clock::now();
+    while (Clock::now() - start < std::chrono::seconds(120)) {
+      for (const auto& [id, job] : running_jobs()) {
+        if (job == name) return id;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return "";
+  };
+  // 1. The driver dies (SIGKILL: a lost login session) while a's job runs; the job runs on.
+  std::unique_ptr<process::Subprocess> driver = spawn();
+  const std::string job_a = wait_running("kforge-softmax_a");
+  ASSERT_FALSE(job_a.empty()) << "a's job was not seen running: " << driver->take_stdout();
+  ASSERT_EQ(::kill(driver->pid(), SIGKILL), 0);
+  driver->wait(30);
+  // 2. The same command follows a's job instead of submitting a again, then submits b;
+  //    Ctrl-C while b runs cancels b's job and exits 130.
+  driver = spawn();
+  const std::string job_b = wait_running("kforge-softmax_b");
+  ASSERT_FALSE(job_b.empty()) << "b's job was not seen running: " << driver->take_stdout();
+  ASSERT_EQ(::kill(driver->pid(), SIGINT), 0);
+  std::optional<process::ExitStatus> exit = driver->wait(60);
+  const std::string output = driver->take_stdout();
   ASSERT_TRUE(exit) << output;
   EXPECT_EQ(exit->exit_code, 130) << output;
-  EXPECT_NE(output.find("to continue"), std::string::npos) << output;
-  // scancel took effect: within a few seconds no job of the suite runs.
+  EXPECT_NE(output.find("softmax_a: still running from an earlier session"), std::string::npos)
+      << output;
+  EXPECT_EQ(nlohmann::json::parse(read_file(suite() / "jobs/softmax_a/job.json")).at("job_id"),
+            job_a)
+      << "a was not submitted again";
   const Clock::time_point cancelled = Clock::now();
   while (!running_jobs().empty() && Clock::now() - cancelled < std::chrono::seconds(20)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  EXPECT_TRUE(running_jobs().empty());
-  process::CommandResult resumed = process::run_command(kforge_argv(suite_args(false)), 300);
+  EXPECT_TRUE(running_jobs().empty()) << "scancel took effect";
+  // 3. Once more: a is complete, b runs to its end.
+  process::CommandResult resumed = process::run_command(kforge_argv(args), 300);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("softmax_a: already complete"), std::string::npos)
+      << resumed.output;
   EXPECT_EQ(rows().size(), 2u);
 }
 
 // These two need no Slurm: they run with the unit tests.
 TEST(CliSuiteExecutorOptions, SlurmOptionsWithTheLocalExecutorAreRefused) {
   const fs::path tasks = fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small";
-  process::CommandResult refused = process::run_command(
-      {KFORGE_CLI_PATH, "suite", tasks.string(), "--max-parallel", "2"}, 60);
+  process::CommandResult refused =
+      process::run_command({KFORGE_CLI_PATH, "suite", tasks.string(), "--max-parallel", "2"}, 60);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("--max-parallel needs --executor slurm"), std::string::npos)
       << refused.output;
@@ -268,10 +299,10 @@ TEST(CliSuiteExecutorOptions, SlurmOptionsWithTheLocalExecutorAreRefused) {
 TEST(CliSuiteExecutorOptions, SlurmExecutorWithoutSbatchOnPathSaysSo) {
   const fs::path tasks = fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small";
   const fs::path suite = fs::temp_directory_path() / "kforge_cli_suite_no_sbatch";
-  process::CommandResult refused = process::run_command(
-      {"env", "PATH=/nonexistent", KFORGE_CLI_PATH, "suite", tasks.string(), "--suite-dir",
-       suite.string(), "--executor", "slurm"},
-      60);
+  process::CommandResult refused =
+      process::run_command({"env", "PATH=/nonexistent", KFORGE_CLI_PATH, "suite", tasks.string(),
+                            "--suite-dir", suite.string(), "--executor", "slurm"},
+                           60);
   fs::remove_all(suite);
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("--executor slurm: sbatch not found on PATH"), std::string::npos)

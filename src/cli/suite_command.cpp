@@ -160,28 +160,10 @@ class SuiteRunner {
  private:
   static void say(const std::string& line) { std::cerr << "kforge: suite: " << line << "\n"; }
 
-  static std::string describe(const report::SuiteRow& row) {
-    if (row.correct) {
-      std::string compile;
-      if (row.compile_speedup) {
-        compile = fmt::format(", {:.3f}x over torch.compile{}", *row.compile_speedup,
-                              row.compile_status == "cached" ? " (cached ratio)" : "");
-      } else if (row.baseline == "compile") {
-        compile = ", no torch.compile baseline: " + row.compile_note;
-      }
-      return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x){}, {:.1f} s", row.speedup,
-                         row.speedup_ci_low, row.speedup_ci_high, compile, row.wall_s);
-    }
-    std::string text = row.status() + ": " + row.failure;
-    if (row.reference_check == "ran" && row.reference_ms) {
-      text += fmt::format("; its reference ran: {:.4f} ms", *row.reference_ms);
-    }
-    return text;
-  }
 
   // A task's row kept in task order, said and written at once.
   void land(size_t index, report::SuiteRow row, const std::string& progress) {
-    say(progress + ": " + describe(row));
+    say(progress + ": " + describe_row(row));
     slots_[index] = std::move(row);
     rows_.clear();
     for (const std::optional<report::SuiteRow>& slot : slots_) {
@@ -226,6 +208,17 @@ class SuiteRunner {
         executor_.settle_finished(task.label);
         return row;
       }
+      row.failure.clear();
+    }
+    // Unfinished (or not begun: a job may run before its run directory exists).
+    executor::TaskLaunch running{task.label, {}, run_dir, row.log_path, options_.task_timeout_s,
+                                 ""};
+    if (executor_.adopt_running(running)) {
+      say(progress + ": still running from an earlier session of the suite; followed again");
+      started_[task.label] = Started{index, progress, std::move(row)};
+      return std::nullopt;
+    }
+    if (fs::exists(run_dir)) {
       fs::path aside = move_aside(suite_dir_, run_dir, task.label);
       say(progress + ": " + run_dir.string() + " is unfinished; moved to " + aside.string() +
           " and run again");

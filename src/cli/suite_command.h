@@ -4,10 +4,13 @@
 // Each task runs as a child process of the same kforge binary,
 //   kforge optimize TASK --run-dir SUITE_DIR/<label> [the suite's optimize options]
 // so that a task that crashes or hangs costs only its own row; its output goes to
-// SUITE_DIR/logs/<label>.log. The suite reads each run's result.json into a row and writes
-// SUITE_DIR/suite.json and SUITE_DIR/suite.md after every task, so a killed suite leaves what it
-// had. Given an existing SUITE_DIR, tasks whose run already wrote result.json are not re-run; an
-// unfinished run directory is moved aside to SUITE_DIR/.incomplete/ (never deleted) and re-run.
+// SUITE_DIR/logs/<label>.log. Where the child runs is the executor's (cli/suite_executor.h):
+// here, one at a time (--executor local), or as one Slurm job per task (--executor slurm,
+// executor/slurm_executor.h), rows landing as jobs end. The suite reads each run's result.json
+// into a row and writes SUITE_DIR/suite.json and SUITE_DIR/suite.md after every task, so a killed
+// suite leaves what it had. Given an existing SUITE_DIR, tasks whose run already wrote
+// result.json are not re-run; an unfinished run directory is moved aside to
+// SUITE_DIR/.incomplete/ (never deleted) and re-run.
 // PyTorch problem files are derived first, all in one Python process (cli/suite_problems.h),
 // and each child runs the derived task SUITE_DIR/derived/<label>.toml instead of the .py file.
 #pragma once
@@ -60,8 +63,9 @@ struct SuiteCommandOptions {
 using AddOptimizeFunction = void (*)(CLI::App& app, OptimizeCommandOptions& options);
 
 /// Adds the `suite` subcommand to `app`: its own options (--suite-dir, --task-timeout-s,
-/// --derive-timeout-s, --no-reference-check, --verbose, --json, the executor's) and every non-positional option of `kforge optimize` except --run-dir,
-/// --json, --replay and --help, to be passed on to each task.
+/// --derive-timeout-s, --no-reference-check, --verbose, --json, the executor's) and every
+/// non-positional option of `kforge optimize` except --run-dir, --json, --replay and --help, to
+/// be passed on to each task.
 void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
                        AddOptimizeFunction add_optimize);
 

@@ -51,6 +51,7 @@ void add_executor_options(CLI::App& app, SuiteCommandOptions& options) {
       ->add_flag("--retry-failed", options.retry_failed,
                  "slurm: submit once more a task whose job Slurm cancelled, timed out, or whose "
                  "node failed")
+      ->envname("KFORGE_RETRY_FAILED")
       ->group(group);
 }
 
@@ -59,7 +60,8 @@ namespace {
 // Refuses a Slurm option given to the local executor: it would be silently ignored.
 void refuse_slurm_options_for_local(const SuiteCommandOptions& options) {
   auto refuse = [](const char* name) {
-    throw UsageError(std::string(name) + " needs --executor slurm (the suite runs --executor local)");
+    throw UsageError(std::string(name) +
+                     " needs --executor slurm (the suite runs --executor local)");
   };
   if (!options.partition.empty()) refuse("--partition");
   if (options.gpus_per_task != 0) refuse("--gpus-per-task");
@@ -70,9 +72,9 @@ void refuse_slurm_options_for_local(const SuiteCommandOptions& options) {
 
 }  // namespace
 
-std::unique_ptr<executor::Executor> make_suite_executor(const SuiteCommandOptions& options,
-                                                        const fs::path& suite_dir,
-                                                        const std::vector<std::string>& optimize_args) {
+std::unique_ptr<executor::Executor> make_suite_executor(
+    const SuiteCommandOptions& options, const fs::path& suite_dir,
+    const std::vector<std::string>& optimize_args) {
   if (options.executor == "local") {
     refuse_slurm_options_for_local(options);
     return std::make_unique<executor::LocalExecutor>();

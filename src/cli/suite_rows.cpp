@@ -81,4 +81,23 @@ int suite_exit_code(const std::vector<report::SuiteRow>& rows) {
   }
   return static_cast<int>(ExitCode::ok);
 }
+std::string describe_row(const report::SuiteRow& row) {
+  if (row.correct) {
+    std::string compile;
+    if (row.compile_speedup) {
+      compile = fmt::format(", {:.3f}x over torch.compile{}", *row.compile_speedup,
+                            row.compile_status == "cached" ? " (cached ratio)" : "");
+    } else if (row.baseline == "compile") {
+      compile = ", no torch.compile baseline: " + row.compile_note;
+    }
+    return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x){}, {:.1f} s", row.speedup,
+                       row.speedup_ci_low, row.speedup_ci_high, compile, row.wall_s);
+  }
+  std::string text = row.status() + ": " + row.failure;
+  if (row.reference_check == "ran" && row.reference_ms) {
+    text += fmt::format("; its reference ran: {:.4f} ms", *row.reference_ms);
+  }
+  return text;
+}
+
 }  // namespace kforge::cli

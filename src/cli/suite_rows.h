@@ -27,6 +27,10 @@ void read_run_info(const std::filesystem::path& run_dir, report::SuiteRow& row);
 std::filesystem::path move_aside(const std::filesystem::path& suite_dir,
                                  const std::filesystem::path& run_dir, const std::string& label);
 
+/// The one-line progress text of a landed row: "correct, 1.234x (1.1-1.3x), 12.0 s", or its
+/// status and why it failed.
+std::string describe_row(const report::SuiteRow& row);
+
 /// The suite's exit code from its rows: 1 (ExitCode::error) when a task's run errored, else 3
 /// (ExitCode::not_all_correct) when a task found no correct candidate, else 0; says which tasks
 /// on stderr.

@@ -17,9 +17,9 @@ namespace kforge::executor {
 
 /// One task to run: the whole `kforge optimize` command and where it writes.
 struct TaskLaunch {
-  std::string label;              // the task's name in the suite (unique; its run dir's name)
-  std::vector<std::string> argv;  // kforge binary, "optimize", task file, --run-dir, options
-  std::filesystem::path run_dir;  // the --run-dir in argv (absolute)
+  std::string label;               // the task's name in the suite (unique; its run dir's name)
+  std::vector<std::string> argv;   // kforge binary, "optimize", task file, --run-dir, options
+  std::filesystem::path run_dir;   // the --run-dir in argv (absolute)
   std::filesystem::path log_path;  // the task's output goes here, line by line
   double timeout_s = 3600.0;       // wall-clock limit of the task's run, seconds (> 0)
   std::string echo_prefix;         // non-empty: also echo the output to stderr after it
@@ -58,6 +58,15 @@ class Executor {
   virtual std::vector<TaskEnd> cancel_all() = 0;
   /// Tasks started and not yet returned by wait_any or cancel_all.
   virtual std::size_t in_flight() const = 0;
+  /// Called for a task whose run directory an earlier session of the suite left unfinished,
+  /// before it is moved aside: true when that session's run still goes on and the executor
+  /// follows it from now on as if started here (slurm: its job is still pending or running, as
+  /// after the driver was killed or lost its login session). `launch` names the task, its run
+  /// directory and log (argv may be empty). Default: false (local runs die with the suite).
+  virtual bool adopt_running(const TaskLaunch& launch) {
+    (void)launch;
+    return false;
+  }
   /// Called for a task whose run finished in an earlier session of the same suite, before its
   /// row is kept: finishes what the engine left undone for it (slurm: merges the job's memory
   /// if that merge had not happened). Default: nothing.

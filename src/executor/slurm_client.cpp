@@ -76,27 +76,45 @@ std::string first_line(const std::string& text) {
 }  // namespace
 
 JobState parse_job_state(std::string_view text) {
-  std::string word(text.substr(0, text.find(' ')));  // "CANCELLED by 0" -> "CANCELLED"
+  std::string word(text.substr(0, text.find(' ')));          // "CANCELLED by 0" -> "CANCELLED"
   if (!word.empty() && word.back() == '+') word.pop_back();  // sacct: "CANCELLED+"
   static const std::pair<const char*, JobState> kNames[] = {
-      {"PENDING", JobState::pending},       {"PD", JobState::pending},
-      {"RUNNING", JobState::running},       {"R", JobState::running},
-      {"CONFIGURING", JobState::running},   {"CF", JobState::running},
-      {"COMPLETING", JobState::running},    {"CG", JobState::running},
-      {"SUSPENDED", JobState::running},     {"S", JobState::running},
-      {"REQUEUED", JobState::pending},      {"RQ", JobState::pending},
-      {"REQUEUE_HOLD", JobState::pending},  {"REQUEUE_FED", JobState::pending},
-      {"RESIZING", JobState::running},      {"STOPPED", JobState::running},
-      {"SIGNALING", JobState::running},     {"STAGE_OUT", JobState::running},
-      {"COMPLETED", JobState::completed},   {"CD", JobState::completed},
-      {"FAILED", JobState::failed},         {"F", JobState::failed},
-      {"CANCELLED", JobState::cancelled},   {"CA", JobState::cancelled},
-      {"TIMEOUT", JobState::timeout},       {"TO", JobState::timeout},
-      {"NODE_FAIL", JobState::node_fail},   {"NF", JobState::node_fail},
-      {"PREEMPTED", JobState::preempted},   {"PR", JobState::preempted},
-      {"OUT_OF_MEMORY", JobState::out_of_memory}, {"OOM", JobState::out_of_memory},
-      {"BOOT_FAIL", JobState::boot_fail},   {"BF", JobState::boot_fail},
-      {"DEADLINE", JobState::deadline},     {"DL", JobState::deadline},
+      {"PENDING", JobState::pending},
+      {"PD", JobState::pending},
+      {"RUNNING", JobState::running},
+      {"R", JobState::running},
+      {"CONFIGURING", JobState::running},
+      {"CF", JobState::running},
+      {"COMPLETING", JobState::running},
+      {"CG", JobState::running},
+      {"SUSPENDED", JobState::running},
+      {"S", JobState::running},
+      {"REQUEUED", JobState::pending},
+      {"RQ", JobState::pending},
+      {"REQUEUE_HOLD", JobState::pending},
+      {"REQUEUE_FED", JobState::pending},
+      {"RESIZING", JobState::running},
+      {"STOPPED", JobState::running},
+      {"SIGNALING", JobState::running},
+      {"STAGE_OUT", JobState::running},
+      {"COMPLETED", JobState::completed},
+      {"CD", JobState::completed},
+      {"FAILED", JobState::failed},
+      {"F", JobState::failed},
+      {"CANCELLED", JobState::cancelled},
+      {"CA", JobState::cancelled},
+      {"TIMEOUT", JobState::timeout},
+      {"TO", JobState::timeout},
+      {"NODE_FAIL", JobState::node_fail},
+      {"NF", JobState::node_fail},
+      {"PREEMPTED", JobState::preempted},
+      {"PR", JobState::preempted},
+      {"OUT_OF_MEMORY", JobState::out_of_memory},
+      {"OOM", JobState::out_of_memory},
+      {"BOOT_FAIL", JobState::boot_fail},
+      {"BF", JobState::boot_fail},
+      {"DEADLINE", JobState::deadline},
+      {"DL", JobState::deadline},
   };
   for (const auto& [name, state] : kNames) {
     if (word == name) return state;
@@ -121,9 +139,8 @@ std::string parse_sbatch_job_id(const std::string& output) {
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
     std::string id = trim(line.substr(0, line.find(';')));
-    if (!id.empty() && std::all_of(id.begin(), id.end(), [](unsigned char c) {
-          return std::isdigit(c) != 0;
-        })) {
+    if (!id.empty() &&
+        std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
       return id;
     }
   }
@@ -157,14 +174,15 @@ std::string CommandSlurmClient::submit(const std::vector<std::string>& sbatch_ar
 std::vector<JobStatus> CommandSlurmClient::query(const std::vector<std::string>& job_ids) {
   if (job_ids.empty()) return {};
   const std::string ids = fmt::format("{}", fmt::join(job_ids, ","));
-  process::CommandResult squeue = run_slurm(
-      {"squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N", "--jobs=" + ids});
+  process::CommandResult squeue =
+      run_slurm({"squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N", "--jobs=" + ids});
   std::vector<JobStatus> jobs;
   if (squeue.succeeded()) {
     jobs = parse_squeue(squeue.output);
   } else if (squeue.output.find("Invalid job id") == std::string::npos) {
     // "Invalid job id" only means that none of the jobs is known any more.
-    throw Error("squeue: " + (squeue.timed_out ? "no answer within 60 s" : first_line(squeue.output)));
+    throw Error("squeue: " +
+                (squeue.timed_out ? "no answer within 60 s" : first_line(squeue.output)));
   }
   std::set<std::string> known;
   for (const JobStatus& job : jobs) known.insert(job.job_id);

@@ -14,17 +14,17 @@ namespace kforge::executor {
 /// A Slurm job state (squeue %T, scontrol JobState, sacct State), the ones a suite tells apart.
 enum class JobState {
   pending,
-  running,       // also CONFIGURING, COMPLETING, RESIZING, SUSPENDED, REQUEUED...: not ended
-  completed,     // the batch script exited 0
-  failed,        // the batch script exited non-zero (kforge optimize's exit code, or 97/98)
-  cancelled,     // scancel, by the user or an administrator
-  timeout,       // past the job's --time
-  node_fail,     // its node failed
+  running,    // also CONFIGURING, COMPLETING, RESIZING, SUSPENDED, REQUEUED...: not ended
+  completed,  // the batch script exited 0
+  failed,     // the batch script exited non-zero (kforge optimize's exit code, or 97/98)
+  cancelled,  // scancel, by the user or an administrator
+  timeout,    // past the job's --time
+  node_fail,  // its node failed
   preempted,
   out_of_memory,
   boot_fail,
   deadline,
-  unknown,       // a state this list does not know (treated as ended: the reason is the text)
+  unknown,  // a state this list does not know (treated as ended: the reason is the text)
 };
 
 /// The state a Slurm state word means: "CANCELLED by 0" -> cancelled, "CD" -> completed (both

@@ -89,8 +89,8 @@ fs::path free_name(const fs::path& folder, const std::string& name) {
 }
 
 void default_sleep(double seconds) {
-  const Clock::time_point end =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                   std::chrono::duration<double>(seconds));
   while (Clock::now() < end && !suite_stopped()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
@@ -163,7 +163,8 @@ std::string describe_slurm_end(const JobStatus& job) {
 
 SlurmExecutor::SlurmExecutor(SlurmSettings settings, std::unique_ptr<SlurmClient> client)
     : settings_(std::move(settings)), client_(std::move(client)) {
-  if (settings_.max_parallel == 0) throw Error("--max-parallel: expected a whole number >= 1, got 0");
+  if (settings_.max_parallel == 0)
+    throw Error("--max-parallel: expected a whole number >= 1, got 0");
   if (!settings_.suite_dir.is_absolute()) {
     throw Error("slurm executor: the suite directory must be an absolute path, got " +
                 settings_.suite_dir.string());
@@ -213,6 +214,20 @@ void SlurmExecutor::cancel_earlier_job(const fs::path& dir) {
   }
 }
 
+bool SlurmExecutor::adopt_running(const TaskLaunch& launch) {
+  const nlohmann::json record = read_json_or_empty(job_dir(launch.label) / "job.json");
+  const std::string job_id = record.value("job_id", "");
+  if (job_id.empty() || record.value("merged", false)) return false;
+  for (const JobStatus& job : client_->query({job_id})) {
+    if (job.job_id != job_id || has_ended(job.state)) continue;
+    jobs_[job_id] = Job{launch, record.value("attempt", 1), Clock::now(),
+                        "Slurm job " + job_id + " followed again after the suite was resumed",
+                        std::nullopt};
+    return true;
+  }
+  return false;
+}
+
 void SlurmExecutor::submit(const TaskLaunch& launch, int attempt, const std::string& note) {
   const fs::path dir = job_dir(launch.label);
   fs::create_directories(dir);
@@ -220,18 +235,20 @@ void SlurmExecutor::submit(const TaskLaunch& launch, int attempt, const std::str
   TaskLaunch job_launch = launch;
   job_launch.argv = job_argv(launch.argv, dir / "memory.sqlite", settings_.gpus_per_task);
   write_file_atomically(dir / "job.sh", render_job_script(job_launch, settings_.suite_dir, dir));
-  std::vector<std::string> args = {"--job-name=kforge-" + launch.label,
-                                   "--output=" + (dir / "slurm.out").string(),
-                                   "--chdir=" + settings_.suite_dir.string(),
-                                   "--time=" + time_limit_minutes(launch.timeout_s)};
+  std::vector<std::string> args = {
+      "--job-name=kforge-" + launch.label, "--output=" + (dir / "slurm.out").string(),
+      "--chdir=" + settings_.suite_dir.string(), "--time=" + time_limit_minutes(launch.timeout_s)};
   if (!settings_.partition.empty()) args.push_back("--partition=" + settings_.partition);
-  if (settings_.gpus_per_task > 0) args.push_back(fmt::format("--gpus={}", settings_.gpus_per_task));
+  if (settings_.gpus_per_task > 0)
+    args.push_back(fmt::format("--gpus={}", settings_.gpus_per_task));
   args.insert(args.end(), settings_.sbatch_args.begin(), settings_.sbatch_args.end());
-  const std::string job_id = with_context("task " + launch.label, [&] {
-    return client_->submit(args, dir / "job.sh");
-  });
-  nlohmann::json record = {{"label", launch.label}, {"job_id", job_id}, {"attempt", attempt},
-                           {"merged", false},       {"sbatch_args", args}};
+  const std::string job_id =
+      with_context("task " + launch.label, [&] { return client_->submit(args, dir / "job.sh"); });
+  nlohmann::json record = {{"label", launch.label},
+                           {"job_id", job_id},
+                           {"attempt", attempt},
+                           {"merged", false},
+                           {"sbatch_args", args}};
   write_file_atomically(dir / "job.json", record.dump(2) + "\n");
   jobs_[job_id] = Job{launch, attempt, Clock::now(), note, std::nullopt};
 }
@@ -289,7 +306,8 @@ std::optional<TaskEnd> SlurmExecutor::finish(const std::string& job_id, const Jo
     if (*exit_code == kNoSuiteDirExit || *exit_code == kNoKforgeExit) {
       end.ended_by = last_error_line(tail_of(dir / "slurm.out"));
       if (end.ended_by.empty()) {
-        end.ended_by = "Slurm job " + job_id + ": the node cannot see the suite directory or kforge";
+        end.ended_by =
+            "Slurm job " + job_id + ": the node cannot see the suite directory or kforge";
       }
       node_cannot_run_ = end.ended_by;
     } else {
@@ -298,10 +316,12 @@ std::optional<TaskEnd> SlurmExecutor::finish(const std::string& job_id, const Jo
   } else if (status == nullptr) {
     end.ended_by = "Slurm job " + job_id +
                    " ended without writing its exit code, and Slurm no longer knows how it "
-                   "ended (no accounting database); see " + (dir / "slurm.out").string();
+                   "ended (no accounting database); see " +
+                   (dir / "slurm.out").string();
   } else if (script_ended) {
     end.ended_by = describe_slurm_end(*status) + " before kforge optimize ended (see " +
-                   (dir / "slurm.out").string() + "; a node that cannot write the suite "
+                   (dir / "slurm.out").string() +
+                   "; a node that cannot write the suite "
                    "directory fails so)";
   } else {
     end.ended_by = describe_slurm_end(*status);
@@ -349,8 +369,7 @@ std::string SlurmExecutor::merge(const std::string& label) {
                        settings_.suite_memory.string());
   } catch (const std::exception& e) {
     // The row still counts; the merge is tried again when the suite is resumed.
-    say(label + ": its memory was not merged (the next run of the suite tries again): " +
-        e.what());
+    say(label + ": its memory was not merged (the next run of the suite tries again): " + e.what());
     return std::string("memory not merged: ") + e.what();
   }
 }

@@ -84,6 +84,9 @@ class SlurmExecutor final : public Executor {
   /// scancel for every job in flight; merges what their memory holds so far.
   std::vector<TaskEnd> cancel_all() override;
   std::size_t in_flight() const override { return jobs_.size(); }
+  /// True (and the job followed again) when jobs/<label>/job.json names a job Slurm still has
+  /// pending or running; its slot counts against max_parallel.
+  bool adopt_running(const TaskLaunch& launch) override;
   /// Merges the job's memory when the job.json of `label` says it was not merged yet.
   void settle_finished(const std::string& label) override;
 

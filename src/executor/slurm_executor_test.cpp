@@ -7,11 +7,11 @@
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/files.h"
 #include "memory/sqlite_store.h"
-#include <nlohmann/json.hpp>
 
 namespace kforge::executor {
 namespace {
@@ -85,8 +85,10 @@ class FakeSlurmExecutorTest : public ::testing::Test {
   TaskLaunch launch(const std::string& label) {
     TaskLaunch task;
     task.label = label;
-    task.argv = {"/opt/kforge/bin/kforge", "optimize",        "/t/" + label + ".toml", "--run-dir",
-                 (dir_ / "suite" / label).string(), "--memory", (dir_ / "memory.sqlite").string()};
+    task.argv = {"/opt/kforge/bin/kforge",          "optimize",
+                 "/t/" + label + ".toml",           "--run-dir",
+                 (dir_ / "suite" / label).string(), "--memory",
+                 (dir_ / "memory.sqlite").string()};
     task.run_dir = dir_ / "suite" / label;
     task.log_path = dir_ / "suite" / "logs" / (label + ".log");
     task.timeout_s = 90;
@@ -267,6 +269,32 @@ TEST_F(FakeSlurmExecutorTest, AResumedSuiteMergesAJobItsDriverDidNotGetTo) {
   EXPECT_EQ(suite_evidence(), 1);
 }
 
+TEST_F(FakeSlurmExecutorTest, AResumedSuiteFollowsAJobStillRunningInsteadOfSubmittingAgain) {
+  executor().start(launch("a"));  // job 101; then the driver is killed
+  auto slurm = std::make_unique<FakeSlurm>();
+  FakeSlurm* still = slurm.get();
+  still->set("101", "RUNNING");
+  SlurmExecutor resumed(settings_, std::move(slurm));
+  ASSERT_TRUE(resumed.adopt_running(launch("a")));
+  EXPECT_EQ(resumed.in_flight(), 1u);
+  EXPECT_TRUE(still->submissions.empty());
+  job_ran("a", 0, "ca");
+  still->set("101", "COMPLETED");
+  std::vector<TaskEnd> ended = resumed.wait_any();
+  ASSERT_EQ(ended.size(), 1u);
+  ASSERT_TRUE(ended[0].status);
+  EXPECT_EQ(suite_evidence(), 1);
+  EXPECT_FALSE(resumed.adopt_running(launch("a"))) << "an ended, merged job is not followed";
+}
+
+TEST_F(FakeSlurmExecutorTest, AJobThatEndedWhileNoDriverWatchedIsNotAdopted) {
+  executor().start(launch("a"));
+  auto slurm = std::make_unique<FakeSlurm>();
+  slurm->set("101", "CANCELLED");
+  SlurmExecutor resumed(settings_, std::move(slurm));
+  EXPECT_FALSE(resumed.adopt_running(launch("a")));
+}
+
 TEST_F(FakeSlurmExecutorTest, StopCancelsEveryJobInFlight) {
   executor().start(launch("a"));
   executor().start(launch("b"));
@@ -291,9 +319,9 @@ TEST_F(FakeSlurmExecutorTest, SbatchRefusingAJobIsAnErrorNamingTheTask) {
 }
 
 TEST(JobArgvForSlurm, TheSuitesMemoryIsReplacedAndGpusBecomeDevices) {
-  EXPECT_EQ(job_argv({"k", "optimize", "t", "--memory", "/m", "--steps", "1"}, "/j/m.sqlite", 0),
-            (std::vector<std::string>{"k", "optimize", "t", "--steps", "1", "--memory",
-                                      "/j/m.sqlite"}));
+  EXPECT_EQ(
+      job_argv({"k", "optimize", "t", "--memory", "/m", "--steps", "1"}, "/j/m.sqlite", 0),
+      (std::vector<std::string>{"k", "optimize", "t", "--steps", "1", "--memory", "/j/m.sqlite"}));
   EXPECT_EQ(job_argv({"k", "optimize", "t", "--devices", "3"}, "/j", 2),
             (std::vector<std::string>{"k", "optimize", "t", "--devices", "3", "--memory", "/j"}))
       << "the user's own --devices is kept";
