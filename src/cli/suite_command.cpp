@@ -441,6 +441,11 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
 }
 
 int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize) {
+  return run_suite(options, add_optimize, nullptr);
+}
+
+int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize,
+              std::unique_ptr<executor::Executor> task_executor) {
   if (!(options.task_timeout_s > 0.0)) {
     throw Error(fmt::format("--task-timeout-s: expected a number of seconds > 0, got {}",
                             options.task_timeout_s));
@@ -463,8 +468,7 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
   std::cerr << "kforge: suite: " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s")
             << " -> " << suite_dir.string() << "\n";
 
-  std::unique_ptr<executor::Executor> task_executor =
-      make_suite_executor(options, suite_dir, optimize_args);
+  if (!task_executor) task_executor = make_suite_executor(options, suite_dir, optimize_args);
   executor::StopSignalGuard guard;
   SuiteRunner runner(options, optimize_args, suite_dir, *task_executor);
   bool finished = runner.derive_problems(tasks) && runner.run(tasks);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@
 
 namespace CLI {
 class App;
+}
+
+namespace kforge::executor {
+class Executor;
 }
 
 namespace kforge::cli {
@@ -42,13 +47,13 @@ struct SuiteCommandOptions {
   /// Where tasks run (cli/suite_executor.h): "local" (child processes, one at a time) or
   /// "slurm" (one sbatch job per task, the options below).
   std::string executor = "local";
-  std::string partition;                 // slurm: sbatch --partition ("" = the default)
-  int gpus_per_task = 0;                 // slurm: sbatch --gpus per job
-  int max_parallel = 1;                  // slurm: jobs pending or running at once (>= 1)
-  std::vector<std::string> slurm_args;   // slurm: passed to sbatch as they are
-  bool retry_failed = false;             // slurm: resubmit once a job Slurm ended
-  bool verbose = false;  // also echo every child's output to stderr
-  bool json = false;     // print suite.json instead of the table
+  std::string partition;                // slurm: sbatch --partition ("" = the default)
+  int gpus_per_task = 0;                // slurm: sbatch --gpus per job
+  int max_parallel = 1;                 // slurm: jobs pending or running at once (>= 1)
+  std::vector<std::string> slurm_args;  // slurm: passed to sbatch as they are
+  bool retry_failed = false;            // slurm: resubmit once a job Slurm ended
+  bool verbose = false;                 // also echo every child's output to stderr
+  bool json = false;                    // print suite.json instead of the table
   /// Names of the `kforge optimize` options the suite accepts and passes on ("--steps", ...),
   /// in their declaration order, filled by add_suite_command; CLI11 writes what the user gave
   /// into the maps below (so this object must not move between add_suite_command and parsing).
@@ -77,5 +82,9 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
 /// input: no task below a folder, a timeout <= 0, an optimize option that `kforge optimize`
 /// would refuse, a Slurm option without --executor slurm, no sbatch on PATH.
 int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize);
+/// As above, running the tasks on `task_executor` instead of the executor `options` name
+/// (nullptr: that one): the seam the suite's own tests drive with a fake.
+int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize,
+              std::unique_ptr<executor::Executor> task_executor);
 
 }  // namespace kforge::cli
