@@ -12,7 +12,7 @@ build="$(cd "${1:-$root/build/lead}" && pwd)"
 tasks="${2:-10}"
 work="$(mktemp -d /tmp/kforge-bench-slurm.XXXXXX)"
 slurm="/tmp/kfbs-$$"
-trap '"$root/tests/slurm/stop-local-slurm" "$slurm" >/dev/null 2>&1 || true' EXIT
+trap '"$root/tests/slurm/stop-local-slurm" "$slurm" >/dev/null 2>&1; rm -rf "$slurm"' EXIT
 export SLURM_CONF="$slurm/slurm.conf"
 "$root/tests/slurm/start-local-slurm" "$slurm" >/dev/null
 template="$root/tests/data/softmax_small"
