@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "backends/backend.h"
 #include "cli/eval_command.h"
 #include "common/error.h"
 #include "common/paths.h"
@@ -22,7 +23,10 @@ std::string command_of(const KernelEvaluation& e, const EvalCommandOptions& opti
       "kforge eval {} {} --backend {} --device {} --baseline {} --final-rounds {} --profile {}",
       fs::absolute(options.task_path).lexically_normal().string(), e.kernel, e.reference.backend,
       options.device, options.baseline, options.final_rounds, options.profile);
-  if (e.reference.backend == "cuda") command += " --cuda-arch " + options.cuda_arch;
+  // The architecture flag matters where kernels are built for a GPU's compute capability.
+  if (backends::get_backend(e.reference.backend).can.compute_capability) {
+    command += " --cuda-arch " + options.cuda_arch;
+  }
   return command;
 }
 

@@ -17,13 +17,15 @@
 
 #include "cli/commands.h"
 #include "cli/option_source.h"
-#include "cli/suite_child.h"
+#include "cli/suite_executor.h"
 #include "cli/suite_problems.h"
 #include "cli/suite_reference_check.h"
+#include "cli/suite_rows.h"
 #include "cli/suite_tasks.h"
 #include "cli/validators.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "executor/child.h"
 #include "process/subprocess.h"
 #include "report/run_directory.h"
 #include "report/suite_html.h"
@@ -33,6 +35,7 @@
 
 namespace kforge::cli {
 namespace fs = std::filesystem;
+using executor::suite_stopped;
 namespace {
 
 // optimize's options that the suite sets itself or that make no sense for many tasks.
@@ -74,45 +77,6 @@ void check_optimize_args(AddOptimizeFunction add_optimize, const std::vector<std
   }
 }
 
-// The run directory's run.json names the task it ran; true when it is `task_path`.
-bool run_is_of_task(const fs::path& run_dir, const fs::path& task_path) {
-  try {
-    nlohmann::json run = nlohmann::json::parse(read_file(run_dir / "run.json"));
-    return fs::weakly_canonical(run.at("task_path").get<std::string>()) ==
-           fs::weakly_canonical(task_path);
-  } catch (const std::exception&) {
-    return true;  // no readable run.json: a run killed before it said what it ran
-  }
-}
-
-// Reads run_dir/result.json into `row`; false (with row.failure saying why) when it cannot.
-bool read_result(const fs::path& run_dir, report::SuiteRow& row) {
-  fs::path path = run_dir / "result.json";
-  if (!fs::exists(path)) {
-    row.failure = "no result.json in " + run_dir.string();
-    return false;
-  }
-  try {
-    report::read_result_into(nlohmann::json::parse(read_file(path)), row);
-    return true;
-  } catch (const std::exception& e) {
-    row.completed = false;
-    row.correct = false;
-    row.failure = path.string() + ": unreadable: " + e.what();
-    return false;
-  }
-}
-
-// What an unfinished run's run.json says of it (its generator and family) into `row`; nothing
-// when there is none (the run failed before writing it).
-void read_run_info(const fs::path& run_dir, report::SuiteRow& row) {
-  try {
-    report::read_run_into(nlohmann::json::parse(read_file(run_dir / "run.json")), row);
-  } catch (const std::exception&) {
-    // No readable run.json: the row says what the child's output said.
-  }
-}
-
 // True when the optimize arguments (or KFORGE_BASELINE, which every child reads) ask for
 // --baseline compile.
 bool asks_compile_baseline(const std::vector<std::string>& args) {
@@ -142,23 +106,14 @@ void check_compile_baseline(const std::vector<std::string>& args,
   ::setenv("KFORGE_TORCH_COMPILE_SUPPORT", torch_python().c_str(), 1);
 }
 
-// Moves an unfinished run directory out of the way (never deletes it): SUITE_DIR/.incomplete/.
-fs::path move_aside(const fs::path& suite_dir, const fs::path& run_dir, const std::string& label) {
-  fs::path aside_dir = suite_dir / ".incomplete";
-  fs::create_directories(aside_dir);
-  fs::path target = aside_dir / label;
-  for (int n = 2; fs::exists(target); ++n) target = aside_dir / (label + "-" + std::to_string(n));
-  fs::rename(run_dir, target);
-  return target;
-}
-
 class SuiteRunner {
  public:
   SuiteRunner(const SuiteCommandOptions& options, std::vector<std::string> optimize_args,
-              fs::path suite_dir)
+              fs::path suite_dir, executor::Executor& executor)
       : options_(options),
         optimize_args_(std::move(optimize_args)),
-        suite_dir_(std::move(suite_dir)) {}
+        suite_dir_(std::move(suite_dir)),
+        executor_(executor) {}
 
   // Derives the PyTorch problems whose run has not finished (one Python process for all);
   // false when stopped by a signal meanwhile.
@@ -175,17 +130,21 @@ class SuiteRunner {
     return !suite_stopped();
   }
 
-  // Runs every task in order; false when stopped by a signal before the end.
+  // Starts every task in order on the executor, as its free slots allow, and lands each row as
+  // its task ends; false when stopped by a signal before the end (the tasks in flight are then
+  // cancelled and their rows say so).
   bool run(const std::vector<SuiteTask>& tasks) {
     fs::create_directories(suite_dir_ / "logs");
-    for (size_t i = 0; i < tasks.size(); ++i) {
+    slots_.assign(tasks.size(), std::nullopt);
+    for (size_t i = 0; i < tasks.size() && !suite_stopped(); ++i) {
       std::string progress = fmt::format("[{}/{}] {}", i + 1, tasks.size(), tasks[i].label);
-      rows_.push_back(run_task(tasks[i], progress));
-      say(progress + ": " + describe(rows_.back()));
-      write_outputs();
-      if (suite_stopped()) return false;
+      std::optional<report::SuiteRow> done = start_task(i, tasks[i], progress);
+      if (done) land(i, std::move(*done), progress);
+      while (executor_.free_slots() == 0 && !suite_stopped()) collect(executor_.wait_any());
     }
-    return true;
+    while (executor_.in_flight() > 0 && !suite_stopped()) collect(executor_.wait_any());
+    if (suite_stopped()) collect(executor_.cancel_all());
+    return !suite_stopped();
   }
 
   const std::vector<report::SuiteRow>& rows() const { return rows_; }
@@ -201,26 +160,33 @@ class SuiteRunner {
  private:
   static void say(const std::string& line) { std::cerr << "kforge: suite: " << line << "\n"; }
 
-  static std::string describe(const report::SuiteRow& row) {
-    if (row.correct) {
-      std::string compile;
-      if (row.compile_speedup) {
-        compile = fmt::format(", {:.3f}x over torch.compile{}", *row.compile_speedup,
-                              row.compile_status == "cached" ? " (cached ratio)" : "");
-      } else if (row.baseline == "compile") {
-        compile = ", no torch.compile baseline: " + row.compile_note;
-      }
-      return fmt::format("correct, {:.3f}x ({:.3f}-{:.3f}x){}, {:.1f} s", row.speedup,
-                         row.speedup_ci_low, row.speedup_ci_high, compile, row.wall_s);
+
+  // A task's row kept in task order, said and written at once.
+  void land(size_t index, report::SuiteRow row, const std::string& progress) {
+    say(progress + ": " + describe_row(row));
+    slots_[index] = std::move(row);
+    rows_.clear();
+    for (const std::optional<report::SuiteRow>& slot : slots_) {
+      if (slot) rows_.push_back(*slot);
     }
-    std::string text = row.status() + ": " + row.failure;
-    if (row.reference_check == "ran" && row.reference_ms) {
-      text += fmt::format("; its reference ran: {:.4f} ms", *row.reference_ms);
-    }
-    return text;
+    write_outputs();
   }
 
-  report::SuiteRow run_task(const SuiteTask& task, const std::string& progress) {
+  // Turns the ends the executor returned into rows.
+  void collect(const std::vector<executor::TaskEnd>& ends) {
+    for (const executor::TaskEnd& end : ends) {
+      auto started = started_.find(end.label);
+      if (started == started_.end()) continue;  // not started by this runner: cannot happen
+      Started task = std::move(started->second);
+      started_.erase(started);
+      land(task.index, end_row(std::move(task.row), end), task.progress);
+    }
+  }
+
+  // The row of a task that needs no run (finished before, not derived, not served, a run dir
+  // of another task), or nullopt once the task was started on the executor.
+  std::optional<report::SuiteRow> start_task(size_t index, const SuiteTask& task,
+                                             const std::string& progress) {
     report::SuiteRow row;
     row.name = task.label;
     row.task_path = task.task_path.string();
@@ -239,8 +205,20 @@ class SuiteRunner {
         row.resumed = true;
         row.wall_s = nlohmann::json::parse(read_file(run_dir / "result.json")).value("wall_s", 0.0);
         say(progress + ": already complete in " + run_dir.string() + " (result.json), not re-run");
+        executor_.settle_finished(task.label);
         return row;
       }
+      row.failure.clear();
+    }
+    // Unfinished (or not begun: a job may run before its run directory exists).
+    executor::TaskLaunch running{task.label, {}, run_dir, row.log_path, options_.task_timeout_s,
+                                 ""};
+    if (executor_.adopt_running(running)) {
+      say(progress + ": still running from an earlier session of the suite; followed again");
+      started_[task.label] = Started{index, progress, std::move(row)};
+      return std::nullopt;
+    }
+    if (fs::exists(run_dir)) {
       fs::path aside = move_aside(suite_dir_, run_dir, task.label);
       say(progress + ": " + run_dir.string() + " is unfinished; moved to " + aside.string() +
           " and run again");
@@ -265,32 +243,57 @@ class SuiteRunner {
         }
       }
     }
-    say(progress + ": optimizing " + task_file.string());
-    std::vector<std::string> argv = {self_path(), "optimize", task_file.string(), "--run-dir",
-                                     run_dir.string()};
-    argv.insert(argv.end(), optimize_args_.begin(), optimize_args_.end());
-    ChildRun child = run_child(argv, row.log_path, options_.task_timeout_s,
-                               options_.verbose ? "  " + task.label + ": " : "");
-    row.wall_s = child.wall_s;
-    read_run_info(run_dir, row);
-    if (child.timed_out) {
-      row.exit = fmt::format("timed out after {:g} s", options_.task_timeout_s);
-      row.failure = "killed at the --task-timeout-s limit; what it wrote stays in " + row.run_dir;
+    say(progress + ": " + (options_.executor == "local" ? "optimizing " : "submitting ") +
+        task_file.string());
+    executor::TaskLaunch launch;
+    launch.label = task.label;
+    launch.argv = {self_path(), "optimize", task_file.string(), "--run-dir", run_dir.string()};
+    launch.argv.insert(launch.argv.end(), optimize_args_.begin(), optimize_args_.end());
+    launch.run_dir = run_dir;
+    launch.log_path = row.log_path;
+    launch.timeout_s = options_.task_timeout_s;
+    launch.echo_prefix = options_.verbose ? "  " + task.label + ": " : "";
+    try {
+      executor_.start(launch);
+    } catch (const Error& e) {
+      row.exit = "not started";
+      row.failure = e.what();
       return row;
     }
-    if (child.stopped) {
+    started_[task.label] = Started{index, progress, std::move(row)};
+    return std::nullopt;
+  }
+
+  // The row of a task whose run ended on the executor.
+  report::SuiteRow end_row(report::SuiteRow row, const executor::TaskEnd& end) const {
+    const fs::path run_dir = row.run_dir;
+    row.wall_s = end.wall_s;
+    if (!end.note.empty()) say(row.name + ": " + end.note);
+    read_run_info(run_dir, row);
+    if (end.timed_out) {
+      row.exit = fmt::format("timed out after {:g} s", options_.task_timeout_s);
+      row.failure = "killed at the --task-timeout-s limit; what it wrote stays in " + row.run_dir;
+      if (!end.ended_by.empty()) row.failure = end.ended_by + "; " + row.failure;
+      return row;
+    }
+    if (end.stopped) {
       row.exit = "stopped";
       row.failure = "the suite was stopped (Ctrl-C) while this task ran";
       return row;
     }
-    row.exit = child.status->describe();
+    if (!end.status) {
+      row.exit = "ended by the executor";
+      row.failure = end.ended_by;
+      return row;
+    }
+    row.exit = end.status->describe();
     // 130: an llm run stopped early by the model budget or Ctrl-C still writes its result.json;
     // 3: a run that found no correct candidate.
-    bool ended_normally = child.status->exited && (child.status->exit_code == 0 ||
-                                                   child.status->exit_code == 3 ||
-                                                   child.status->exit_code == 130);
+    bool ended_normally = end.status->exited && (end.status->exit_code == 0 ||
+                                                 end.status->exit_code == 3 ||
+                                                 end.status->exit_code == 130);
     if (!read_result(run_dir, row) && !ended_normally) {
-      row.failure = child.last_error.empty() ? "kforge optimize failed" : child.last_error;
+      row.failure = end.last_error.empty() ? "kforge optimize failed" : end.last_error;
     }
     return row;
   }
@@ -335,10 +338,20 @@ class SuiteRunner {
                           report::render_suite_html(rows_, m, suite_dir_.string()));
   }
 
+  // A task on the executor, waiting for its row.
+  struct Started {
+    size_t index = 0;
+    std::string progress;
+    report::SuiteRow row;  // what is known before it runs (paths, name)
+  };
+
   const SuiteCommandOptions& options_;
   std::vector<std::string> optimize_args_;
   fs::path suite_dir_;
-  std::vector<report::SuiteRow> rows_;
+  executor::Executor& executor_;
+  std::vector<std::optional<report::SuiteRow>> slots_;  // by task index: landed rows
+  std::map<std::string, Started> started_;              // by label
+  std::vector<report::SuiteRow> rows_;                  // the landed rows, in task order
   std::map<std::string, SuiteProblem> problems_;  // by label: the derived PyTorch problems
 };
 
@@ -362,27 +375,6 @@ void warn_if_options_changed(const fs::path& suite_dir, const std::vector<std::s
   } catch (const std::exception&) {
     // No readable suite.json: nothing to compare with.
   }
-}
-
-// Tells a script how the suite went: an errored task is an error (1); a task that ran but found
-// no correct candidate is a result the caller may still want to see as a failure (3).
-int suite_exit_code(const std::vector<report::SuiteRow>& rows) {
-  std::vector<std::string> errored, not_correct;
-  for (const report::SuiteRow& row : rows) {
-    if (row.errored()) errored.push_back(row.name);
-    if (!row.errored() && !row.correct) not_correct.push_back(row.name);
-  }
-  if (!errored.empty()) {
-    std::cerr << fmt::format("kforge: error: suite: {} of {} tasks errored: {}\n", errored.size(),
-                             rows.size(), fmt::join(errored, ", "));
-    return static_cast<int>(ExitCode::error);
-  }
-  if (!not_correct.empty()) {
-    std::cerr << fmt::format("kforge: suite: {} of {} tasks found no correct candidate: {}\n",
-                             not_correct.size(), rows.size(), fmt::join(not_correct, ", "));
-    return static_cast<int>(ExitCode::not_all_correct);
-  }
-  return static_cast<int>(ExitCode::ok);
 }
 
 }  // namespace
@@ -417,6 +409,7 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
                   "Do not run the reference of a PyTorch problem no generator serves (by "
                   "default its row gets the reference's time from `kforge task --check`, or why "
                   "it does not run)");
+  add_executor_options(*suite, options);
   suite->add_flag("--verbose", options.verbose, "Echo each task's optimize output to stderr");
   suite->add_flag("--json", options.json, "Print suite.json instead of the table");
 
@@ -448,6 +441,11 @@ void add_suite_command(CLI::App& app, SuiteCommandOptions& options,
 }
 
 int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize) {
+  return run_suite(options, add_optimize, nullptr);
+}
+
+int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimize,
+              std::unique_ptr<executor::Executor> task_executor) {
   if (!(options.task_timeout_s > 0.0)) {
     throw Error(fmt::format("--task-timeout-s: expected a number of seconds > 0, got {}",
                             options.task_timeout_s));
@@ -470,8 +468,9 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
   std::cerr << "kforge: suite: " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s")
             << " -> " << suite_dir.string() << "\n";
 
-  StopSignalGuard guard;
-  SuiteRunner runner(options, optimize_args, suite_dir);
+  if (!task_executor) task_executor = make_suite_executor(options, suite_dir, optimize_args);
+  executor::StopSignalGuard guard;
+  SuiteRunner runner(options, optimize_args, suite_dir, *task_executor);
   bool finished = runner.derive_problems(tasks) && runner.run(tasks);
   if (options.json) {
     std::cout << runner.json().dump(2) << "\n";

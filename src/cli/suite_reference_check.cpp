@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/suite_child.h"
+#include "executor/child.h"
 #include "common/files.h"
 #include "task/task_loader.h"
 
@@ -58,7 +58,7 @@ void check_unserved_reference(const SuiteReferenceCheck& setup, const fs::path& 
   argv.insert(argv.end(), setup.check_args.begin(), setup.check_args.end());
   const fs::path log = setup.suite_dir / "logs" / (row.name + ".check.log");
   say("running its reference (kforge task --check; log " + log.string() + ")");
-  ChildRun child = run_child(argv, log, setup.timeout_s, setup.echo_prefix);
+  executor::ChildRun child = executor::run_child(argv, log, setup.timeout_s, setup.echo_prefix);
   row.wall_s += child.wall_s;
   nlohmann::json report;
   try {

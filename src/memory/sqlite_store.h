@@ -117,6 +117,11 @@ class SqliteStore final : public Store {
   /// a field is missing or of the wrong type, or evidence names a direction or strategy that
   /// neither this memory nor the file defines.
   ImportSummary import_json(const nlohmann::json& document, const std::string& source_name);
+  /// Writes a consistent copy of this whole database to `target` (SQLite's VACUUM INTO: one
+  /// read transaction, so concurrent writers neither block it nor tear it), for a process that
+  /// must work on its own file (a Slurm job of a suite; cli/suite_command.h). Throws Error
+  /// naming `target` when it already exists or cannot be written.
+  void write_snapshot(const std::filesystem::path& target);
   /// Deletes every evidence row, statistic and recorded run, then restores the seed (reset), in
   /// one transaction. `seed` replaces the graph's nodes and edges.
   void reset(const Knowledge& seed);

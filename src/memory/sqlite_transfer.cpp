@@ -357,4 +357,16 @@ SqliteStore::ImportSummary SqliteStore::import_json(const nlohmann::json& docume
   return summary;
 }
 
+void SqliteStore::write_snapshot(const std::filesystem::path& target) {
+  // VACUUM INTO refuses an existing file itself, but with a message that names neither file.
+  if (std::filesystem::exists(target)) {
+    throw Error("memory snapshot " + target.string() + ": already exists (expected a new file)");
+  }
+  with_context("writing a snapshot of memory " + path_.string() + " to " + target.string(), [&] {
+    sqlite::Statement copy(*db_, "VACUUM INTO ?1");
+    copy.bind(1, target.string());
+    copy.step();
+  });
+}
+
 }  // namespace kforge::memory

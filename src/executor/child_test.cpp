@@ -1,8 +1,8 @@
-#include "cli/suite_child.h"
+#include "executor/child.h"
 
 #include <gtest/gtest.h>
 
-namespace kforge::cli {
+namespace kforge::executor {
 namespace {
 
 TEST(SuiteChildError, LastKforgeErrorWinsOverLaterLines) {
@@ -16,8 +16,7 @@ TEST(SuiteChildError, AnErrorThatListsItsReasonsBelowNamesThemInOneLine) {
       "kforge: error: p.toml: no built-in kernel family computes what this module computes; "
       "families tried:",
       "  gelu: forward takes 2 tensors; the family takes 1 (x ['rows', 'cols'])",
-      "  gemv: no mapping of the module's tensors fits",
-      "  softmax: forward takes 2 tensors"};
+      "  gemv: no mapping of the module's tensors fits", "  softmax: forward takes 2 tensors"};
   EXPECT_EQ(last_error_line(tail),
             "p.toml: no built-in kernel family computes what this module computes; families "
             "tried: gelu, gemv, softmax (why each did not fit: the log)");
@@ -31,4 +30,4 @@ TEST(SuiteChildError, WithoutAnErrorLineTheLastNonEmptyLineIsTheReason) {
 }
 
 }  // namespace
-}  // namespace kforge::cli
+}  // namespace kforge::executor

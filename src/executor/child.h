@@ -1,4 +1,5 @@
-// The child processes of `kforge suite`: one `kforge optimize` per task, its output logged line
+// The child processes of `kforge suite` (the local executor, executor/local_executor.h, and the
+// reference checks): one `kforge optimize` per task, its output logged line
 // by line, stopped at a deadline or when the suite is (Ctrl-C, SIGTERM). Split from
 // suite_command.cpp, which decides what runs; this file only runs it.
 #pragma once
@@ -13,7 +14,7 @@
 
 #include "process/subprocess.h"
 
-namespace kforge::cli {
+namespace kforge::executor {
 
 /// True once SIGINT or SIGTERM reached the suite since the live StopSignalGuard was made.
 bool suite_stopped();
@@ -55,4 +56,4 @@ std::string last_error_line(const std::deque<std::string>& tail);
 ChildRun run_child(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
                    double timeout_s, const std::string& echo_prefix);
 
-}  // namespace kforge::cli
+}  // namespace kforge::executor

@@ -1,4 +1,4 @@
-#include "cli/suite_child.h"
+#include "executor/child.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "common/files.h"
 
-namespace kforge::cli {
+namespace kforge::executor {
 namespace fs = std::filesystem;
 namespace {
 
@@ -128,4 +128,4 @@ ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log_pat
   return run;
 }
 
-}  // namespace kforge::cli
+}  // namespace kforge::executor

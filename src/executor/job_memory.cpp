@@ -1,0 +1,32 @@
+#include "executor/job_memory.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "memory/sqlite_store.h"
+
+namespace kforge::executor {
+
+void snapshot_memory(const std::filesystem::path& suite_memory,
+                     const std::filesystem::path& seed_knowledge,
+                     const std::filesystem::path& target) {
+  std::unique_ptr<memory::SqliteStore> store =
+      memory::SqliteStore::open(suite_memory, seed_knowledge);
+  store->write_snapshot(target);
+}
+
+MemoryMerge merge_memory(const std::filesystem::path& job_memory,
+                         const std::filesystem::path& suite_memory,
+                         const std::filesystem::path& seed_knowledge) {
+  if (!std::filesystem::exists(job_memory)) {
+    throw Error("memory of a job " + job_memory.string() + ": does not exist");
+  }
+  // No seed for the job's file: it is a snapshot, seeded already; an empty graph stays empty.
+  nlohmann::json evidence = memory::SqliteStore::open(job_memory, "")->export_json();
+  std::unique_ptr<memory::SqliteStore> suite =
+      memory::SqliteStore::open(suite_memory, seed_knowledge);
+  memory::SqliteStore::ImportSummary summary = suite->import_json(evidence, job_memory.string());
+  return {summary.evidence_added, summary.evidence_skipped};
+}
+
+}  // namespace kforge::executor
