@@ -44,6 +44,8 @@ void Optimizer::promote_cohort(int step) {
     Contender c;
     c.id = r.id;
     c.score = r.quick_score;
+    c.optimistic = quick_score_upper(r.quick_samples_ms, reference_ms_,
+                                     evaluation_policy().acceptance_level);
     c.is_best = best_ && best_->id == r.id;
     c.decomposition = decomposition_of(r.id);
     for (const CandidateRecord& other : records_) {

@@ -53,6 +53,16 @@ double quick_score(std::span<const double> samples_ms, double reference_ms, doub
   return reference_ms / sorted[static_cast<size_t>(u - 1)];
 }
 
+double quick_score_upper(std::span<const double> samples_ms, double reference_ms, double level) {
+  if (samples_ms.empty() || reference_ms <= 0.0) return 0.0;
+  std::vector<double> sorted(samples_ms.begin(), samples_ms.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() <= 0.0) return 0.0;
+  const int n = static_cast<int>(sorted.size());
+  const int u = median_upper_rank(n, level);
+  return reference_ms / sorted[static_cast<size_t>(n - u)];
+}
+
 std::vector<Promotion> successive_halving(std::span<const Contender> cohort, double eta,
                                           Fidelity fidelity, bool cover_decompositions) {
   const int n = static_cast<int>(cohort.size());
@@ -66,6 +76,22 @@ std::vector<Promotion> successive_halving(std::span<const Contender> cohort, dou
   std::set<std::string> covered;  // decompositions with a candidate on rung 2
   for (const Contender& c : cohort) {
     if (c.decomposition_covered) covered.insert(c.decomposition);
+  }
+  // Within noise of the cut: below the quota, but with an optimistic score above the lowest S
+  // promoted by rank; at most `quota` of them, the highest optimistic scores first.
+  std::set<int> near_cut;
+  if (fidelity == Fidelity::ladder && quota < n) {
+    const double cut = cohort[static_cast<size_t>(order[static_cast<size_t>(quota - 1)])].score;
+    std::vector<int> near;
+    for (int rank = quota + 1; rank <= n; ++rank) {
+      const int i = order[static_cast<size_t>(rank - 1)];
+      if (cohort[static_cast<size_t>(i)].optimistic > cut) near.push_back(i);
+    }
+    std::stable_sort(near.begin(), near.end(), [&](int a, int b) {
+      return cohort[static_cast<size_t>(a)].optimistic > cohort[static_cast<size_t>(b)].optimistic;
+    });
+    if (static_cast<int>(near.size()) > quota) near.resize(static_cast<size_t>(quota));
+    near_cut.insert(near.begin(), near.end());
   }
   for (int rank = 1; rank <= n; ++rank) {
     const int i = order[static_cast<size_t>(rank - 1)];
@@ -87,6 +113,14 @@ std::vector<Promotion> successive_halving(std::span<const Contender> cohort, dou
       p.reason = fmt::format("the search's best (accepted by a paired comparison), although "
                              "S = {:.3f}x ranks {} of {}, outside the top {}",
                              c.score, rank, n, quota);
+    } else if (near_cut.contains(i)) {
+      p.promoted = true;
+      p.reason = fmt::format("within noise of the cut: S = {:.3f}x ranks {} of {}, outside the "
+                             "top {}, but its quick speedup may be as high as {:.3f}x, above the "
+                             "cut S = {:.3f}x",
+                             c.score, rank, n, quota, c.optimistic,
+                             cohort[static_cast<size_t>(order[static_cast<size_t>(quota - 1)])]
+                                 .score);
     } else if (cover_decompositions && !c.decomposition.empty() &&
                !covered.contains(c.decomposition)) {
       p.promoted = true;

@@ -22,7 +22,13 @@
 // Per step (a "cohort" = the correct candidates that finished rung 1 since the last promotion):
 //   ladder  the top ceil(n / eta) by S(p, 1) are promoted (ties: the earlier candidate first),
 //           and the current best (accepted through the paired comparison, stronger evidence than
-//           S) is promoted too when it is in the cohort. When the task has several timed
+//           S) is promoted too when it is in the cohort. A candidate below the quota whose
+//           optimistic score (reference_ms over the *lower* end of its median's interval) is
+//           above the cut (the lowest S promoted by rank) is within noise of the cut, and is
+//           promoted too (at most another quota of them, best optimistic first): on a loaded
+//           machine the cut otherwise dropped the true best about one run in ten
+//           (bench/search/README.md), and on a quiet device the intervals are narrow and
+//           nearly nothing is added. When the task has several timed
 //           workloads, the best-scoring candidate of each decomposition that has not had a
 //           candidate on rung 2 yet is promoted as well (decomposition coverage): rung 1 times
 //           the primary workload only, and a change of parallel decomposition is what changes
@@ -55,6 +61,12 @@ void validate_eta(double eta);
 /// not positive.
 double quick_score(std::span<const double> samples_ms, double reference_ms, double level = 0.95);
 
+/// reference_ms over the lower confidence bound of the median of `samples_ms` (the order
+/// statistic x_(n + 1 - u), u = median_upper_rank): the upper end of the quick speedup's
+/// interval, >= quick_score(). 0 as quick_score() is.
+double quick_score_upper(std::span<const double> samples_ms, double reference_ms,
+                         double level = 0.95);
+
 /// The 1-based rank u of the order statistic x_(u) that bounds the median from above at `level`
 /// (two-sided) for n samples; n when n is too small for the level.
 int median_upper_rank(int n, double level);
@@ -68,6 +80,7 @@ struct Contender {
   std::string decomposition;
   /// True when a candidate of the same decomposition already reached rung 2 in an earlier step.
   bool decomposition_covered = false;
+  double optimistic = 0.0;  // quick_score_upper(); 0 = unknown (no second chance at the cut)
 };
 
 /// The decision for one contender, in the cohort's order.

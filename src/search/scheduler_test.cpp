@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "common/error.h"
 
 namespace kforge::search {
@@ -110,6 +113,54 @@ TEST(Scheduler, BadEtaAndFidelityAreRefusedNamingTheFlag) {
   EXPECT_EQ(parse_fidelity("full"), Fidelity::full);
   EXPECT_EQ(to_string(parse_fidelity("ladder")), "ladder");
   EXPECT_THROW(parse_fidelity("flat"), Error);
+}
+
+}  // namespace
+}  // namespace kforge::search
+
+namespace kforge::search {
+namespace {
+
+TEST(Scheduler, QuickScoreUpperIsTheOptimisticEndOfTheSameInterval) {
+  const std::vector<double> samples = {1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9};
+  // n = 10 at level 0.95: u = 9, so the interval of the median is [x_(2), x_(9)].
+  EXPECT_DOUBLE_EQ(quick_score(samples, 10.0), 10.0 / 1.8);
+  EXPECT_DOUBLE_EQ(quick_score_upper(samples, 10.0), 10.0 / 1.1);
+  EXPECT_EQ(quick_score_upper({}, 10.0), 0.0);
+  EXPECT_EQ(quick_score_upper(samples, 0.0), 0.0);
+}
+
+TEST(Scheduler, ACandidateWithinNoiseOfTheCutGetsRungTwoAtMostAQuotaMore) {
+  // Six contenders, quota ceil(6/3) = 2: the cut is b's S = 4. c and d are noisy enough that
+  // their optimistic ends reach past it; e's does not; f's reaches it exactly (not above).
+  std::vector<Contender> cohort;
+  for (const auto& [id, score, optimistic] :
+       std::vector<std::tuple<std::string, double, double>>{{"a", 5.0, 6.0}, {"b", 4.0, 4.5},
+                                                            {"c", 3.0, 4.8}, {"d", 2.0, 4.2},
+                                                            {"e", 1.0, 3.9}, {"f", 0.5, 4.0}}) {
+    Contender c;
+    c.id = id;
+    c.score = score;
+    c.optimistic = optimistic;
+    cohort.push_back(c);
+  }
+  std::vector<Promotion> p = successive_halving(cohort, 3.0, Fidelity::ladder);
+  EXPECT_TRUE(p[0].promoted && p[1].promoted);
+  EXPECT_TRUE(p[2].promoted);
+  EXPECT_NE(p[2].reason.find("within noise of the cut"), std::string::npos) << p[2].reason;
+  EXPECT_TRUE(p[3].promoted);
+  EXPECT_FALSE(p[4].promoted);
+  EXPECT_FALSE(p[5].promoted);
+  // Three near the cut, room for two: the two most optimistic go.
+  cohort[4].optimistic = 5.5;
+  p = successive_halving(cohort, 3.0, Fidelity::ladder);
+  EXPECT_TRUE(p[4].promoted);   // 5.5
+  EXPECT_TRUE(p[2].promoted);   // 4.8
+  EXPECT_FALSE(p[3].promoted);  // 4.2: the cap
+  // Without an optimistic score (0: unknown), nothing changes from plain successive halving.
+  for (Contender& c : cohort) c.optimistic = 0.0;
+  p = successive_halving(cohort, 3.0, Fidelity::ladder);
+  EXPECT_EQ(std::count_if(p.begin(), p.end(), [](const Promotion& x) { return x.promoted; }), 2);
 }
 
 }  // namespace
