@@ -57,16 +57,28 @@ nlohmann::json to_json(const RecordedRun& run) {
                       {"kind", run.kind},
                       {"task", run.task},
                       {"command", run.command},
-                      {"provenance",
-                       {{"backend", p.backend},
-                        {"device", p.device},
-                        {"compute_capability", p.compute_capability},
-                        {"toolchain", p.toolchain},
-                        {"family", p.family},
-                        {"task_hash", p.task_hash}}}};
+                      {"provenance", provenance_json(p)}};
   j["candidates"] = nlohmann::json::array();
   for (const RecordedCandidate& c : run.candidates) j["candidates"].push_back(candidate_json(c));
   return j;
+}
+
+nlohmann::json provenance_json(const Provenance& p) {
+  return {{"backend", p.backend},     {"device", p.device},
+          {"compute_capability", p.compute_capability},
+          {"toolchain", p.toolchain}, {"family", p.family},
+          {"task_hash", p.task_hash}};
+}
+
+Provenance provenance_from(const nlohmann::json& p) {
+  Provenance provenance;
+  provenance.backend = p.at("backend").get<std::string>();
+  provenance.device = p.at("device").get<std::string>();
+  provenance.compute_capability = p.at("compute_capability").get<std::string>();
+  provenance.toolchain = p.at("toolchain").get<std::string>();
+  provenance.family = p.at("family").get<std::string>();
+  provenance.task_hash = p.at("task_hash").get<std::string>();
+  return provenance;
 }
 
 RecordedRun recorded_run_from(const nlohmann::json& j, const std::string& where) {
@@ -76,13 +88,7 @@ RecordedRun recorded_run_from(const nlohmann::json& j, const std::string& where)
     run.kind = j.at("kind").get<std::string>();
     run.task = j.at("task").get<std::string>();
     run.command = j.value("command", "");
-    const nlohmann::json& p = j.at("provenance");
-    run.provenance.backend = p.at("backend").get<std::string>();
-    run.provenance.device = p.at("device").get<std::string>();
-    run.provenance.compute_capability = p.at("compute_capability").get<std::string>();
-    run.provenance.toolchain = p.at("toolchain").get<std::string>();
-    run.provenance.family = p.at("family").get<std::string>();
-    run.provenance.task_hash = p.at("task_hash").get<std::string>();
+    run.provenance = provenance_from(j.at("provenance"));
     for (const nlohmann::json& c : j.at("candidates")) run.candidates.push_back(candidate_from(c));
     return run;
   } catch (const nlohmann::json::exception& e) {

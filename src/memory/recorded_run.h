@@ -50,6 +50,11 @@ struct RecordedRun {
 /// "source_name", "source", "verdict", "message", "failed_at", "median_ms",
 /// "reference_median_ms", "speedup", "ci_low", "ci_high", "level"}]} (absent numbers null).
 nlohmann::json to_json(const RecordedRun& run);
+/// A Provenance as the memory's JSON documents hold it: {backend, device, compute_capability,
+/// toolchain, family, task_hash} (recorded runs and evidence alike).
+nlohmann::json provenance_json(const Provenance& p);
+/// Reads provenance_json's object; throws nlohmann::json::exception on a missing field.
+Provenance provenance_from(const nlohmann::json& p);
 /// Reads what to_json wrote (id is ignored). Throws Error naming `where` and the field when a
 /// field is missing or of the wrong type.
 RecordedRun recorded_run_from(const nlohmann::json& j, const std::string& where);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "memory/recorded_run.h"
 #include "memory/sqlite_schema.h"
 #include "memory/sqlite_statement.h"
 #include "memory/sqlite_store.h"
@@ -97,13 +98,7 @@ Evidence evidence_from(const nlohmann::json& j) {
   e.excerpt = j.at("excerpt").get<std::string>();
   e.failure_reason = j.at("failure_reason").get<std::string>();
   e.diagnosis = j.at("diagnosis").get<std::string>();
-  const nlohmann::json& p = j.at("provenance");
-  e.provenance = {p.at("backend").get<std::string>(),
-                  p.at("device").get<std::string>(),
-                  p.at("compute_capability").get<std::string>(),
-                  p.at("toolchain").get<std::string>(),
-                  p.at("family").get<std::string>(),
-                  p.at("task_hash").get<std::string>()};
+  e.provenance = provenance_from(j.at("provenance"));
   if (e.log_gain && !std::isfinite(*e.log_gain)) throw Error("log_gain must be finite");
   return e;
 }
@@ -188,13 +183,7 @@ nlohmann::json SqliteStore::export_json() {
                              {"excerpt", e.excerpt},
                              {"failure_reason", e.failure_reason},
                              {"diagnosis", e.diagnosis},
-                             {"provenance",
-                              {{"backend", p.backend},
-                               {"device", p.device},
-                               {"compute_capability", p.compute_capability},
-                               {"toolchain", p.toolchain},
-                               {"family", p.family},
-                               {"task_hash", p.task_hash}}}});
+                             {"provenance", provenance_json(p)}});
   }
   nlohmann::json& runs_json = document["runs"] = nlohmann::json::array();
   for (const RecordedRun& run : runs()) runs_json.push_back(to_json(run));

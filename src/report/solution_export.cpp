@@ -32,6 +32,36 @@ bool is_torch_run(const fs::path& run_dir) {
   return fs::is_regular_file(run_dir / "reference.torch.json", error);
 }
 
+namespace {
+
+// Runs kforge's Python side (`argv`, under torch_environment()) for at most `timeout_s` and
+// returns its stdout; throws Error with its own last error line, or saying that `what` did not
+// finish or failed.
+std::string run_torch_side(std::vector<std::string> argv, double timeout_s,
+                           const std::string& what) {
+  process::SpawnOptions options;
+  options.argv = std::move(argv);
+  options.environment = torch_environment();
+  options.pipe_stdin = false;
+  options.stderr_tail_bytes = 16384;
+  process::Subprocess child(options);
+  std::optional<process::ExitStatus> status = child.wait(timeout_s);
+  if (!status) {
+    child.kill();
+    throw Error(what + " did not finish in " + std::to_string(static_cast<int>(timeout_s)) +
+                " s");
+  }
+  std::string out = child.take_stdout();
+  if (!status->exited || status->exit_code != 0) {
+    std::string message = generator_message(child.stderr_tail());
+    if (message.empty()) message = what + " failed (" + status->describe() + ")";
+    throw Error(message);
+  }
+  return out;
+}
+
+}  // namespace
+
 void write_kernelbench_solution(const fs::path& run_dir, const fs::path& output,
                                 double timeout_s) {
   std::error_code error;
@@ -43,50 +73,18 @@ void write_kernelbench_solution(const fs::path& run_dir, const fs::path& output,
     argv.push_back("--include-dir");
     argv.push_back(dir);
   }
-  process::SpawnOptions options;
-  options.argv = argv;
-  options.environment = torch_environment();
-  options.pipe_stdin = false;
-  options.stderr_tail_bytes = 16384;
-  process::Subprocess child(options);
-  std::optional<process::ExitStatus> status = child.wait(timeout_s);
-  if (!status) {
-    child.kill();
-    throw Error(run_dir.string() + ": writing solution.py did not finish in " +
-                std::to_string(static_cast<int>(timeout_s)) + " s");
-  }
-  child.take_stdout();
-  if (!status->exited || status->exit_code != 0) {
-    std::string message = generator_message(child.stderr_tail());
-    if (message.empty()) message = run_dir.string() + ": writing solution.py failed (" + status->describe() + ")";
-    throw Error(message);
-  }
+  run_torch_side(std::move(argv), timeout_s, run_dir.string() + ": writing solution.py");
 }
 
 std::string model_new_shell(const nlohmann::json& derived, double timeout_s) {
   ScratchDir scratch("kforge-shell");
   const fs::path task = fs::path(scratch.path()) / "reference.torch.json";
   write_file_atomically(task, derived.dump());
-  process::SpawnOptions options;
-  options.argv = {torch_python(), "-m", "kforge_torch", "model-new-shell", "--derived",
-                  task.string()};
-  options.environment = torch_environment();
-  options.pipe_stdin = false;
-  options.stderr_tail_bytes = 16384;
-  process::Subprocess child(options);
-  std::optional<process::ExitStatus> status = child.wait(timeout_s);
-  if (!status) {
-    child.kill();
-    throw Error("writing the ModelNew shell of " + derived.value("name", std::string("the task")) +
-                " did not finish in " + std::to_string(static_cast<int>(timeout_s)) + " s");
-  }
-  std::string shell = child.take_stdout();
-  if (!status->exited || status->exit_code != 0) {
-    std::string message = generator_message(child.stderr_tail());
-    if (message.empty()) message = "writing the ModelNew shell failed (" + status->describe() + ")";
-    throw Error(message);
-  }
-  return shell;
+  return run_torch_side({torch_python(), "-m", "kforge_torch", "model-new-shell", "--derived",
+                         task.string()},
+                        timeout_s,
+                        "writing the ModelNew shell of " +
+                            derived.value("name", std::string("the task")));
 }
 
 }  // namespace kforge::report
