@@ -58,6 +58,10 @@ STAND_INS = {
                "    outputs[0].copy_(torch.exp(inputs[0] - inputs[0].amax(-1, keepdim=True)) /\n"
                "                     torch.exp(inputs[0] - inputs[0].amax(-1, keepdim=True))"
                ".sum(-1, keepdim=True))\n",
+    "rmsnorm_channels": "def kforge_run(inputs, outputs, scalars):\n"
+                        "    x = inputs[0]\n"
+                        "    outputs[0].copy_(x / torch.sqrt((x * x).mean(1, keepdim=True) + "
+                        "scalars[0]))\n",
     "rmsnorm": "def kforge_run(inputs, outputs, scalars):\n"
                "    x, w = inputs\n"
                "    outputs[0].copy_(x / torch.sqrt((x * x).mean(-1, keepdim=True) + scalars[0])"
@@ -80,7 +84,8 @@ class SolutionShellTest(unittest.TestCase):
         cls.folder = tempfile.TemporaryDirectory()
         rms = pathlib.Path(cls.folder.name) / "rms_rows.py"
         rms.write_text(RMS_ROWS)
-        cls.problems = {"softmax": PROBLEMS / "softmax_rows.py", "rmsnorm": rms}
+        cls.problems = {"softmax": PROBLEMS / "softmax_rows.py", "rmsnorm": rms,
+                        "rmsnorm_channels": PROBLEMS / "rms_norm_eps.py"}
         cls.derived = {f: derive(str(p), match_family=match_family)
                        for f, p in cls.problems.items()}
 
@@ -103,7 +108,7 @@ class SolutionShellTest(unittest.TestCase):
 
     def test_every_triton_variant_compiles_and_passes_kernelbench_static_checks(self):
         checker = static_checker()
-        for family in ("softmax", "rmsnorm"):
+        for family in ("softmax", "rmsnorm", "rmsnorm_channels"):
             spec = tomllib.loads((TRITON / family / "family.toml").read_text())
             self.assertEqual(spec["backend"], "cuda")
             for variant in spec["variants"]:

@@ -222,7 +222,7 @@ TEST(TritonTemplatesTest, EachPointIsTheShellWithTheVariantModuleWrittenIn) {
   EXPECT_TRUE(online.job.defines.empty());
   EXPECT_EQ(online.job.source.find(kKernelModuleMarker), std::string::npos);
   EXPECT_NE(online.job.source.find("KF_BLOCK = 2048\n"), std::string::npos);
-  EXPECT_NE(online.job.source.find("KF_NUM_WARPS = 8\n"), std::string::npos);
+  EXPECT_NE(online.job.source.find("KF_BLOCK_THREADS = 256\n"), std::string::npos);
   EXPECT_NE(online.job.source.find("def kforge_run(inputs, outputs, scalars):"),
             std::string::npos);
   EXPECT_LT(online.job.source.find("import torch"), online.job.source.find("KF_BLOCK"));

@@ -1,6 +1,6 @@
 # kforge Triton kernel: ReLU element-wise over x [rows, cols] -> y, the tensor as one flat
 # range of BLOCK-element programs (64-bit offsets: KernelBench's 1.6 G elements pass 2^31).
-# Knobs (written above by the templates generator): KF_BLOCK, KF_NUM_WARPS.
+# Knobs (written above by the templates generator): KF_BLOCK, KF_BLOCK_THREADS.
 import triton
 import triton.language as tl
 
@@ -24,4 +24,4 @@ def kforge_run(inputs, outputs, scalars):
     if n == 0:
         return
     _kf_relu_blocks[(triton.cdiv(n, KF_BLOCK),)](x, y, n, BLOCK=KF_BLOCK,
-                                                 num_warps=KF_NUM_WARPS)
+                                                 num_warps=KF_BLOCK_THREADS // 32)

@@ -1,7 +1,7 @@
 # kforge Triton kernel: RMSNorm over the last dim, y = x / sqrt(mean(x^2) + eps) * w, with
 # x [rows, cols], w [cols], eps the signature's scalar; one program per row, two passes over
 # BLOCK-column tiles (sum of squares in fp32 lanes, then the scaled writes).
-# Knobs (written above by the templates generator): KF_BLOCK, KF_NUM_WARPS, KF_NUM_STAGES.
+# Knobs (written above by the templates generator): KF_BLOCK, KF_BLOCK_THREADS, KF_NUM_STAGES.
 import triton
 import triton.language as tl
 
@@ -39,4 +39,5 @@ def kforge_run(inputs, outputs, scalars):
     if rows == 0 or cols == 0:
         return
     _kf_rms_row_loop[(rows,)](x, w, y, cols, float(scalars[0]), x.stride(0), y.stride(0),
-                              BLOCK=KF_BLOCK, NUM_STAGES=KF_NUM_STAGES, num_warps=KF_NUM_WARPS)
+                              BLOCK=KF_BLOCK, NUM_STAGES=KF_NUM_STAGES,
+                              num_warps=KF_BLOCK_THREADS // 32)

@@ -2,7 +2,7 @@
 # program per row, two passes over BLOCK-column tiles: the online normalizer (Milakov and
 # Gimelshein, "Online normalizer calculation for softmax", 2018, algorithm 3) keeps per-lane
 # running (max, sum), combined at the end of the pass; the second pass writes exp(x - max) / sum.
-# Knobs (written above by the templates generator): KF_BLOCK, KF_NUM_WARPS, KF_NUM_STAGES.
+# Knobs (written above by the templates generator): KF_BLOCK, KF_BLOCK_THREADS, KF_NUM_STAGES.
 import triton
 import triton.language as tl
 
@@ -47,4 +47,4 @@ def kforge_run(inputs, outputs, scalars):
     if rows == 0 or cols == 0:
         return
     _kf_online_row[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=KF_BLOCK,
-                            NUM_STAGES=KF_NUM_STAGES, num_warps=KF_NUM_WARPS)
+                            NUM_STAGES=KF_NUM_STAGES, num_warps=KF_BLOCK_THREADS // 32)

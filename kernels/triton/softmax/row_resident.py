@@ -2,7 +2,7 @@
 # program per row holding the whole row (BLOCK = the next power of two >= cols) in registers:
 # one read and one write of every element. Rows longer than _KF_MAX_COLS are refused (a runtime
 # error the gate reports), since the row would spill.
-# Knobs (written above by the templates generator): KF_NUM_WARPS.
+# Knobs (written above by the templates generator): KF_BLOCK_THREADS.
 import triton
 import triton.language as tl
 
@@ -38,4 +38,5 @@ def kforge_run(inputs, outputs, scalars):
     if rows == 0 or cols == 0:
         return
     _kf_row_resident[(rows,)](x, y, cols, x.stride(0), y.stride(0),
-                              BLOCK=triton.next_power_of_2(cols), num_warps=KF_NUM_WARPS)
+                              BLOCK=triton.next_power_of_2(cols),
+                              num_warps=KF_BLOCK_THREADS // 32)
