@@ -45,13 +45,12 @@ std::string utc_now() {
 }
 
 // One point, built already (`artifact`), through rungs 0-2.
-simulation::PointRecord measure_point(const generation::TemplatesGenerator& generator,
+simulation::PointRecord measure_point(const generation::Proposal& proposal,
                                       const generation::TemplateVariant& variant,
-                                      const generation::TemplatePoint& point,
                                       const compile::Artifact& artifact,
                                       cli::PreparedReference& prepared) {
   simulation::PointRecord record;
-  const generation::Proposal proposal = generator.make_proposal(point);
+  const generation::TemplatePoint& point = proposal.point;
   record.id = point.id();
   record.job_key = simulation::job_key(proposal.job);
   record.variant = variant.name;
@@ -161,18 +160,19 @@ int main(int argc, char** argv) {
 
     const std::vector<generation::TemplatePoint> points = simulation::all_points(family);
     // The points still to measure, all built first (in parallel) and then timed one by one.
-    std::vector<generation::TemplatePoint> pending;
+    std::vector<generation::Proposal> pending;
     for (const generation::TemplatePoint& point : points) {
-      if (space.find(simulation::job_key(generator.make_proposal(point).job)) != nullptr) continue;
+      generation::Proposal proposal = generator.make_proposal(point);
+      if (space.find(simulation::job_key(proposal.job)) != nullptr) continue;
       if (max_points > 0 && static_cast<int>(pending.size()) >= max_points) break;
-      pending.push_back(point);
+      pending.push_back(std::move(proposal));
     }
     std::vector<compile::Artifact> built;
     {
       compile::CompilePool pool(compiler, jobs);
       std::vector<std::future<compile::Artifact>> futures;
-      for (const generation::TemplatePoint& point : pending) {
-        futures.push_back(pool.submit(generator.make_proposal(point).job));
+      for (const generation::Proposal& proposal : pending) {
+        futures.push_back(pool.submit(proposal.job));
       }
       for (std::future<compile::Artifact>& future : futures) built.push_back(future.get());
     }
@@ -181,9 +181,9 @@ int main(int argc, char** argv) {
     int measured = 0;
     for (size_t i = 0; i < pending.size(); ++i) {
       if (max_s > 0.0 && seconds_since(started) > max_s) break;
-      const generation::TemplatePoint& point = pending[i];
-      space.points.push_back(
-          measure_point(generator, *family.variant(point.variant), point, built[i], prepared));
+      const generation::Proposal& proposal = pending[i];
+      space.points.push_back(measure_point(proposal, *family.variant(proposal.point.variant),
+                                           built[i], prepared));
       ++measured;
       const simulation::PointRecord& done = space.points.back();
       std::cerr << fmt::format("[{}/{}] {}: {}{}\n", space.points.size(), points.size(), done.id,

@@ -80,8 +80,9 @@ std::vector<Promotion> successive_halving(std::span<const Contender> cohort, dou
   // Within noise of the cut: below the quota, but with an optimistic score above the lowest S
   // promoted by rank; at most `quota` of them, the highest optimistic scores first.
   std::set<int> near_cut;
+  const double cut =
+      quota > 0 ? cohort[static_cast<size_t>(order[static_cast<size_t>(quota - 1)])].score : 0.0;
   if (fidelity == Fidelity::ladder && quota < n) {
-    const double cut = cohort[static_cast<size_t>(order[static_cast<size_t>(quota - 1)])].score;
     std::vector<int> near;
     for (int rank = quota + 1; rank <= n; ++rank) {
       const int i = order[static_cast<size_t>(rank - 1)];
@@ -118,9 +119,7 @@ std::vector<Promotion> successive_halving(std::span<const Contender> cohort, dou
       p.reason = fmt::format("within noise of the cut: S = {:.3f}x ranks {} of {}, outside the "
                              "top {}, but its quick speedup may be as high as {:.3f}x, above the "
                              "cut S = {:.3f}x",
-                             c.score, rank, n, quota, c.optimistic,
-                             cohort[static_cast<size_t>(order[static_cast<size_t>(quota - 1)])]
-                                 .score);
+                             c.score, rank, n, quota, c.optimistic, cut);
     } else if (cover_decompositions && !c.decomposition.empty() &&
                !covered.contains(c.decomposition)) {
       p.promoted = true;

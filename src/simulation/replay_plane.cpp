@@ -11,9 +11,9 @@ namespace kforge::simulation {
 
 ReplayPlane::ReplayPlane(const Task& task, const SpaceRecord& space,
                          evaluation::EvaluationPolicy policy, SimulatedClock& clock, uint64_t seed)
-    : task_(task), space_(space), policy_(std::move(policy)), clock_(clock), rng_(seed) {
+    : space_(space), policy_(std::move(policy)), clock_(clock), rng_(seed) {
   bool found = false;
-  for (const Workload& w : task_.workloads) {
+  for (const Workload& w : task.workloads) {
     if (w.name == space_.timed_workload) {
       timed_ = w;
       found = true;
@@ -21,7 +21,7 @@ ReplayPlane::ReplayPlane(const Task& task, const SpaceRecord& space,
   }
   if (!found) {
     throw Error("space of " + space_.task + ": timed workload '" + space_.timed_workload +
-                "' is not a workload of task " + task_.name);
+                "' is not a workload of task " + task.name);
   }
   if (space_.reference_quick_samples_ms.empty()) {
     throw Error("space of " + space_.task + ": no reference samples recorded");

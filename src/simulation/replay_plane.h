@@ -48,8 +48,9 @@ class SimulatedClock {
 /// harness error (Error naming its key): the space and the family's sources disagree.
 class ReplayPlane : public evaluation::EvaluationPlane {
  public:
-  /// `task` must be the task the space was measured for (its timed workload is read there);
-  /// `seed` drives the noise resampling (same seed, same draws). Keeps references.
+  /// `task` must be the task the space was measured for (its timed workload is copied from
+  /// it); `seed` drives the noise resampling (same seed, same draws). Keeps a reference to
+  /// `space` and `clock`.
   ReplayPlane(const Task& task, const SpaceRecord& space, evaluation::EvaluationPolicy policy,
               SimulatedClock& clock, uint64_t seed);
 
@@ -78,7 +79,6 @@ class ReplayPlane : public evaluation::EvaluationPlane {
   static double seconds_per_sample(const PointRecord& point);
   void charge(double seconds);
 
-  const Task& task_;
   const SpaceRecord& space_;
   evaluation::EvaluationPolicy policy_;
   SimulatedClock& clock_;

@@ -1,6 +1,7 @@
 #include "simulation/simulated_run.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -101,8 +102,10 @@ RunOutcome simulate_run(const Task& task, const SpaceRecord& space, memory::Stor
   optimize.policy = options.arm.policy;
   optimize.ablations = options.arm.ablations;
   optimize.fidelity = options.arm.fidelity;
-  const fs::path dir = options.scratch / ("run-" + std::to_string(options.seed) + "-" +
-                                          std::to_string(reinterpret_cast<uintptr_t>(&clock)));
+  // One folder per call, so that runs sharing a scratch folder (threads of one process) never
+  // share a run directory.
+  static std::atomic<uint64_t> next_run{0};
+  const fs::path dir = options.scratch / ("run-" + std::to_string(next_run++));
   fs::remove_all(dir);
   RunOutcome outcome;
   outcome.task = task.name;
