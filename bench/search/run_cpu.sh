@@ -22,5 +22,5 @@ for family in softmax rmsnorm log_softmax layernorm; do
 done
 "$build/bench/kforge_bench_simulate" --spaces bench/search/spaces/cpu --seeds "$seeds" \
   --transfer-a softmax,rmsnorm --transfer-b log_softmax,layernorm \
-  --out bench/search/simulate_cpu.json --table bench/search/simulate_cpu.md
+  --out bench/search/simulate_cpu.json --table bench/search/simulate_cpu.md --commit "$commit"
 cat bench/search/simulate_cpu.md

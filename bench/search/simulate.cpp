@@ -14,6 +14,8 @@
 // 3. ladder: htam under the ladder and under full fidelity, from a fresh memory.
 // Every ratio carries a 95% percentile-bootstrap interval over its runs.
 #include <algorithm>
+#include <cstdlib>
+#include <ctime>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -169,6 +171,7 @@ int main(int argc, char** argv) {
   std::string spaces_dir, out, table, transfer_a, transfer_b;
   std::string arms_list = "htam,flat,feedback,random,oneshot,htam-prefix,htam-hierarchy,"
                           "htam-local-memory";
+  std::string commit;
   int seeds = 10, steps = 6;
   app.add_option("--spaces", spaces_dir, "folder of space files (*.json)")->required();
   app.add_option("--seeds", seeds, "seeds per arm and task")->capture_default_str();
@@ -178,6 +181,7 @@ int main(int argc, char** argv) {
   app.add_option("--transfer-b", transfer_b, "families of the B set");
   app.add_option("--out", out, "JSON to write")->required();
   app.add_option("--table", table, "markdown table to write");
+  app.add_option("--commit", commit, "kforge's commit, recorded in the JSON and the table");
   CLI11_PARSE(app, argc, argv);
   try {
     std::map<std::string, Loaded> spaces;  // by family
@@ -194,7 +198,14 @@ int main(int argc, char** argv) {
     ScratchDir scratch("kforge-simulate");
     Runner runner(seed, scratch.path(), steps);
     const fs::path memory = fs::path(scratch.path()) / "memory.sqlite";
-    nlohmann::json report = {{"seeds", seeds}, {"steps", steps}, {"spaces", nlohmann::json::array()}};
+    const std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    // The machine that simulated (the spaces record the one that measured).
+    const std::string host = std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "";
+    nlohmann::json report = {{"date", date}, {"commit", commit}, {"host", host},
+                             {"seeds", seeds}, {"steps", steps},
+                             {"spaces", nlohmann::json::array()}};
     for (const auto& [family, loaded] : spaces) {
       const simulation::PointRecord* best = loaded.space.best();
       report["spaces"].push_back(
@@ -303,7 +314,11 @@ int main(int argc, char** argv) {
     write_file_atomically(out, report.dump(1) + "\n");
     std::cout << fmt::format("{} simulated runs; wrote {}\n", runner.runs(), out);
     if (!table.empty()) {
-      std::string md = "| arm | final speedup (geomean, 95% CI) | gap to space best | AUC | htam/arm final | htam/arm AUC |\n|---|---|---|---|---|---|\n";
+      std::string md = fmt::format("Simulated {} ({} seeds, {} steps) at commit {} over spaces "
+                                   "measured on {}.\n\n",
+                                   date, seeds, steps, commit.empty() ? "?" : commit,
+                                   spaces.begin()->second.space.device) +
+                       "| arm | final speedup (geomean, 95% CI) | gap to space best | AUC | htam/arm final | htam/arm AUC |\n|---|---|---|---|---|---|\n";
       const auto cell = [](const nlohmann::json& j, const char* key) {
         return j.is_null() ? std::string("-")
                            : fmt::format("{:.3f} [{:.3f}, {:.3f}]", j[key].get<double>(),
