@@ -161,6 +161,9 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
       {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
   if (reference.verdict != Verdict::ok) throw Error(reference_path + ": " + reference.log);
   harness.report = harness.evaluator->prepare(reference);
+  if (std::optional<compile::CompileJob> model = evaluation::fp32_model_job(harness.task, backend)) {
+    harness.evaluator->load_fp32_model(compiler().compile(*model));
+  }
 }
 
 Harness& harness_for(const std::string& task_name, const std::string& backend) {

@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/epilogue.h"
 #include "cli/optimize_command.h"
 #include "cli/reference_check.h"
 #include "common/error.h"
@@ -120,7 +121,8 @@ int main(int argc, char** argv) {
         generation::load_family((fs::path(resource_root()) / "kernels").string(), resolved,
                                 task.family),
         dtype);
-    const generation::TemplatesGenerator generator(family, dtype);
+    generation::TemplatesGenerator generator(family, dtype);
+    generator.set_task_defines(task_defines(task));
 
     simulation::SpaceRecord space;
     if (resume && fs::exists(out)) {

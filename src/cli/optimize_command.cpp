@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/epilogue.h"
 #include "backends/backend.h"
 #include "cli/commands.h"
 #include "cli/optimize_baseline.h"
@@ -213,6 +214,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     } else {
       templates = std::make_unique<generation::TemplatesGenerator>(
           load_family_for(task, root, backend), to_string(element_dtype(task)));
+      templates->set_task_defines(task_defines(task));
     }
   }
 

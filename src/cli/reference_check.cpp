@@ -30,6 +30,17 @@ const Workload& first_timed(const Task& task) {
   throw Error(task.source_path + ": no timed workload (mark one `timed = true`)");
 }
 
+// Builds `job` with the toolchain and artifact cache the options name.
+compile::Artifact compile_with_cache(const compile::CompileJob& job,
+                                     const ReferenceCheckOptions& options) {
+  compile::ToolchainOptions toolchain;
+  toolchain.cache_dir = options.cache_dir.empty() ? artifact_cache_dir() : options.cache_dir;
+  toolchain.include_dirs = kernel_include_dirs();
+  toolchain.cuda_arch = options.cuda_arch;
+  compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
+  return compiler.compile(job);
+}
+
 // The artifact the reference worker loads: the derived task's JSON for a PyTorch reference (in
 // `scratch`), the compiled native reference otherwise.
 compile::Artifact reference_artifact(const Task& task, const std::string& backend,
@@ -49,16 +60,11 @@ compile::Artifact reference_artifact(const Task& task, const std::string& backen
                 backend + " reference; choose another --backend)");
   }
   reference = path->second;
-  compile::ToolchainOptions toolchain;
-  toolchain.cache_dir = options.cache_dir.empty() ? artifact_cache_dir() : options.cache_dir;
-  toolchain.include_dirs = kernel_include_dirs();
-  toolchain.cuda_arch = options.cuda_arch;
-  compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
   compile::CompileJob job;
   job.backend = backend;
   job.source_name = fs::path(reference).filename().string();
   job.source = read_file(reference);
-  artifact = compiler.compile(job);
+  artifact = compile_with_cache(job, options);
   if (artifact.verdict != Verdict::ok) {
     throw Error(reference + ": the reference does not compile with the " + backend +
                 " toolchain:\n" + artifact.log);
@@ -106,6 +112,12 @@ PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptio
   // The workers' destructors shut them down if what follows throws.
   check.report = with_context("reference " + check.reference,
                               [&] { return evaluator_->prepare(artifact); });
+  if (std::optional<compile::CompileJob> model =
+          evaluation::fp32_model_job(task, check.backend)) {
+    const compile::Artifact model_artifact = compile_with_cache(*model, options);
+    with_context("reference " + check.reference,
+                 [&] { evaluator_->load_fp32_model(model_artifact); });
+  }
   check.timing = with_context("reference " + check.reference,
                               [&] { return evaluator_->time_reference(); });
   check.wall_s = seconds();

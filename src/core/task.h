@@ -134,6 +134,26 @@ struct Task {
   /// and "spike" may be listed too; the gate adds them to every task by default anyway
   /// (GatePlan::adversarial_distributions), dropping one on which the reference is not finite.
   std::vector<std::string> distributions = {"uniform", "normal", "heavy_tailed"};
+  /// The accuracy an f32 output must have (TOML `precision`): "fp32" (default) holds every f32
+  /// output of a gate case to the fp32 precision rule where the task has an fp32 model
+  /// (evaluation/precision.h: error against the reference at most a few times that of a plain
+  /// fp32 computation), so TF32 or bf16 tensor-core arithmetic is wrong_answer; "tf32" and "bf16"
+  /// drop that rule, for a user who accepts such arithmetic (the tolerance still holds; set it to
+  /// what the model accepts). Reported in the result.
+  std::string precision = "fp32";
+  /// Defines that turn the native reference into the fp32 model (TOML `[fp32_model] defines`,
+  /// e.g. {KF_ACC = "float"}): the same source built with them computes the operator plainly at
+  /// fp32, while the reference itself computes at float64 and rounds once. Empty: no model, and
+  /// the precision rule does not apply (the tolerance alone judges).
+  std::map<std::string, std::string> fp32_model_defines;
+  /// How many times the fp32 model's error a candidate may make (TOML `[fp32_model] max_ratio`).
+  double precision_max_ratio = 8.0;
+  /// The element-wise chain a gemm_epilogue task applies after X W^T + b (TOML `epilogue`), in
+  /// order: "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "swish", or an op with scalars named
+  /// after a colon: "mul:s", "div:s", "add:s", "sub:s", "leaky_relu:slope",
+  /// "scale_residual:s" (v * s + v), "clamp:lo:hi". The templates generator compiles it in as
+  /// KF_EPILOGUE (generation/epilogue.h); kernels/common/epilogue.h defines the ops.
+  std::vector<std::string> epilogue;
   /// Static checks on candidate sources ([policy] table).
   SourcePolicy source_policy;
   std::string source_path;       // the TOML or PyTorch problem file it came from

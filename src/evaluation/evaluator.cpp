@@ -247,6 +247,22 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   return report;
 }
 
+std::optional<compile::CompileJob> fp32_model_job(const Task& task, const std::string& backend) {
+  if (task.precision != "fp32" || task.fp32_model_defines.empty() || task.has_torch_reference()) {
+    return std::nullopt;
+  }
+  const auto path = task.reference_paths.find(backend);
+  if (path == task.reference_paths.end()) return std::nullopt;
+  compile::CompileJob job;
+  job.backend = backend;
+  job.source_name = std::filesystem::path(path->second).filename().string();
+  job.source = read_file(path->second);
+  job.defines = task.fp32_model_defines;
+  return job;
+}
+
+void Evaluator::load_fp32_model(const compile::Artifact& model) { oracle_->load_fp32_model(model); }
+
 void Evaluator::provide_inputs() {
   if (worker::provided_tensors(task_.signature).empty()) return;
   // Every seed a candidate request can use, made once now: the gate cases', and on a timed

@@ -157,6 +157,12 @@ struct FullRung {
 /// the task's reference. Evaluator (below) is the real one; a test or a simulation runner passes
 /// a fake (one that replays recorded results need never touch `on`). Its policy() is the run's
 /// one EvaluationPolicy: the search reads min_gain, acceptance_level and final_rounds there.
+/// The build of the task's fp32 model on `backend`: the native reference at `reference_path`
+/// with Task::fp32_model_defines, or nullopt when the task has none, its precision is not
+/// "fp32", or the reference is a PyTorch module. The precision rule needs it loaded
+/// (EvaluationPlane::load_fp32_model).
+std::optional<compile::CompileJob> fp32_model_job(const Task& task, const std::string& backend);
+
 class EvaluationPlane {
  public:
   virtual ~EvaluationPlane() = default;
@@ -179,6 +185,10 @@ class EvaluationPlane {
   /// Loads the reference, checks the task and runs its self-test (Evaluator::prepare). Throws
   /// Error with the reason when the task is broken: the run must not start.
   virtual TaskReport prepare(const compile::Artifact& reference) = 0;
+  /// Loads the task's fp32 model (fp32_model_job) for the gate's precision rule (precision.h),
+  /// after prepare(). Throws Error when it does not compile or load. Planes that replay recorded
+  /// verdicts have no use for it.
+  virtual void load_fp32_model(const compile::Artifact& model) { (void)model; }
   /// Static policy check of a candidate's source: "" when it passes, else the violations.
   virtual std::string screen(const std::string& source, const std::string& source_name,
                              const std::string& backend) const = 0;
@@ -227,6 +237,7 @@ class Evaluator : public EvaluationPlane {
   /// inputs alone and agree with itself) and runs the task self-test. Throws Error with the
   /// reason when the task is broken: the run must not start. Weak-task findings are warnings.
   TaskReport prepare(const compile::Artifact& reference) override;
+  void load_fp32_model(const compile::Artifact& model) override;
 
   /// Static policy check of a candidate's source: "" when it passes, else the violations. A
   /// Python candidate (`source_name` ending in ".py") gets the Python screen (python_policy.h),

@@ -4,11 +4,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "common/error.h"
 #include "common/mapped_file.h"
 #include "evaluation/comparison.h"
+#include "evaluation/precision.h"
 #include "evaluation/tolerance.h"
+#include "worker/host_data.h"
 #include "worker/input_generator.h"
 
 namespace kforge::evaluation {
@@ -169,6 +175,14 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
                   std::to_string(expected.output_bytes) + " x " + std::to_string(gate_case.calls));
     }
 
+    // The fp32 precision rule's model outputs (gate workloads only: small, and the rule's ratio
+    // does not depend on size), computed before the clock for the comparison starts.
+    const ExpectedOutputs* model = nullptr;
+    if (task.precision == "fp32" && oracle.has_fp32_model() && !gate_case.workload.timed) {
+      const auto model_start = Clock::now();
+      model = oracle.fp32_model(gate_case);
+      outcome.reference_seconds += seconds_since(model_start);
+    }
     start = Clock::now();
     const MappedFile got(request.output_path, MappedFile::Mode::read);
     GateOutcome case_errors;
@@ -183,12 +197,31 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
         case_errors.max_rel_error = std::max(case_errors.max_rel_error, comparison.max_rel_error);
         case_errors.max_normalized_error =
             std::max(case_errors.max_normalized_error, comparison.normalized_error);
-        if (comparison.passed) continue;
+        std::optional<PrecisionCheck> precision;
+        if (model != nullptr && spec.dtype == DType::f32) {
+          precision = check_precision(
+              got.bytes(call * run.output_bytes + output.offset, output.bytes),
+              expected.file.bytes(output.offset, output.bytes),
+              model->file.bytes(output.offset, output.bytes),
+              worker::element_count(output.shape), task.precision_max_ratio);
+        }
+        if (comparison.passed && (!precision || precision->passed)) continue;
         outcome.compare_seconds += seconds_since(start);
-        std::string message = where + (run.calls_completed > 1 ? ", call " +
-                                                                     std::to_string(call + 1)
-                                                               : "") +
-                              ": output '" + spec.name + "': " + comparison.failure;
+        const std::string call_label =
+            run.calls_completed > 1 ? ", call " + std::to_string(call + 1) : "";
+        std::string message = where + call_label + ": output '" + spec.name + "': ";
+        if (comparison.passed) {
+          message += precision->failure;
+        } else {
+          message += comparison.failure;
+          if (precision && !precision->passed) {
+            message += fmt::format(" (its error is {} that of a plain fp32 computation: below "
+                                   "fp32 precision, or wrong)",
+                                   std::isinf(precision->ratio)
+                                       ? std::string("many times")
+                                       : fmt::format("{:.0f}x", precision->ratio));
+          }
+        }
         if (call > 0) {
           message += " (the first call on the same inputs passed: a race, or state kept "
                      "between calls)";

@@ -141,29 +141,70 @@ void ReferenceOracle::load(const compile::Artifact& reference) {
   handle_ = loaded.handle;
 }
 
-const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
-  const std::string key = cache_key(gate_case);
-  if (auto found = cache_.find(key); found != cache_.end()) return *found->second;
-  if (handle_ < 0) throw Error("reference oracle: no reference loaded");
-  const std::string where = "the task's reference (" + gate_case.label() + ")";
+std::pair<worker::RunResult, std::unique_ptr<ExpectedOutputs>> ReferenceOracle::run_case(
+    int handle, const GateCase& gate_case, int calls, const std::string& file_tag) {
   worker::RunRequest request;
-  request.handle = handle_;
+  request.handle = handle;
   request.signature = task_.signature;
   request.workload = gate_case.workload;
   request.seed = gate_case.seed;
   request.distribution = gate_case.distribution;
-  request.calls = gate_case.calls;
+  request.calls = calls;
   request.padded = gate_case.padded;
   request.late_write_wait_ms = 0.0;
   request.remap = gate_case.remap;
   request.provided_dir = provided_dir_;
-  request.output_path = scratch_.next_file("expected");
+  request.output_path = scratch_.next_file(file_tag);
   create_private_file(request.output_path);
   worker::RunResult run = worker_.run(request, timeout_s_);
   auto outputs = std::make_unique<ExpectedOutputs>(ExpectedOutputs{
       MappedFile(request.output_path, MappedFile::Mode::read), run.output_bytes,
       run.call_ms.empty() ? 0.0 : run.call_ms.front(), run.input_ms, run.output_ms});
   ::unlink(request.output_path.c_str());  // mapped: the pages live until the mapping goes
+  return {std::move(run), std::move(outputs)};
+}
+
+void ReferenceOracle::load_fp32_model(const compile::Artifact& model) {
+  if (model.verdict != Verdict::ok) {
+    throw Error("the task's fp32 model (its reference built with [fp32_model] defines) does not "
+                "compile (" + task_.source_path + "):\n" +
+                with_reference_paths(model.log, model.key, task_));
+  }
+  worker::LoadResult loaded = worker_.load({model.path}, timeout_s_);
+  if (loaded.verdict != Verdict::ok) {
+    throw Error("the task's fp32 model does not load: " + to_string(loaded.verdict) + ": " +
+                loaded.message);
+  }
+  model_handle_ = loaded.handle;
+}
+
+const ExpectedOutputs* ReferenceOracle::fp32_model(const GateCase& gate_case) {
+  if (model_handle_ < 0) return nullptr;
+  const std::string key = cache_key(gate_case);
+  if (auto found = model_cache_.find(key); found != model_cache_.end()) return found->second.get();
+  const std::string where = "the task's fp32 model (" + gate_case.label() + ")";
+  auto [run, outputs] = run_case(model_handle_, gate_case, 1, "model");
+  if (run.verdict != Verdict::ok) {
+    throw Error(where + " failed: " + to_string(run.verdict) + ": " + run.message);
+  }
+  for (const OutputLayout& output : output_layout(task_.signature, gate_case.workload)) {
+    const TensorSpec& spec = task_.signature.tensors[output.tensor];
+    if (int64_t e = first_poisoned(outputs->file.bytes(output.offset, output.bytes),
+                                   dtype_size(spec.dtype));
+        e >= 0) {
+      throw Error(where + " left output '" + spec.name + "' unwritten at " +
+                  format_index(e, output.shape));
+    }
+  }
+  return model_cache_.emplace(key, std::move(outputs)).first->second.get();
+}
+
+const ExpectedOutputs& ReferenceOracle::expected(const GateCase& gate_case) {
+  const std::string key = cache_key(gate_case);
+  if (auto found = cache_.find(key); found != cache_.end()) return *found->second;
+  if (handle_ < 0) throw Error("reference oracle: no reference loaded");
+  const std::string where = "the task's reference (" + gate_case.label() + ")";
+  auto [run, outputs] = run_case(handle_, gate_case, gate_case.calls, "expected");
   if (run.verdict != Verdict::ok) {
     throw Error(where + " failed: " + to_string(run.verdict) + ": " + run.message);
   }
@@ -223,9 +264,11 @@ void ReferenceOracle::provide(const Workload& workload, const std::vector<uint64
 }
 
 void ReferenceOracle::forget(const std::string& workload_name) {
-  std::erase_if(cache_, [&](const auto& entry) {
+  const auto of_workload = [&](const auto& entry) {
     return entry.first.rfind(workload_name + "/", 0) == 0;
-  });
+  };
+  std::erase_if(cache_, of_workload);
+  std::erase_if(model_cache_, of_workload);
 }
 
 }  // namespace kforge::evaluation

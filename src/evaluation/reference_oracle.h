@@ -71,6 +71,14 @@ class ReferenceOracle {
   /// unwritten element), or disagrees with itself between calls.
   const ExpectedOutputs& expected(const GateCase& gate_case);
 
+  /// Loads the task's fp32 model (its reference built with Task::fp32_model_defines) into the
+  /// reference worker. Throws Error (the task is broken) if it did not compile or does not load.
+  void load_fp32_model(const compile::Artifact& model);
+  bool has_fp32_model() const { return model_handle_ >= 0; }
+  /// The fp32 model's outputs on `gate_case` (one call), computed on first use and kept; null
+  /// without a model. Throws Error when the model fails or leaves an output unwritten.
+  const ExpectedOutputs* fp32_model(const GateCase& gate_case);
+
   /// Drops kept outputs of `workload` (e.g. the large timed workload after the self-test).
   void forget(const std::string& workload_name);
 
@@ -89,9 +97,15 @@ class ReferenceOracle {
   ScratchDir& scratch_;
   double timeout_s_;
   int handle_ = -1;
+  int model_handle_ = -1;
   std::string provided_dir_;
   std::set<std::pair<std::string, uint64_t>> provided_;  // (workload, seed) written
   std::map<std::string, std::unique_ptr<ExpectedOutputs>> cache_;
+  std::map<std::string, std::unique_ptr<ExpectedOutputs>> model_cache_;
+
+  /// Runs `handle` on `gate_case` (`calls` calls) into a new mapped file.
+  std::pair<worker::RunResult, std::unique_ptr<ExpectedOutputs>> run_case(
+      int handle, const GateCase& gate_case, int calls, const std::string& file_tag);
 };
 
 /// Byte offset of each output tensor within one call's outputs, in signature order, with its

@@ -130,6 +130,7 @@ Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
     proposal.job.defines.clear();
     return proposal;
   }
+  for (const auto& [name, value] : task_defines_) proposal.job.defines[name] = value;
   // f32 builds keep the sources' default, so their artifacts and ids are unchanged.
   if (dtype_ != "f32") proposal.job.defines["KF_DTYPE"] = dtype_define(dtype_);
   return proposal;

@@ -2,6 +2,9 @@
 // change of template parameters or of variant (DESIGN.md, "Generation plane").
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "generation/generator.h"
 
 namespace kforge::generation {
@@ -24,6 +27,13 @@ class TemplatesGenerator : public Generator {
   std::optional<Proposal> apply(const Proposal& parent, const memory::Strategy& strategy) override;
   std::string standalone_source(const Proposal& proposal) const override;
 
+  /// Defines every native point is built with besides its knobs, from the task rather than the
+  /// family: task_defines() (core/epilogue.h), e.g. a gemm_epilogue task's KF_EPILOGUE. They are
+  /// part of each job, so of its artifact key. Call before proposing.
+  void set_task_defines(std::map<std::string, std::string> defines) {
+    task_defines_ = std::move(defines);
+  }
+
   /// The proposal for a given point (reads the variant's source). Throws Error on an unknown
   /// variant or a parameter value outside its allowed list.
   Proposal make_proposal(const TemplatePoint& point) const;
@@ -32,6 +42,7 @@ class TemplatesGenerator : public Generator {
   KernelFamily family_;
   std::string dtype_;
   std::string model_new_shell_;  // "" for native kernels
+  std::map<std::string, std::string> task_defines_;
 };
 
 /// The line of a ModelNew shell where a Python kernel module goes (the same text as

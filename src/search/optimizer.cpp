@@ -179,6 +179,11 @@ void Optimizer::prepare_reference() {
   }
   evaluation::TaskReport task_report = with_context(
       "reference " + reference_path, [&] { return evaluator_.prepare(reference_artifact); });
+  if (std::optional<compile::CompileJob> model = evaluation::fp32_model_job(task_, backend_)) {
+    const compile::Artifact model_artifact = builds_.submit(*model).get();
+    with_context("reference " + reference_path,
+                 [&] { evaluator_.load_fp32_model(model_artifact); });
+  }
   for (const std::string& warning : task_report.warnings) progress_("warning: " + warning);
   copy_bytes_per_s_ = task_report.device.copy_bytes_per_s;
   if (auto peak = task_report.device.peak_flops_per_s.find("f32");

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "core/epilogue.h"
 #include "generation/templates_generator.h"
 #include "report/run_directory.h"
 #include "search/optimizer.h"
@@ -95,6 +96,7 @@ RunOutcome simulate_run(const Task& task, const SpaceRecord& space, memory::Stor
                                    : options.kernels_root).string(),
                               space.backend, space.family),
       space.dtype);
+  generator.set_task_defines(task_defines(task));
 
   search::OptimizeOptions optimize;
   optimize.steps = options.steps;

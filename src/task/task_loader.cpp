@@ -11,6 +11,8 @@
 #include "backends/backend.h"
 #include "common/error.h"
 #include "common/hash.h"
+#include "core/epilogue.h"
+#include "core/epilogue.h"
 #include "core/expression.h"
 #include "task/policy_table.h"
 #include "task/torch_task.h"
@@ -226,6 +228,60 @@ Tolerance read_tolerance(const FieldReader& reader, const toml::table& root) {
   return tolerance;
 }
 
+// `precision`, `[fp32_model]` and `epilogue` (task.h). The epilogue's scalars are checked
+// against the signature, so read the scalars first.
+void read_precision_and_epilogue(const FieldReader& reader, const toml::table& root, Task& task) {
+  task.precision = reader.string(root, "precision", "precision", false, "fp32");
+  if (task.precision != "fp32" && task.precision != "tf32" && task.precision != "bf16") {
+    reader.fail("precision", "'" + task.precision + "' is not a precision (expected \"fp32\", "
+                             "\"tf32\" or \"bf16\")");
+  }
+  if (const toml::node* node = root.get("fp32_model")) {
+    const toml::table* table = node->as_table();
+    if (table == nullptr) reader.fail("fp32_model", "expected a table with `defines`");
+    for (const auto& [key, item] : *table) {
+      const std::string name(key.str());
+      if (name == "defines") {
+        const toml::table* defines = item.as_table();
+        if (defines == nullptr || defines->empty()) {
+          reader.fail("fp32_model.defines",
+                      "expected a table of NAME = \"value\" (e.g. { KF_ACC = \"float\" })");
+        }
+        for (const auto& [define, value] : *defines) {
+          auto text = value.value<std::string>();
+          if (!text) reader.fail("fp32_model.defines." + std::string(define.str()), "expected a string");
+          task.fp32_model_defines[std::string(define.str())] = *text;
+        }
+      } else if (name == "max_ratio") {
+        auto ratio = item.value<double>();
+        if (!ratio || !(*ratio >= 1.0)) {
+          reader.fail("fp32_model.max_ratio", "expected a number >= 1");
+        }
+        task.precision_max_ratio = *ratio;
+      } else {
+        reader.fail("fp32_model." + name, "unknown key (expected defines, max_ratio)");
+      }
+    }
+    if (task.fp32_model_defines.empty()) {
+      reader.fail("fp32_model", "missing `defines` (the defines that make the reference fp32)");
+    }
+  }
+  if (const toml::node* node = root.get("epilogue")) {
+    const toml::array* chain = node->as_array();
+    if (chain == nullptr) reader.fail("epilogue", "expected an array of op strings");
+    for (const toml::node& item : *chain) {
+      auto op = item.value<std::string>();
+      if (!op) reader.fail("epilogue", "expected an array of op strings");
+      task.epilogue.push_back(*op);
+    }
+    try {
+      parse_epilogue(task.epilogue, task.signature);
+    } catch (const Error& e) {
+      reader.fail("epilogue", e.what());
+    }
+  }
+}
+
 std::vector<std::string> read_distributions(const FieldReader& reader, const toml::table& root) {
   // InputDistribution's names (worker/host_data.h, which this module does not include).
   static const std::set<std::string> kKnown = {"uniform", "normal", "heavy_tailed",
@@ -388,7 +444,7 @@ Task load_task(const std::string& path) {
   static const std::vector<std::string> kTopLevel = {
       "name",    "family",  "description", "baseline",  "flops",     "bytes",     "distributions",
       "inputs",  "outputs", "scalars",     "workloads", "tolerance", "reference", "policy",
-      "torch"};
+      "torch",   "precision", "fp32_model", "epilogue"};
   for (const auto& [key, node] : root) {
     const std::string name(key.str());
     if (std::find(kTopLevel.begin(), kTopLevel.end(), name) != kTopLevel.end()) continue;
@@ -414,6 +470,7 @@ Task load_task(const std::string& path) {
   task.signature.scalars = read_scalars(reader, root);
   task.workloads = read_workloads(reader, root);
   task.tolerance = read_tolerance(reader, root);
+  read_precision_and_epilogue(reader, root, task);
   for (const auto& [workload, atol] : task.tolerance.workload_atol) {
     const bool known = std::any_of(task.workloads.begin(), task.workloads.end(),
                                    [&](const Workload& w) { return w.name == workload; });

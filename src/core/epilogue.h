@@ -1,0 +1,38 @@
+// The element-wise epilogue chain of a gemm_epilogue task (Task::epilogue), parsed and checked
+// against the task's scalars, and written as the KF_EPILOGUE define that
+// kernels/common/epilogue.h reads.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/task.h"
+
+namespace kforge {
+
+/// One op of the chain: its name ("relu", "div", ...) and the indices, in
+/// Signature::scalars, of the scalars it reads (none, one, or two for "clamp").
+struct EpilogueOp {
+  std::string name;
+  std::vector<int> scalars;
+};
+
+/// The ops kforge knows, as "name" or "name:scalar[:scalar]" patterns, for messages and docs.
+std::vector<std::string> epilogue_op_patterns();
+
+/// Parses `chain` ("relu", "div:divisor", "clamp:lo:hi", ...). Throws Error naming the entry when
+/// an op is unknown, has the wrong number of scalars, or names a scalar the signature lacks.
+std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
+                                       const Signature& signature);
+
+/// The value of -DKF_EPILOGUE for `ops`: C++ op objects joined by `|` (no comma, which nvcc
+/// would split a -D value on), e.g. "kf::ep::Relu{}|kf::ep::Div{0}"; "kf::ep::Identity{}" for an
+/// empty chain.
+std::string epilogue_define(const std::vector<EpilogueOp>& ops);
+
+/// Defines a native built-in kernel of `task` needs from the task itself: {KF_EPILOGUE: ...} when
+/// the task has an epilogue chain, else none. Throws Error as parse_epilogue does.
+std::map<std::string, std::string> task_defines(const Task& task);
+
+}  // namespace kforge

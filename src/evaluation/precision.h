@@ -1,0 +1,49 @@
+// The fp32 precision rule (Task::precision = "fp32"): a candidate's f32 output may be off the
+// float64 reference by at most a few times what a plain fp32 computation of the same operator is
+// off by, measured on the same inputs.
+//
+// Why measured, not a formula: the classic bound on an fp32 dot product of length K,
+// |error| <= gamma_K * sum |a_k b_k| with gamma_K = K u / (1 - K u), u = 2^-24 (Higham, Accuracy
+// and Stability of Numerical Algorithms, 2nd ed., 2002, section 3.1), is K u ~ 2^-11 relative at
+// K = 8192: exactly the rounding of TF32's 10-bit mantissa, so such a bound lets TF32 through;
+// the probabilistic sqrt(K) u bound (Higham and Mary, SIAM J. Sci. Comput. 41(5), 2019) is
+// tighter but still a bound on the worst order. The task's fp32 model (its reference built at
+// fp32, Task::fp32_model_defines) gives the error an ordinary fp32 order actually makes on each
+// gate case, normal and heavy-tailed inputs included; TF32 or bf16 arithmetic makes ~100-10000x
+// that, split-precision schemes (3xTF32, bf16x3) about the same or less.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace kforge::evaluation {
+
+/// Outcome of the rule on one f32 output.
+struct PrecisionCheck {
+  bool passed = true;
+  /// Empty when passed; otherwise one sentence naming both errors, their ratio and what to do.
+  std::string failure;
+  double candidate_rms_error = 0.0;  // RMS(got - reference) over finite reference elements
+  double model_rms_error = 0.0;      // RMS(model - reference) over the same elements
+  double reference_rms = 0.0;        // RMS(reference)
+  double allowed_rms_error = 0.0;    // max_ratio * model_rms_error + 4 u RMS(reference)
+  /// candidate_rms_error / model_rms_error (inf when only the model's error is 0; 0 when both).
+  double ratio = 0.0;
+};
+
+/// Checks `got` against `reference` with the fp32 model's outputs `model` on the same inputs,
+/// all f32, `elements` each (densely packed; longer spans are fine).
+///
+/// Over the elements where the reference is finite:
+///   RMS(got - reference) <= max_ratio * RMS(model - reference) + 4 * 2^-24 * RMS(reference).
+/// The last term is four units in the last place of a typical element: room for the final
+/// rounding, which the model may get right by chance on every element (e.g. K = 1). A non-finite
+/// `got` where the reference is finite fails (the tolerance check names the element).
+/// Throws Error when a span is shorter than `elements` floats or max_ratio < 1.
+PrecisionCheck check_precision(std::span<const std::byte> got,
+                               std::span<const std::byte> reference,
+                               std::span<const std::byte> model, int64_t elements,
+                               double max_ratio);
+
+}  // namespace kforge::evaluation

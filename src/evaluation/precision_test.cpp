@@ -1,0 +1,152 @@
+#include "evaluation/precision.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "common/error.h"
+
+namespace kforge::evaluation {
+namespace {
+
+std::vector<std::byte> bytes_of(const std::vector<float>& values) {
+  std::vector<std::byte> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+float to_tf32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits += 0x0fffu + ((bits >> 13) & 1u);
+  bits &= 0xffffe000u;
+  std::memcpy(&v, &bits, sizeof bits);
+  return v;
+}
+
+float to_bf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  std::memcpy(&v, &bits, sizeof bits);
+  return v;
+}
+
+// Dot products of `rows` pairs of length k, normal inputs (which cancel), computed several ways.
+struct Dots {
+  std::vector<float> exact, fp32_serial, fp32_blocked, tf32, bf16, split_3xtf32;
+};
+
+Dots dots(int rows, int k, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Dots d;
+  for (int r = 0; r < rows; ++r) {
+    std::vector<float> a(k), b(k);
+    for (int i = 0; i < k; ++i) {
+      a[i] = normal(rng);
+      b[i] = normal(rng);
+    }
+    double exact = 0.0;
+    float serial = 0.0f, t = 0.0f, h = 0.0f, split = 0.0f;
+    float lanes[8] = {};
+    for (int i = 0; i < k; ++i) {
+      exact += static_cast<double>(a[i]) * b[i];
+      serial += a[i] * b[i];
+      lanes[i % 8] += a[i] * b[i];
+      t += to_tf32(a[i]) * to_tf32(b[i]);
+      h += to_bf16(a[i]) * to_bf16(b[i]);
+      const float ah = to_tf32(a[i]), bh = to_tf32(b[i]);
+      const float al = to_tf32(a[i] - ah), bl = to_tf32(b[i] - bh);
+      split += ah * bl + al * bh + ah * bh;
+    }
+    float blocked = 0.0f;
+    for (float lane : lanes) blocked += lane;
+    d.exact.push_back(static_cast<float>(exact));
+    d.fp32_serial.push_back(serial);
+    d.fp32_blocked.push_back(blocked);
+    d.tf32.push_back(t);
+    d.bf16.push_back(h);
+    d.split_3xtf32.push_back(split);
+  }
+  return d;
+}
+
+PrecisionCheck check(const std::vector<float>& got, const Dots& d, double max_ratio = 8.0) {
+  return check_precision(bytes_of(got), bytes_of(d.exact), bytes_of(d.fp32_serial),
+                         static_cast<int64_t>(got.size()), max_ratio);
+}
+
+// The rule separates what it must at the reduction lengths of the gate and of KernelBench: fp32
+// orders and the 3xTF32 split pass with room, TF32 and bf16 fail by far more than the margin.
+TEST(PrecisionRule, SeparatesFp32AccurateOrdersFromTf32AndBf16) {
+  for (int k : {1, 31, 257, 4097}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    const Dots d = dots(256, k, 1234 + k);
+    EXPECT_TRUE(check(d.fp32_serial, d).passed);
+    EXPECT_TRUE(check(d.fp32_blocked, d).passed);
+    const PrecisionCheck split = check(d.split_3xtf32, d);
+    EXPECT_TRUE(split.passed) << split.failure;
+    const PrecisionCheck tf32 = check(d.tf32, d);
+    EXPECT_FALSE(tf32.passed);
+    EXPECT_GT(tf32.ratio, 50.0);  // the margin over max_ratio = 8 is large, not marginal
+    EXPECT_NE(tf32.failure.find("below fp32 precision"), std::string::npos) << tf32.failure;
+    EXPECT_FALSE(check(d.bf16, d).passed);
+  }
+}
+
+TEST(PrecisionRule, ReportsBothErrorsAndTheRatio) {
+  const Dots d = dots(64, 1024, 7);
+  const PrecisionCheck tf32 = check(d.tf32, d);
+  EXPECT_GT(tf32.model_rms_error, 0.0);
+  EXPECT_NEAR(tf32.ratio, tf32.candidate_rms_error / tf32.model_rms_error, 1e-9);
+  EXPECT_NEAR(tf32.allowed_rms_error,
+              8.0 * tf32.model_rms_error + 4.0 * 0x1p-24 * tf32.reference_rms, 1e-12);
+  // A larger max_ratio (the task's [fp32_model] max_ratio) admits more.
+  EXPECT_TRUE(check(d.tf32, d, 1e6).passed);
+}
+
+TEST(PrecisionRule, ExactModelLeavesRoomForTheFinalRounding) {
+  // The model is exact (e.g. K = 1): a candidate one ulp off everywhere still passes; one that
+  // is 2^-11 off (a TF32 input rounding) does not.
+  const std::vector<float> reference = {1.0f, -3.0f, 0.5f, 100.0f};
+  std::vector<float> ulp_off, tf32_off;
+  for (float v : reference) {
+    ulp_off.push_back(std::nextafter(v, 2.0f * v));
+    tf32_off.push_back(v * (1.0f + 0x1p-11f));
+  }
+  const auto n = static_cast<int64_t>(reference.size());
+  EXPECT_TRUE(check_precision(bytes_of(ulp_off), bytes_of(reference), bytes_of(reference), n, 8.0)
+                  .passed);
+  const PrecisionCheck off =
+      check_precision(bytes_of(tf32_off), bytes_of(reference), bytes_of(reference), n, 8.0);
+  EXPECT_FALSE(off.passed);
+  EXPECT_TRUE(std::isinf(off.ratio));
+  EXPECT_NE(off.failure.find("many times"), std::string::npos) << off.failure;
+}
+
+TEST(PrecisionRule, IgnoresNonFiniteReferenceAndFailsNonFiniteCandidate) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> reference = {inf, 1.0f, 2.0f};
+  const std::vector<float> model = {inf, 1.0f, 2.0f};
+  EXPECT_TRUE(check_precision(bytes_of({0.0f, 1.0f, 2.0f}), bytes_of(reference), bytes_of(model),
+                              3, 8.0)
+                  .passed);
+  EXPECT_FALSE(check_precision(bytes_of({inf, std::nanf(""), 2.0f}), bytes_of(reference),
+                               bytes_of(model), 3, 8.0)
+                   .passed);
+}
+
+TEST(PrecisionRule, RejectsShortSpansAndRatiosBelowOne) {
+  const std::vector<std::byte> two = bytes_of({1.0f, 2.0f});
+  EXPECT_THROW(check_precision(two, two, two, 3, 8.0), Error);
+  EXPECT_THROW(check_precision(two, two, two, 2, 0.5), Error);
+}
+
+}  // namespace
+}  // namespace kforge::evaluation
