@@ -19,10 +19,15 @@ def load(name: str) -> dict:
 
 
 class FamilyTableTest(unittest.TestCase):
+    # Families whose computation is not fixed but read from each task: gemm_epilogue's
+    # element-wise chain (the task's `epilogue`). A fixed entry cannot describe them; a PyTorch
+    # problem of their form is matched by tracing its module instead (not written yet).
+    PER_TASK_FORM = ["gemm_epilogue"]
+
     def test_every_cpu_kernel_family_has_an_entry(self):
         kernels = EXAMPLES.parent / "kernels" / "cpu"
         on_disk = sorted(p.name for p in kernels.iterdir() if (p / "family.toml").exists())
-        self.assertEqual(sorted(f.name for f in FAMILIES), on_disk)
+        self.assertEqual(sorted([f.name for f in FAMILIES] + self.PER_TASK_FORM), on_disk)
 
     def test_entries_mirror_the_example_tasks(self):
         for family in FAMILIES:

@@ -210,6 +210,14 @@ std::string render_console_summary(const nlohmann::json& result, const std::stri
                           ? fmt::format(" ({} restored from the run database)",
                                         result.value("replayed_candidates", 0))
                           : "");
+  // Said only where it is not the plain default: the rule applied, or the user relaxed it.
+  if (const std::string precision = result.value("precision", "");
+      !precision.empty() && precision != "fp32") {
+    text += "  precision:  " + precision +
+            (precision == "fp32 (precision rule)"
+                 ? ": correct means within a few times plain fp32's error (no TF32 or bf16 arithmetic)\n"
+                 : ": reduced-precision arithmetic accepted by the task\n");
+  }
   if (const std::string budget = budget_line(result); !budget.empty()) {
     text += "  budget:     " + budget + "\n";
   }

@@ -46,6 +46,7 @@ nlohmann::json OptimizeResult::to_json() const {
   j["backend"] = backend;
   j["device"] = device;
   j["toolchain"] = toolchain;
+  j["precision"] = precision;
   j["wall_s"] = wall_s;
   j["bytes_moved"] = bytes_moved;
   j["task_warnings"] = task_warnings;

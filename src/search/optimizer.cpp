@@ -334,6 +334,8 @@ OptimizeResult Optimizer::run() {
   task_hash_ = task_hash(task_);
   result_.device = device_;
   result_.toolchain = toolchain_;
+  result_.precision = evaluation::fp32_model_job(task_, backend_) ? "fp32 (precision rule)"
+                                                                   : task_.precision;
   progress_(fmt::format("device: {} ({}), toolchain: {}", device_.name,
                         backends::get_backend(backend_).can.compute_capability
                             ? "sm " + device_.compute_capability

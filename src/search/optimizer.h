@@ -199,6 +199,9 @@ struct OptimizeResult {
   std::string backend;
   worker::DeviceInfo device;
   std::string toolchain;
+  /// The accuracy the outputs were held to (Task::precision) and whether the fp32 precision rule
+  /// applied ("fp32" with an fp32 model): "fp32 (precision rule)", "fp32", "tf32", "bf16".
+  std::string precision;
   std::vector<CandidateRecord> candidates;
   std::optional<CandidateRecord> best;
   evaluation::SampleSummary reference_final;
