@@ -112,11 +112,14 @@ __device__ __forceinline__ void compute_slice(const float* a_s, const float* b_s
   }
 }
 
-template <bool kVec, class Epilogue>
+template <bool kVec>
 __global__ void __launch_bounds__(kThreads)
 gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
             const float* __restrict__ bias, float* __restrict__ y, int64_t M, int64_t N,
-            int64_t K, kf::ep::Scalars s, Epilogue epilogue, bool pair_stores) {
+            int64_t K, kf::ep::Scalars s, bool pair_stores) {
+  // The chain is a compile-time constant here, so its scalar indices fold (passed as a kernel
+  // argument they would be runtime indices into s.v, which then lives in local memory).
+  constexpr auto epilogue = KF_EPILOGUE;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / kWarpsN, wn = warp % kWarpsN;
@@ -188,10 +191,9 @@ gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
     }
 }
 
-template <bool kVec, class Epilogue>
-int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, Epilogue epilogue,
-           cudaStream_t stream) {
-  auto kernel = gemm_tf32x3<kVec, Epilogue>;
+template <bool kVec>
+int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, cudaStream_t stream) {
+  auto kernel = gemm_tf32x3<kVec>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in (a host-side attribute, no sync).
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(kSmemBytes));
@@ -200,7 +202,7 @@ int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, Epilogue epilogue,
                   static_cast<unsigned>((a.m + BM - 1) / BM));
   const bool pairs = a.n % 2 == 0 && kf::aligned(a.y, 8);
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, s,
-                                                 epilogue, pairs);
+                                                 pairs);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -214,8 +216,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   kf::ep::Scalars s;
   if (!kf::ep::load_scalars(args, s)) return -1;
   if (a.m == 0 || a.n == 0) return 0;
-  const auto epilogue = KF_EPILOGUE;
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
   const bool vec = a.k % 4 == 0 && kf::aligned(a.x, 16) && kf::aligned(a.w, 16);
-  return vec ? launch<true>(a, s, epilogue, stream) : launch<false>(a, s, epilogue, stream);
+  return vec ? launch<true>(a, s, stream) : launch<false>(a, s, stream);
 }
