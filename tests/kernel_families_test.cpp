@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -27,6 +28,7 @@
 #include "backends/backend.h"
 #include "common/paths.h"
 #include "compile/toolchain_compiler.h"
+#include "core/epilogue.h"
 #include "evaluation/evaluator.h"
 #include "generation/kernel_family.h"
 #include "generation/templates_generator.h"
@@ -45,7 +47,8 @@ const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv"
                               "gemv_t",    "layernorm",        "rmsnorm_channels",
                               "relu",      "gelu",             "silu",
                               "silu_f16",  "gelu_bf16",        "rmsnorm_bf16",
-                              "softmax_f16", "log_softmax_bf16", "layernorm_bf16"};
+                              "softmax_f16", "log_softmax_bf16", "layernorm_bf16",
+                              "gemm_relu_div"};
 
 struct FamilyPoint {
   std::string backend, task, family, dtype;
@@ -165,11 +168,15 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
   harness.generator = std::make_unique<generation::TemplatesGenerator>(
       generation::load_family(kernels_root(), backend, harness.task.family),
       to_string(element_dtype(harness.task)));
+  harness.generator->set_task_defines(task_defines(harness.task));
   const std::string& reference_path = harness.task.reference_paths.at(backend);
   const compile::Artifact reference = compiler().compile(
       {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
   if (reference.verdict != Verdict::ok) throw Error(reference_path + ": " + reference.log);
   harness.evaluator->prepare(reference);
+  if (std::optional<compile::CompileJob> model = evaluation::fp32_model_job(harness.task, backend)) {
+    harness.evaluator->load_fp32_model(compiler().compile(*model));
+  }
 }
 
 Harness& harness_for(const std::string& task_name, const std::string& backend) {

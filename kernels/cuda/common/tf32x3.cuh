@@ -1,0 +1,87 @@
+// Warp-level tensor-core helpers of the gemm_epilogue family (sm_80+): the 3xTF32 split that keeps
+// fp32 accuracy on TF32 tensor cores, the m16n8k8 TF32 mma.sync, and cp.async wrappers that
+// zero-fill out-of-range sources.
+//
+// 3xTF32 (NVIDIA CUTLASS's OpMultiplyAddFastF32; Ootomo & Yokota, "Recovering single precision
+// accuracy from Tensor Cores while surpassing the FP32 theoretical peak performance", IJHPCA 2022):
+// a = a_hi + a_lo with a_hi = tf32(a) (10 mantissa bits, round to nearest away) and
+// a_lo = tf32(a - a_hi); then a*b ~ a_hi*b_hi + a_hi*b_lo + a_lo*b_hi in fp32 accumulators (the
+// lo*lo term, ~2^-22 relative, dropped). The small terms go first so they are not absorbed.
+// Plain single TF32 (one mma on tf32(a), tf32(b)) errs by ~2^-11 relative per product: ~100x an
+// fp32 computation's error, which kforge's fp32 precision rule rejects.
+//
+// m16n8k8 .tf32 fragment layout (PTX ISA 9.x, "Matrix Fragments for mma.m16n8k8"), with
+// g = lane / 4 and t = lane % 4:
+//   A (16 x 8, row-major):  a0 = (g, t)   a1 = (g + 8, t)   a2 = (g, t + 4)   a3 = (g + 8, t + 4)
+//   B ( 8 x 8, "col"):      b0 = (k = t, n = g)              b1 = (k = t + 4, n = g)
+//   C (16 x 8, fp32):       c0 = (g, 2t)  c1 = (g, 2t + 1)  c2 = (g + 8, 2t)  c3 = (g + 8, 2t + 1)
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kf::tf32x3 {
+
+/// fp32 -> tf32 (cvt.rna: round to nearest, ties away from zero); the result is an fp32 bit
+/// pattern whose low 13 mantissa bits are zero.
+__device__ __forceinline__ uint32_t to_tf32(float v) {
+  uint32_t out;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(out) : "f"(v));
+  return out;
+}
+
+/// v = hi + lo to ~2^-22 relative (both tf32 bit patterns).
+__device__ __forceinline__ void split(float v, uint32_t& hi, uint32_t& lo) {
+  hi = to_tf32(v);
+  lo = to_tf32(v - __uint_as_float(hi));
+}
+
+/// d += a * b on one m16n8k8 tile: a 16x8 (row), b 8x8 (col), d 16x8 fp32 (layout above).
+__device__ __forceinline__ void mma_m16n8k8(float (&d)[4], const uint32_t (&a)[4],
+                                            const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/// d += a * b in 3xTF32: three mma.sync, the two correction terms first.
+__device__ __forceinline__ void mma_3xtf32(float (&d)[4], const uint32_t (&a_hi)[4],
+                                           const uint32_t (&a_lo)[4], const uint32_t (&b_hi)[2],
+                                           const uint32_t (&b_lo)[2]) {
+  mma_m16n8k8(d, a_lo, b_hi);
+  mma_m16n8k8(d, a_hi, b_lo);
+  mma_m16n8k8(d, a_hi, b_hi);
+}
+
+/// Shared-memory address of p for the cp.async operands.
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// Copies 16 bytes global -> shared, asynchronously; reads only the first src_bytes (0 or 16
+/// here) and zero-fills the rest. dst and src must be 16-byte aligned; src must be a valid
+/// address even when src_bytes is 0 (pass the tensor's base).
+__device__ __forceinline__ void cp_async_16(void* dst, const float* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(src_bytes));
+}
+
+/// Copies 4 bytes global -> shared (src_bytes 0 writes a zero); for unaligned rows (K % 4 != 0).
+__device__ __forceinline__ void cp_async_4(void* dst, const float* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(src_bytes));
+}
+
+/// Closes the group of cp.async issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+/// Waits until at most `Pending` committed groups are still in flight (this thread's copies).
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+}  // namespace kf::tf32x3
