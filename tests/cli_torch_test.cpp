@@ -178,6 +178,73 @@ TEST_F(CliTorchTest, OptimizeRunsTheModuleAsReferenceAndTheFamilyAsCandidates) {
   }
 }
 
+constexpr const char* kLinearGeluScale = R"(import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """A user's projection: Linear, GELU, then a scale."""
+
+    def __init__(self, in_features, out_features, scale):
+        super().__init__()
+        self.proj = nn.Linear(in_features, out_features)
+        self.scale = scale
+
+    def forward(self, x):
+        return F.gelu(self.proj(x)) * self.scale
+
+
+batch = 48
+in_features = 96
+out_features = 40
+scale = 0.75
+
+
+def get_inputs():
+    return [torch.randn(batch, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, scale]
+)";
+
+// issue 20: a Linear followed by element-wise ops is served by gemm_epilogue, with the chain
+// read from the module's graph, and its kernels pass the gate against the module in float64.
+TEST_F(CliTorchTest, OptimizeServesALinearWithAnEpilogueFromTheModulesGraph) {
+  const fs::path problem = write("projection.py", kLinearGeluScale);
+  const fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
+              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string task_text = [&] {
+    std::ifstream file(run / "task.toml");
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  }();
+  EXPECT_NE(task_text.find("family = \"gemm_epilogue\""), std::string::npos) << task_text;
+  EXPECT_NE(task_text.find("epilogue = [\"gelu\", \"mul:scale\"]"), std::string::npos)
+      << task_text;
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(run / "result.json"));
+  ASSERT_FALSE(json["best"].is_null()) << json.dump(2);
+  int evaluated = 0;
+  for (const auto& entry : fs::directory_iterator(run / "candidates")) {
+    const nlohmann::json evaluation =
+        nlohmann::json::parse(std::ifstream(entry.path() / "evaluation.json"));
+    EXPECT_EQ(evaluation["verdict"], "ok") << entry.path() << "\n" << evaluation.dump(2);
+    ++evaluated;
+  }
+  EXPECT_GE(evaluated, 2);
+  // The chain is compiled into each candidate (KF_EPILOGUE), so a candidate built without it
+  // (Identity) would have failed the gate above.
+  std::ifstream best(run / "best.cpp");
+  const std::string best_text((std::istreambuf_iterator<char>(best)),
+                              std::istreambuf_iterator<char>());
+  EXPECT_NE(best_text.find("#define KF_EPILOGUE kf::ep::Gelu{}|kf::ep::Mul{0}"),
+            std::string::npos)
+      << best_text.substr(0, 400);
+}
+
 TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {
   const fs::path problem = write("cumsum.py", kCumsum);
   const fs::path run = dir_ / "run";

@@ -16,6 +16,7 @@ from .family_probe import DISTRIBUTIONS, ProbeSet
 from .family_search import SEEDS, Match, Natural, adapter_text, binding_dims, natural_tensors, \
     try_family
 from .family_table import FAMILIES, Family
+from .gemm_match import FAMILY as GEMM_FAMILY, match_gemm_epilogue
 
 
 def match_family(derived: dict, instances: Sequence[Tuple[str, torch.nn.Module, list]]) -> dict:
@@ -49,6 +50,12 @@ def match_family(derived: dict, instances: Sequence[Tuple[str, torch.nn.Module, 
             if isinstance(outcome, Match):
                 return _rewrite(derived, family, outcome, natural, shapes, len(instances), misses)
             misses[family.name] = outcome
+        # The family whose computation each problem brings: read from the module's graph.
+        outcome = obstacle or match_gemm_epilogue(derived, natural, shapes, instances, probes,
+                                                  misses)
+        if isinstance(outcome, dict):
+            return outcome
+        misses[GEMM_FAMILY] = outcome
     result = copy.deepcopy(derived)
     result["family"] = ""
     result.pop("family_match", None)
@@ -156,4 +163,4 @@ def scalar_place(name: str, origin: str) -> dict:
 
 def family_names() -> List[str]:
     """The built-in families in the order they are tried."""
-    return [f.name for f in FAMILIES]
+    return [f.name for f in FAMILIES] + [GEMM_FAMILY]

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "core/epilogue.h"
 #include "common/error.h"
 #include "common/paths.h"
 #include "process/subprocess.h"
@@ -362,6 +363,11 @@ Task task_from_derived(const json& derived, const std::string& source_path) {
     if (derived.contains("distributions")) {
       task.distributions = derived.at("distributions").get<std::vector<std::string>>();
     }
+    // A gemm_epilogue match's chain, read from the module's graph (gemm_match.py).
+    if (derived.contains("epilogue") && !derived.at("epilogue").is_null()) {
+      task.epilogue = derived.at("epilogue").get<std::vector<std::string>>();
+      parse_epilogue(task.epilogue, task.signature);  // a bad chain is a clear error now
+    }
     return 0;
   });
   task.source_path = source_path;
@@ -410,6 +416,11 @@ json derived_json(const Task& task) {
   derived["distributions"] = task.distributions;
   derived["flops"] = task.flops_formula;
   derived["bytes"] = task.bytes_formula;
+  if (!task.epilogue.empty()) {
+    derived["epilogue"] = task.epilogue;
+  } else {
+    derived.erase("epilogue");
+  }
   return derived;
 }
 

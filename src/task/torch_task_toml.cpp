@@ -104,6 +104,7 @@ std::string torch_task_toml(const Task& task, const std::string& toml_dir) {
   if (!task.flops_formula.empty()) out << "flops = " << quoted(task.flops_formula) << "\n";
   if (!task.bytes_formula.empty()) out << "bytes = " << quoted(task.bytes_formula) << "\n";
   out << "distributions = " << inline_value(json(task.distributions)) << "\n";
+  if (!task.epilogue.empty()) out << "epilogue = " << inline_value(json(task.epilogue)) << "\n";
   write_tensors(out, task, TensorRole::input);
   write_tensors(out, task, TensorRole::output);
   for (const ScalarSpec& scalar : task.signature.scalars) {

@@ -1,0 +1,310 @@
+"""Serving a PyTorch problem of the form "Linear, then element-wise ops" with the gemm_epilogue
+family (kernels/<backend>/gemm_epilogue, kernels/common/epilogue.h): Y = chain(X W^T + b).
+
+A fixed family entry (family_table.py) cannot describe this family: its computation is the chain,
+which differs from problem to problem (KernelBench level 2: Gemm_ReLU_Divide,
+Gemm_Multiply_LeakyReLU, Matmul_Scaling_ResidualAdd, ...). So the chain is read from the
+module's `torch.fx` graph (a hypothesis), and the match is decided as for the fixed families: the
+family's semantics, in float64, against the module run on random inputs and parameters
+(family_probe.ProbeSet), on every probe. A graph kforge cannot read, or a chain whose semantics
+disagree with the module anywhere, is no match, with the reason.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+from .family_probe import BUILT, DISTRIBUTIONS, ProbeSet, compare
+from .family_search import SEEDS, Natural
+
+FAMILY = "gemm_epilogue"
+# The gate's distributions for a derived task: uniform and normal. Not heavy_tailed: its values
+# span 1e-3..1e3, so a dot product of them cancels terms of ~1e5 down to results of ~10, and an
+# honest fp32 order then misses the element-wise bound (rtol x |result|) that the derived
+# tolerance sets, as src/core/task.h says of "dot products that cancel".
+GATE_DISTRIBUTIONS = ["uniform", "normal"]
+
+
+@dataclass
+class Chain:
+    """What the graph says: the Linear submodule, the ops after it (kernels/common/epilogue.h
+    names, with their scalars' names), and each scalar's (value, origin)."""
+
+    linear: str
+    ops: List[str] = field(default_factory=list)
+    scalars: Dict[str, Tuple[float, str]] = field(default_factory=dict)
+
+
+def _scalar_name(model: torch.nn.Module, value: float, chain: Chain, hint: str) -> str:
+    """A name for a scalar of `value`: the model's float attribute holding it ("divisor"), else
+    `hint` ("negative_slope"), numbered when taken; records its value and origin in `chain`."""
+    origin = "a constant in forward"
+    name = hint
+    for prefix, module in model.named_modules():
+        for attr, held in vars(module).items():
+            if isinstance(held, float) and held == value:
+                name, origin = attr, f"attribute {prefix + '.' if prefix else ''}{attr}"
+                break
+        else:
+            continue
+        break
+    base, n = name, 1
+    while name in chain.scalars and chain.scalars[name][0] != value:
+        n += 1
+        name = f"{base}{n}"
+    chain.scalars[name] = (float(value), origin)
+    return name
+
+
+def _number(arg) -> Optional[float]:
+    if isinstance(arg, bool):
+        return None
+    return float(arg) if isinstance(arg, (int, float)) else None
+
+
+def trace_chain(model: torch.nn.Module) -> Union[Chain, str]:
+    """The Chain of `model`, or why its forward is not "one Linear on the input, then element-wise
+    ops on its result". Tensor-valued operands other than the running value (another input, a
+    parameter) and ops outside epilogue.h's are reasons."""
+    try:
+        graph = torch.fx.symbolic_trace(model).graph
+    except Exception as error:  # data-dependent control flow and the like
+        return f"forward cannot be traced by torch.fx ({type(error).__name__}: {error})"
+    modules = dict(model.named_modules())
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != 1:
+        return f"forward takes {len(placeholders)} arguments; a GEMM epilogue takes one input"
+    chain: Optional[Chain] = None
+    value: Dict[torch.fx.Node, List[str]] = {}  # node -> the chain ops that give it
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "output":
+            result = node.args[0]
+            if chain is None or not isinstance(result, torch.fx.Node) or result not in value:
+                return "the output is not the Linear's result followed by element-wise ops"
+            chain.ops = value[result]
+            return chain
+        if chain is None:
+            target = modules.get(node.target) if node.op == "call_module" else None
+            if isinstance(target, torch.nn.Linear) and node.args[0] is placeholders[0]:
+                chain = Chain(linear=node.target)
+                value[node] = []
+                continue
+            return f"the first op is {node.op} {node.target}, not an nn.Linear on the input"
+        ops = _op_of(node, modules, value, model, chain)
+        if isinstance(ops, str):
+            return ops
+        value[node] = ops
+    return "forward has no output"
+
+
+def _op_of(node, modules, value, model, chain) -> Union[List[str], str]:
+    """The chain that gives `node`, from the chain of its tensor operand, or why not."""
+    args = list(node.args)
+    tensors = [a for a in args if isinstance(a, torch.fx.Node)]
+    what = f"{node.op} {getattr(node.target, '__name__', node.target)}"
+    if not tensors or any(t not in value for t in tensors):
+        return f"{what} reads a tensor other than the Linear's result"
+    if node.op == "call_method" and node.target in ("clone", "detach", "contiguous"):
+        return list(value[tensors[0]])
+    # v * s + v (x * scale + x with x kept from before the scaling: KernelBench L2/40).
+    if node.target in (operator.add, torch.add) and len(tensors) == 2:
+        a, b = value[tensors[0]], value[tensors[1]]
+        for scaled, kept in ((a, b), (b, a)):
+            if scaled[:-1] == kept and scaled and scaled[-1].startswith("mul:"):
+                return kept + ["scale_residual:" + scaled[-1].split(":", 1)[1]]
+        return f"{what} of two tensors other than v * s + v"
+    if len(tensors) != 1:
+        return f"{what} of {len(tensors)} tensors"
+    base = list(value[tensors[0]])
+    numbers = [_number(a) for a in args if not isinstance(a, torch.fx.Node)]
+    module = modules.get(node.target) if node.op == "call_module" else None
+    # A submodule's attribute name says nothing of what it computes: only its type does.
+    name = node.target if node.op == "call_method" else \
+        getattr(node.target, "__name__", "") if node.op == "call_function" else ""
+    unary = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "swish"}
+    if isinstance(module, torch.nn.ReLU) or name in unary:
+        return base + [unary.get(name, "relu")]
+    if isinstance(module, (torch.nn.Sigmoid, torch.nn.Tanh, torch.nn.SiLU)):
+        return base + [{torch.nn.Sigmoid: "sigmoid", torch.nn.Tanh: "tanh",
+                        torch.nn.SiLU: "swish"}[type(module)]]
+    if isinstance(module, torch.nn.GELU) or name == "gelu":
+        approximate = module.approximate if module is not None else \
+            node.kwargs.get("approximate", "none")
+        return base + ["gelu_tanh" if approximate == "tanh" else "gelu"]
+    if isinstance(module, torch.nn.LeakyReLU) or name == "leaky_relu":
+        slope = module.negative_slope if module is not None else \
+            node.kwargs.get("negative_slope", numbers[0] if numbers else 0.01)
+        return base + ["leaky_relu:" + _scalar_name(model, float(slope), chain, "negative_slope")]
+    if isinstance(module, torch.nn.Hardtanh) or name in ("clamp", "clip", "hardtanh"):
+        if module is not None:
+            lo, hi = module.min_val, module.max_val
+        else:
+            lo = node.kwargs.get("min", numbers[0] if numbers else None)
+            hi = node.kwargs.get("max", numbers[1] if len(numbers) > 1 else None)
+            if name == "hardtanh":
+                lo, hi = node.kwargs.get("min_val", -1.0), node.kwargs.get("max_val", 1.0)
+        if lo is None or hi is None:
+            return f"{what} with one bound (clamp takes both here)"
+        return base + ["clamp:" + _scalar_name(model, float(lo), chain, "clamp_min") + ":" +
+                       _scalar_name(model, float(hi), chain, "clamp_max")]
+    arithmetic = {operator.mul: "mul", torch.mul: "mul", operator.truediv: "div",
+                  torch.div: "div", operator.add: "add", torch.add: "add", operator.sub: "sub",
+                  torch.sub: "sub"}
+    if node.target in arithmetic or name in ("mul", "div", "add", "sub"):
+        op = arithmetic.get(node.target, name)
+        if len(numbers) != 1 or numbers[0] is None or node.kwargs:
+            return f"{what} by something other than one number"
+        if op in ("div", "sub") and not isinstance(args[0], torch.fx.Node):
+            return f"{what} with the tensor on the right (number {op} tensor)"
+        hint = {"mul": "multiplier", "div": "divisor", "add": "addend", "sub": "subtrahend"}[op]
+        return base + [f"{op}:" + _scalar_name(model, numbers[0], chain, hint)]
+    return f"{what} is not an element-wise op of kernels/common/epilogue.h"
+
+
+def semantics(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], ops: Sequence[str],
+              scalars: Dict[str, float]) -> torch.Tensor:
+    """chain(x w^T + b) in float64 (x [M, K], w [N, K], b [N] or None), the family's meaning."""
+    v = x.double() @ w.double().t()
+    if b is not None:
+        v = v + b.double()
+    for op in ops:
+        name, *names = op.split(":")
+        s = [scalars[n] for n in names]
+        if name == "relu":
+            v = torch.relu(v)
+        elif name == "gelu":
+            v = F.gelu(v)
+        elif name == "gelu_tanh":
+            v = F.gelu(v, approximate="tanh")
+        elif name == "sigmoid":
+            v = torch.sigmoid(v)
+        elif name == "tanh":
+            v = torch.tanh(v)
+        elif name == "swish":
+            v = v * torch.sigmoid(v)
+        elif name == "mul":
+            v = v * s[0]
+        elif name == "div":
+            v = v / s[0]
+        elif name == "add":
+            v = v + s[0]
+        elif name == "sub":
+            v = v - s[0]
+        elif name == "leaky_relu":
+            v = torch.where(v < 0, v * s[0], v)
+        elif name == "scale_residual":
+            v = v * s[0] + v
+        elif name == "clamp":
+            v = torch.clamp(v, s[0], s[1])
+        else:
+            raise ValueError(f"unknown epilogue op {op!r}")
+    return v
+
+
+def match_gemm_epilogue(derived: dict, natural: List[Natural], shapes,
+                        instances: Sequence[Tuple[str, torch.nn.Module, list]],
+                        probes: ProbeSet, misses: Dict[str, str]) -> Union[dict, str]:
+    """The derived task rewritten into gemm_epilogue (a new dict), or why it does not fit.
+
+    Arguments as families.match_family's internals: the natural tensors, every workload's
+    module shapes, the instances and their probes, and the other families' misses (kept in the
+    result). The result has what a fixed family's rewrite has (signature x [M, K], weight [N, K],
+    bias [N] when the Linear has one, y [M, N]; dims M, K, N per workload; torch.tensors and
+    torch.workloads in that order; torch.scalars; flops) plus `epilogue`, the chain.
+    """
+    chain = trace_chain(instances[0][1])
+    if isinstance(chain, str):
+        return chain
+    linear = dict(instances[0][1].named_modules())[chain.linear]
+    slots = [("input", 0), ("parameter", chain.linear + ".weight")]
+    if linear.bias is not None:
+        slots.append(("parameter", chain.linear + ".bias"))
+    by_slot = {t.slot: t for t in natural}
+    outputs = [t for t in natural if t.role == "output"]
+    if any(s not in by_slot for s in slots) or len(outputs) != 1:
+        return "the Linear's input, weight or bias is not a tensor of the derived signature"
+    order = [by_slot[s] for s in slots] + outputs
+    if any(t.dtype != "f32" for t in order):
+        return "the family is fp32; the module's tensors are " + \
+            ", ".join(f"{t.name} {t.dtype}" for t in order)
+    extra = [t for t in natural if t.role == "input" and t not in order and t.slot[0] == "input"]
+    if extra:
+        return f"forward input {extra[0].describe()} is not the Linear's"
+    values = {name: value for name, (value, _) in chain.scalars.items()}
+    keys = [(i, seed, d) for i in range(len(instances)) for seed in SEEDS
+            for d in DISTRIBUTIONS] + [(i, 0, BUILT) for i in range(len(instances))]
+    worst = 0.0
+    for key in keys:
+        probe = probes.get(*key)
+        if probe.error:
+            return f"{probe.error} ({probe.where()})"
+        x = probe.tensors[order[0].slot]
+        w = probe.tensors[order[1].slot]
+        b = probe.tensors[order[2].slot] if linear.bias is not None else None
+        out = probe.tensors[outputs[0].slot]
+        k = x.shape[-1]
+        expected = semantics(x.reshape(-1, k), w, b, chain.ops, values)
+        error, why = compare(out.reshape(expected.shape), expected, outputs[0].dtype)
+        worst = max(worst, error)
+        if why:
+            return f"the chain {chain.ops} read from the graph differs: {why} ({probe.where()})"
+    return _rewrite(derived, chain, order, linear.bias is not None, shapes, len(keys), worst,
+                    misses)
+
+
+def _rewrite(derived, chain: Chain, order: List[Natural], has_bias: bool, shapes, probes: int,
+             worst: float, misses) -> dict:
+    result = copy.deepcopy(derived)
+    names = ["x", "weight"] + (["bias"] if has_bias else []) + ["y"]
+    symbolic = [["M", "K"], ["N", "K"]] + ([["N"]] if has_bias else []) + [["M", "N"]]
+    adapter = "; ".join(f"{n} <- {t.describe()}" for n, t in zip(names, order)) + \
+        "; M = prod(shape[:-1]), K = shape[-1] of x's shape, N = weight.shape[0]; epilogue " + \
+        (", ".join(chain.ops) or "none")
+    for name, (value, origin) in chain.scalars.items():
+        adapter += f"; {name} = {value:g} ({origin})"
+    result["family"] = FAMILY
+    result["family_match"] = {
+        "family": FAMILY, "adapter": adapter,
+        "checked": (f"{probes} runs with random inputs and parameters against chain(x W^T + b) "
+                    f"in float64 (the chain read from the fx graph), worst normalized error "
+                    f"{worst:.2g}")}
+    result["family_misses"] = misses
+    result["epilogue"] = list(chain.ops)
+    result["signature"] = {
+        "tensors": [{"name": n, "role": "output" if n == "y" else "input", "dtype": t.dtype,
+                     "shape": s} for n, t, s in zip(names, order, symbolic)],
+        "scalars": [{"name": n, "dtype": "f32", "value": v}
+                    for n, (v, _) in chain.scalars.items()]}
+    for workload in result["workloads"]:
+        module_shapes = shapes[workload["name"]]
+        x_shape, w_shape = module_shapes[order[0].index], module_shapes[order[1].index]
+        workload["dims"] = {"M": math.prod(x_shape[:-1]), "K": x_shape[-1], "N": w_shape[0]}
+    values = {v["name"]: v for v in derived["signature"].get("scalars", [])}
+    result["torch"]["scalars"] = [
+        {"source": e["source"], "index": e["index"], "value": values[e["name"]]["value"],
+         "dtype": values[e["name"]]["dtype"]} if e.get("name") in values else e
+        for e in derived["torch"].get("scalars", [])]
+    from .families import scalar_place  # families imports this module
+    result["torch"]["scalars"] += [scalar_place(n, origin)
+                                   for n, (_, origin) in chain.scalars.items()]
+    result["torch"]["tensors"] = [derived["torch"]["tensors"][t.index] for t in order]
+    for name, entry in result["torch"]["workloads"].items():
+        entry["shapes"] = [shapes[name][t.index] for t in order]
+    result["flops"], result["bytes"] = "2*M*N*K", ""
+    result["distributions"] = list(GATE_DISTRIBUTIONS)
+    renamed = {t.name: n for n, t in zip(names, order)}
+    result["input_rules"] = [dict(rule, tensor=renamed[rule["tensor"]])
+                             for rule in derived.get("input_rules", [])
+                             if rule.get("tensor") in renamed]
+    result.setdefault("notes", []).append(f"family {FAMILY}: {adapter}")
+    return result

@@ -1,0 +1,133 @@
+"""gemm_epilogue served from a module's graph (kforge_torch/gemm_match.py): KernelBench level 2's
+forms and a user's own, and near-misses that must not match.
+
+Run: /usr/bin/python3 -m unittest discover -s python/tests -t python
+"""
+
+from __future__ import annotations
+
+import unittest
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kforge_torch.families import match_family
+from kforge_torch.gemm_match import trace_chain
+from tests.torch_fixtures import build_instances, make_derived
+
+# Two gate bindings: odd sizes, so M, K and N cannot be confused.
+SIZES = ({"m": 5, "k": 37, "n": 3}, {"m": 3, "k": 64, "n": 7})
+
+
+class LinearThen(nn.Module):
+    """nn.Linear(k, n), then `then(self, y)`; float attributes as given."""
+
+    def __init__(self, k, n, then, bias=True, **attributes):
+        super().__init__()
+        self.linear = nn.Linear(k, n, bias=bias)
+        self.then = then
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    def forward(self, x):
+        return type(self).__dict__.get("_then", self.then)(self, self.linear(x))
+
+
+def module(then, bias=True, rank3=False, **attributes):
+    # A fresh class per case: fx traces the class's forward, and `then` is part of it.
+    cls = type("Model", (LinearThen,), {"forward": lambda self, x: then(self, self.linear(x))})
+
+    def make(sizes):
+        model = cls(sizes["k"], sizes["n"], then, bias=bias, **attributes)
+        shape = (2, sizes["m"], sizes["k"]) if rank3 else (sizes["m"], sizes["k"])
+        return model, [torch.rand(*shape)]
+    return make
+
+
+def match(make):
+    instances = build_instances(make, SIZES)
+    return match_family(make_derived("m", instances), instances)
+
+
+class GemmEpilogueMatchTest(unittest.TestCase):
+    def check(self, result, chain, scalars=None):
+        self.assertEqual(result["family"], "gemm_epilogue", result.get("family_misses"))
+        self.assertEqual(result["epilogue"], chain)
+        names = [t["name"] for t in result["signature"]["tensors"]]
+        self.assertEqual(names[:2], ["x", "weight"])
+        self.assertEqual(names[-1], "y")
+        got = {s["name"]: s["value"] for s in result["signature"]["scalars"]}
+        self.assertEqual(got, scalars or {})
+        return result
+
+    def test_kernelbench_gemm_relu_divide(self):
+        result = self.check(match(module(lambda s, y: torch.relu(y) / s.divisor, divisor=2.0)),
+                            ["relu", "div:divisor"], {"divisor": 2.0})
+        self.assertEqual(result["flops"], "2*M*N*K")
+        self.assertEqual([w["dims"] for w in result["workloads"]],
+                         [{"M": 5, "K": 37, "N": 3}, {"M": 3, "K": 64, "N": 7}])
+        # The scalar is read from the model, so a solution built with another divisor keeps it.
+        self.assertIn({"source": "attribute", "name": "divisor", "attribute": "divisor"},
+                      result["torch"]["scalars"])
+
+    def test_kernelbench_multiply_leaky_relu_module(self):
+        self.check(match(module(lambda s, y: s.lrelu(y * s.multiplier), multiplier=2.0,
+                                lrelu=nn.LeakyReLU(0.1))),
+                   ["mul:multiplier", "leaky_relu:negative_slope"],
+                   {"multiplier": 2.0, "negative_slope": 0.1})
+
+    def test_kernelbench_scaling_residual_add(self):
+        def then(s, y):
+            original = y.clone().detach()
+            return y * s.scaling_factor + original
+        self.check(match(module(then, scaling_factor=0.5)), ["scale_residual:scaling_factor"],
+                   {"scaling_factor": 0.5})
+
+    def test_own_forms_functional_methods_and_no_bias(self):
+        self.check(match(module(lambda s, y: F.gelu(y).clamp(-0.5, 0.75), bias=False)),
+                   ["gelu", "clamp:clamp_min:clamp_max"], {"clamp_min": -0.5, "clamp_max": 0.75})
+        self.check(match(module(lambda s, y: torch.sigmoid(y - 0.25).tanh())),
+                   ["sub:subtrahend", "sigmoid", "tanh"], {"subtrahend": 0.25})
+        self.check(match(module(lambda s, y: F.silu(y) * 3.0 + 1.0)),
+                   ["swish", "mul:multiplier", "add:addend"], {"multiplier": 3.0, "addend": 1.0})
+
+    def test_batched_input_is_a_view(self):
+        result = self.check(match(module(lambda s, y: y.relu(), rank3=True)), ["relu"])
+        self.assertEqual(result["workloads"][0]["dims"], {"M": 10, "K": 37, "N": 3})
+
+    def test_near_misses_say_why(self):
+        cases = [
+            (lambda s, y: 2.0 / y, "tensor on the right"),
+            (lambda s, y: y * y, "mul of 2 tensors"),
+            (lambda s, y: y + y.relu(), "two tensors other than v * s + v"),
+            (lambda s, y: torch.softmax(y, dim=-1), "not an element-wise op"),
+            (lambda s, y: y.relu() + s.linear.weight.sum(), "reads a tensor other than"),
+        ]
+        for then, why in cases:
+            with self.subTest(why=why):
+                result = match(module(then))
+                self.assertEqual(result["family"], "")
+                self.assertIn(why, result["family_misses"]["gemm_epilogue"])
+
+    def test_a_chain_the_graph_hides_is_caught_by_probing(self):
+        # Data-dependent control flow cannot be traced: no match, with the reason.
+        def then(s, y):
+            return y.relu() if float(y.sum()) > 0 else y
+        result = match(module(then))
+        self.assertEqual(result["family"], "")
+        self.assertIn("torch.fx", result["family_misses"]["gemm_epilogue"])
+
+    def test_trace_chain_needs_the_linear_first(self):
+        class ScaledInput(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.linear(x * 2.0)
+        self.assertIn("not an nn.Linear on the input", trace_chain(ScaledInput()))
+
+
+if __name__ == "__main__":
+    unittest.main()
