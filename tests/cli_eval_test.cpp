@@ -218,3 +218,93 @@ TEST_F(CliEvalTest, RecordIntoAnUnwritableMemoryIsAnErrorBeforeTheEvaluation) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// issue 20's precision rule through `kforge eval`: a kernel on TF32-rounded inputs is wrong
+// under KernelBench's 1e-2 tolerance, the 3xTF32 split passes (tests/adversarial/gemm_relu_div).
+TEST_F(CliEvalTest, TheFp32PrecisionRuleRejectsTf32ArithmeticAndPassesTheSplit) {
+  const fs::path corpus = fs::path(KFORGE_SOURCE_DIR) / "tests" / "adversarial" / "gemm_relu_div";
+  process::CommandResult result = eval(corpus / "task.toml", corpus / "cpu" / "tf32_inputs.cpp");
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("below fp32 precision"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("that of a plain fp32 computation"), std::string::npos)
+      << result.output;
+  result = eval(corpus / "task.toml", corpus / "cpu" / "split_3xtf32.cpp", {"--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(testing::json_in(result.output)["verdict"], "ok");
+}
+
+// The same rule on a PyTorch problem: its derivation asks for an fp32 model (the module has a
+// Linear), which the reference worker runs at fp32 with TF32 off beside the float64 reference.
+TEST_F(CliEvalTest, APyTorchProblemWithALinearHoldsNativeKernelsToFp32Accuracy) {
+  const fs::path problem = write("projection.py", R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.proj = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+
+
+batch = 24
+in_features = 300
+out_features = 20
+
+
+def get_inputs():
+    return [torch.randn(batch, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+)");
+  const auto kernel = [&](const std::string& name, const std::string& round) {
+    return write(name, R"(#include <kforge/kernel.h>
+#include <cstdint>
+#include <cstring>
+static float keep(float v) { return v; }
+static float to_tf32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits += 0x0fffu + ((bits >> 13) & 1u);
+  bits &= 0xffffe000u;
+  std::memcpy(&v, &bits, sizeof bits);
+  return v;
+}
+KFORGE_API int kforge_run(const kforge_args* args) {
+  const DLTensor& x = args->inputs[0];
+  const DLTensor& w = args->inputs[1];
+  const int64_t m_size = x.shape[0], k_size = x.shape[1], n_size = w.shape[0];
+  const float* xp = static_cast<const float*>(x.data);
+  const float* wp = static_cast<const float*>(w.data);
+  const float* bp = static_cast<const float*>(args->inputs[2].data);
+  float* yp = static_cast<float*>(args->outputs[0].data);
+  for (int64_t m = 0; m < m_size; ++m) {
+    for (int64_t n = 0; n < n_size; ++n) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < k_size; ++k) sum += )" + round + R"((xp[m * k_size + k]) * )" +
+                               round + R"((wp[n * k_size + k]);
+      const float v = sum + bp[n];
+      yp[m * n_size + n] = v < 0.0f ? 0.0f : v;
+    }
+  }
+  return 0;
+}
+)");
+  };
+  process::CommandResult result = eval(problem, kernel("tf32.cpp", "to_tf32"));
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("fp32 precision"), std::string::npos) << result.output;
+  result = eval(problem, kernel("fp32.cpp", "keep"), {"--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(testing::json_in(result.output)["verdict"], "ok");
+}
+
+}  // namespace
+}  // namespace kforge

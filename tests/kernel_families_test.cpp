@@ -174,8 +174,10 @@ void prepare(Harness& harness, const std::string& task_name, const std::string& 
       {backend, read_text(reference_path), fs::path(reference_path).filename().string(), {}});
   if (reference.verdict != Verdict::ok) throw Error(reference_path + ": " + reference.log);
   harness.evaluator->prepare(reference);
-  if (std::optional<compile::CompileJob> model = evaluation::fp32_model_job(harness.task, backend)) {
-    harness.evaluator->load_fp32_model(compiler().compile(*model));
+  if (std::optional<compile::Artifact> model = evaluation::fp32_model_artifact(
+          harness.task, backend,
+          [](const compile::CompileJob& job) { return compiler().compile(job); }, "")) {
+    harness.evaluator->load_fp32_model(*model);
   }
 }
 

@@ -10,7 +10,7 @@ import torch
 
 from kforge_torch import derive_values, input_rules, signature_entries, size_constants
 from kforge_torch.derive_problem import problem_shapes
-from kforge_torch.derive_tolerance import double_reference, tolerance_of
+from kforge_torch.derive_tolerance import double_reference, tensor_core_ops, tolerance_of
 from kforge_torch.gate_search import find_gates
 from kforge_torch.meta_tensors import meta_factories
 from kforge_torch.problem_module import load_problem
@@ -103,6 +103,13 @@ def _derive(path, options, match_family):
     notes += tolerance_notes
     double, double_note = double_reference(first)
     notes += [double_note] if double_note else []
+    # The fp32 precision rule needs the float64 reference; it applies where tensor cores could
+    # do the module's fp32 work at lower precision.
+    precise_ops = tensor_core_ops(first.built.model) if double else []
+    if precise_ops:
+        notes.append(f"fp32 precision rule: candidates may err at most a few times the module "
+                     f"run at fp32 without TF32 ({', '.join(precise_ops)} could run on tensor "
+                     f"cores)")
 
     derived = {
         "format": FORMAT, "version": VERSION,
@@ -127,7 +134,8 @@ def _derive(path, options, match_family):
             "workloads": {w: {"constants": _constants_of(w, gates),
                               "shapes": [list(shape) for shape in shapes_at[w]]}
                           for w in workloads},
-            "double_reference": double},
+            "double_reference": double,
+            "fp32_model": bool(precise_ops)},
         "input_rules": rules,
         "notes": notes,
         "warnings": warnings,

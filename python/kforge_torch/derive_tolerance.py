@@ -103,3 +103,42 @@ def double_reference(gate):
     if not all_finite(outputs):
         return False, "no float64 reference: forward in float64 gives non-finite outputs"
     return True, None
+
+
+# Module types and functions whose fp32 work a GPU library may do on TF32 or bf16 tensor cores,
+# and a candidate kernel too: where the fp32 precision rule (src/evaluation/precision.h) has
+# something to tell apart. Element-wise and normalizing ops have no such path.
+_TENSOR_CORE_MODULES = (torch.nn.Linear, torch.nn.Bilinear, torch.nn.Conv1d, torch.nn.Conv2d,
+                        torch.nn.Conv3d, torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d,
+                        torch.nn.ConvTranspose3d, torch.nn.MultiheadAttention, torch.nn.RNNBase)
+_TENSOR_CORE_NAMES = {"matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "linear",
+                      "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                      "conv_transpose2d", "conv_transpose3d", "scaled_dot_product_attention",
+                      "tensordot", "matrix_power", "chain_matmul", "inner", "outer", "mv",
+                      "dot", "vdot", "__matmul__"}
+
+
+def tensor_core_ops(model):
+    """Names of the ops in `model` a GPU may compute on tensor cores (a Linear, a convolution, a
+    matmul in forward), found from its submodules' types and the names forward's code uses;
+    empty when there are none."""
+    found = set()
+    for module in model.modules():
+        if isinstance(module, _TENSOR_CORE_MODULES):
+            found.add(type(module).__name__)
+        code = getattr(type(module).forward, "__code__", None)
+        names = set(code.co_names) if code is not None else set()
+        found.update(n for n in names & _TENSOR_CORE_NAMES)
+        if code is not None and _uses_matmul_operator(code):
+            found.add("@")
+    return sorted(found)
+
+
+def _uses_matmul_operator(code):
+    """True when `code` (or a function nested in it) applies the @ operator."""
+    import dis
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "BINARY_MATRIX_MULTIPLY" or (
+                instruction.opname == "BINARY_OP" and instruction.argrepr in ("@", "@=")):
+            return True
+    return any(_uses_matmul_operator(c) for c in code.co_consts if hasattr(c, "co_code"))

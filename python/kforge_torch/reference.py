@@ -105,6 +105,10 @@ class ReferenceTask:
             self.tensor_sources = torch_part["tensors"]
             self.workloads = torch_part["workloads"]
             self.double_reference = bool(torch_part.get("double_reference", False))
+            # The task's fp32 model (src/evaluation/precision.h): forward in the module's own
+            # dtype with TF32 off, so its error against the float64 reference is what plain
+            # fp32 arithmetic makes. Set only in the copy kforge writes for it.
+            self.fp32_model = bool(torch_part.get("fp32_model_run", False))
             self.scalar_args = _scalar_args(task["signature"].get("scalars", []),
                                             torch_part.get("scalars", []))
         except (KeyError, TypeError, ValueError) as e:

@@ -1,5 +1,6 @@
 """The `run` command of the reference worker: the module's outputs for generated inputs."""
 
+import contextlib
 import os
 import time
 
@@ -38,6 +39,25 @@ def write_call_outputs(pairs, plan, out, result):
         kinputs.write_raw(cast, out)
     result["output_ms"] += ms_since(output_start)
     result["calls_completed"] += 1
+
+
+@contextlib.contextmanager
+def fp32_arithmetic(enabled):
+    """While `enabled`: matmuls and cuDNN convolutions in plain fp32, not TF32 (PyTorch lets
+    cuDNN use TF32 for fp32 convolutions by default, and a user's process may allow it for
+    matmuls). The previous settings come back afterwards."""
+    if not enabled:
+        yield
+        return
+    matmul = torch.backends.cuda.matmul.allow_tf32
+    cudnn = torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul
+        torch.backends.cudnn.allow_tf32 = cudnn
 
 
 def new_run_result():
@@ -108,7 +128,8 @@ def run_outputs(task, device, request):
                     args = task.forward_args(plan, passed, request.workload.name, request.seed)
                     device.synchronize()
                     call_start = time.perf_counter()
-                    returned = model(*args)
+                    with fp32_arithmetic(task.fp32_model):
+                        returned = model(*args)
                     device.synchronize()
                     call_ms = ms_since(call_start)
             except Exception as e:

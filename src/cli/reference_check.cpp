@@ -112,11 +112,13 @@ PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptio
   // The workers' destructors shut them down if what follows throws.
   check.report = with_context("reference " + check.reference,
                               [&] { return evaluator_->prepare(artifact); });
-  if (std::optional<compile::CompileJob> model =
-          evaluation::fp32_model_job(task, check.backend)) {
-    const compile::Artifact model_artifact = compile_with_cache(*model, options);
+  const std::optional<compile::Artifact> fp32_model = evaluation::fp32_model_artifact(
+      task, check.backend,
+      [&](const compile::CompileJob& job) { return compile_with_cache(job, options); },
+      scratch_->path());
+  if (fp32_model) {
     with_context("reference " + check.reference,
-                 [&] { evaluator_->load_fp32_model(model_artifact); });
+                 [&] { evaluator_->load_fp32_model(*fp32_model); });
   }
   check.timing = with_context("reference " + check.reference,
                               [&] { return evaluator_->time_reference(); });

@@ -17,6 +17,8 @@
 #include "evaluation/source_policy.h"
 #include "evaluation/tolerance.h"
 #include "evaluation/model_new_check.h"
+#include "task/task_loader.h"
+#include "task/torch_task.h"
 #include "worker/candidate_router.h"
 #include "worker/host_data.h"
 #include "worker/kernel_runner.h"
@@ -247,18 +249,37 @@ TaskReport Evaluator::prepare(const compile::Artifact& reference) {
   return report;
 }
 
-std::optional<compile::CompileJob> fp32_model_job(const Task& task, const std::string& backend) {
-  if (task.precision != "fp32" || task.fp32_model_defines.empty() || task.has_torch_reference()) {
-    return std::nullopt;
+bool fp32_rule_applies(const Task& task, const std::string& backend) {
+  if (task.precision != "fp32") return false;
+  if (task.has_torch_reference()) {
+    const nlohmann::json& torch = task.torch_reference.value("torch", nlohmann::json::object());
+    return torch.value("fp32_model", false) && torch.value("double_reference", false);
   }
-  const auto path = task.reference_paths.find(backend);
-  if (path == task.reference_paths.end()) return std::nullopt;
+  return !task.fp32_model_defines.empty() && task.reference_paths.contains(backend);
+}
+
+std::optional<compile::Artifact> fp32_model_artifact(
+    const Task& task, const std::string& backend,
+    const std::function<compile::Artifact(const compile::CompileJob&)>& build,
+    const std::string& dir) {
+  if (!fp32_rule_applies(task, backend)) return std::nullopt;
+  if (task.has_torch_reference()) {
+    nlohmann::json model = derived_json(task);
+    model["torch"]["double_reference"] = false;
+    model["torch"]["fp32_model_run"] = true;
+    compile::Artifact artifact;
+    artifact.path = (std::filesystem::path(dir) / "reference.fp32_model.torch.json").string();
+    write_file_atomically(artifact.path, model.dump(2) + "\n");
+    artifact.key = task_hash(task) + "-fp32-model";
+    return artifact;
+  }
+  const std::string& path = task.reference_paths.at(backend);
   compile::CompileJob job;
   job.backend = backend;
-  job.source_name = std::filesystem::path(path->second).filename().string();
-  job.source = read_file(path->second);
+  job.source_name = std::filesystem::path(path).filename().string();
+  job.source = read_file(path);
   job.defines = task.fp32_model_defines;
-  return job;
+  return build(job);
 }
 
 void Evaluator::load_fp32_model(const compile::Artifact& model) { oracle_->load_fp32_model(model); }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -157,11 +158,20 @@ struct FullRung {
 /// the task's reference. Evaluator (below) is the real one; a test or a simulation runner passes
 /// a fake (one that replays recorded results need never touch `on`). Its policy() is the run's
 /// one EvaluationPolicy: the search reads min_gain, acceptance_level and final_rounds there.
-/// The build of the task's fp32 model on `backend`: the native reference at `reference_path`
-/// with Task::fp32_model_defines, or nullopt when the task has none, its precision is not
-/// "fp32", or the reference is a PyTorch module. The precision rule needs it loaded
-/// (EvaluationPlane::load_fp32_model).
-std::optional<compile::CompileJob> fp32_model_job(const Task& task, const std::string& backend);
+/// Whether the gate's fp32 precision rule (precision.h) applies to `task` on `backend`: its
+/// precision is "fp32" and it has an fp32 model, i.e. a native task with [fp32_model] defines
+/// and a reference for `backend`, or a PyTorch task whose derivation asked for one
+/// (torch.fp32_model: the module has work tensor cores could do, and runs in float64).
+bool fp32_rule_applies(const Task& task, const std::string& backend);
+
+/// The task's fp32 model for EvaluationPlane::load_fp32_model, or nullopt where the rule does not
+/// apply. Native: the reference built by `build` with Task::fp32_model_defines. PyTorch: a copy
+/// of the derived task that runs forward in the module's own dtype with TF32 off
+/// (torch.double_reference false, torch.fp32_model_run true), written into folder `dir`.
+std::optional<compile::Artifact> fp32_model_artifact(
+    const Task& task, const std::string& backend,
+    const std::function<compile::Artifact(const compile::CompileJob&)>& build,
+    const std::string& dir);
 
 class EvaluationPlane {
  public:
@@ -185,7 +195,7 @@ class EvaluationPlane {
   /// Loads the reference, checks the task and runs its self-test (Evaluator::prepare). Throws
   /// Error with the reason when the task is broken: the run must not start.
   virtual TaskReport prepare(const compile::Artifact& reference) = 0;
-  /// Loads the task's fp32 model (fp32_model_job) for the gate's precision rule (precision.h),
+  /// Loads the task's fp32 model (fp32_model_artifact) for the gate's precision rule (precision.h),
   /// after prepare(). Throws Error when it does not compile or load. Planes that replay recorded
   /// verdicts have no use for it.
   virtual void load_fp32_model(const compile::Artifact& model) { (void)model; }

@@ -198,6 +198,15 @@ std::string describe_torch_mapping(const Task& task) {
         "- The expected outputs are the module's in float64 (`model.double()` on the same inputs), "
         "cast to the output dtype; the tolerance above applies to them.");
   }
+  if (torch.value("fp32_model", false) && torch.value("double_reference", false) &&
+      task.precision == "fp32") {
+    lines.push_back(
+        "- fp32 accuracy is required: each output's RMS error against that float64 result may "
+        "be at most " + fmt::format("{:g}", task.precision_max_ratio) +
+        "x that of the module run in plain fp32. TF32 or bf16 tensor cores (or inputs rounded "
+        "to fewer bits) err hundreds of times more and are rejected; fp32 FMA, or tensor cores "
+        "through a split such as 3xTF32 (a = hi + lo, three TF32 MMAs, fp32 accumulation), pass.");
+  }
   return fmt::format("{}", fmt::join(lines, "\n"));
 }
 

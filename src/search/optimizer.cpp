@@ -179,10 +179,13 @@ void Optimizer::prepare_reference() {
   }
   evaluation::TaskReport task_report = with_context(
       "reference " + reference_path, [&] { return evaluator_.prepare(reference_artifact); });
-  if (std::optional<compile::CompileJob> model = evaluation::fp32_model_job(task_, backend_)) {
-    const compile::Artifact model_artifact = builds_.submit(*model).get();
+  const std::optional<compile::Artifact> fp32_model = evaluation::fp32_model_artifact(
+      task_, backend_,
+      [&](const compile::CompileJob& job) { return builds_.submit(job).get(); },
+      run_dir_.path().string());
+  if (fp32_model) {
     with_context("reference " + reference_path,
-                 [&] { evaluator_.load_fp32_model(model_artifact); });
+                 [&] { evaluator_.load_fp32_model(*fp32_model); });
   }
   for (const std::string& warning : task_report.warnings) progress_("warning: " + warning);
   copy_bytes_per_s_ = task_report.device.copy_bytes_per_s;
@@ -334,8 +337,8 @@ OptimizeResult Optimizer::run() {
   task_hash_ = task_hash(task_);
   result_.device = device_;
   result_.toolchain = toolchain_;
-  result_.precision = evaluation::fp32_model_job(task_, backend_) ? "fp32 (precision rule)"
-                                                                   : task_.precision;
+  result_.precision = evaluation::fp32_rule_applies(task_, backend_) ? "fp32 (precision rule)"
+                                                                     : task_.precision;
   progress_(fmt::format("device: {} ({}), toolchain: {}", device_.name,
                         backends::get_backend(backend_).can.compute_capability
                             ? "sm " + device_.compute_capability

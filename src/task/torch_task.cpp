@@ -104,9 +104,14 @@ void check_keys(const json& object, std::initializer_list<const char*> known, co
 }
 
 void validate_torch_section(const Task& task, const json& torch_section, const std::string& where) {
-  check_keys(torch_section, {"tensors", "scalars", "workloads", "double_reference"}, where + ": torch");
-  if (torch_section.contains("double_reference") && !torch_section.at("double_reference").is_boolean()) {
-    throw Error(where + ": torch.double_reference: expected true or false");
+  check_keys(torch_section,
+             {"tensors", "scalars", "workloads", "double_reference", "fp32_model",
+              "fp32_model_run"},
+             where + ": torch");
+  for (const char* flag : {"double_reference", "fp32_model", "fp32_model_run"}) {
+    if (torch_section.contains(flag) && !torch_section.at(flag).is_boolean()) {
+      throw Error(where + ": torch." + flag + ": expected true or false");
+    }
   }
   const json& tensors = field(torch_section, "tensors", where + ": torch");
   if (!tensors.is_array() || tensors.size() != task.signature.tensors.size()) {

@@ -1,4 +1,9 @@
-"""A test problem no built-in family computes: a linear layer, ReLU, then a halving."""
+"""A test problem no built-in family computes: a linear layer, ReLU, then a halving.
+
+forward applies the Linear's parameters through torch.matmul rather than calling the Linear:
+gemm_epilogue serves "an nn.Linear call, then element-wise ops" (kforge_torch/gemm_match.py),
+and the tests that use this problem need one that the templates generator cannot serve.
+"""
 import torch
 import torch.nn as nn
 
@@ -11,7 +16,7 @@ class Model(nn.Module):
         self.linear = nn.Linear(in_features, out_features)
 
     def forward(self, x):
-        return torch.relu(self.linear(x)) / 2
+        return torch.relu(torch.matmul(x, self.linear.weight.t()) + self.linear.bias) / 2
 
 
 batch_size = 48
