@@ -12,6 +12,10 @@ Inputs (all files of this repository; paths relative to its root):
   bench/slurm/driver_costs.json                         snapshot / merge / squeue-parse seconds
                                                         measured by kforge_bench_driver_costs
   bench/slurm/max_parallel_cpu.json                     the executor's overhead per task (2.55 s)
+  bench/slurm/squeue_cost_local.json                    sbatch and the executor's squeue on the
+                                                        local Slurm (1-1000 job ids)
+  bench/slurm/driver_costs_dedupe_index.json            the merge with an index on its lookup
+                                                        key (a what-if, not kforge's schema)
 
 Every assumed number is an `Assumptions` field, printed into the output with its value; the
 sensitivity section of the output reruns the simulation with each one changed.
@@ -69,9 +73,9 @@ class Assumptions:
 
     candidates: int = 21            # default budget: 3 expert hints + 6 steps x 3 (optimize_h200.md)
     evidence_rows_per_job: int = 18  # one row per step candidate (optimizer_candidate.cpp)
-    sbatch_s: float = 0.05          # driver-busy seconds of one sbatch (a subprocess + one RPC)
-    squeue_fixed_s: float = 0.05    # driver-busy seconds of one squeue besides parsing its output
-    squeue_per_job_s: float = 0.0   # ... per job id asked (slurmctld's side; 0 = not modelled)
+    # sbatch and squeue were timed on an idle local slurmctld; a production controller under
+    # load answers slower: this multiplies both.
+    slurm_command_scale: float = 1.0
     initial_memory_rows: int = 0    # evidence rows in the suite's memory before the suite
     llm_s_per_candidate: float = 0.0  # generation latency (templates: ~0; an LLM adds its own)
     device_scale: float = 1.0       # multiplies every task's device seconds
@@ -88,6 +92,9 @@ class DriverCosts:
     snapshot_s: list      # VACUUM INTO seconds at those points
     merge_s: list         # merge_memory seconds at those points
     parse_s_per_line: float  # parse_squeue seconds per line (largest measured input)
+    sbatch_s: float = 0.0         # one sbatch, driver-busy (squeue_cost_local.json)
+    squeue_fixed_s: float = 0.0   # one squeue with one job id, driver-busy
+    squeue_per_job_s: float = 0.0  # ... each further job id asked
     poll_interval_s: float = 1.0  # SlurmSettings::poll_interval_s (no command-line option)
     dispatch_s: float = 2.0       # sbatch to job start and end to squeue, Slurm's own part
 
@@ -162,13 +169,23 @@ def load_driver_costs(root: str = ROOT) -> DriverCosts:
     executor overhead measured on the local Slurm (max_parallel_cpu.json: 2.55 s median per
     task), less what the driver itself spends there (snapshot and merge at a tiny memory, half a
     poll interval of detection delay on average)."""
-    measured = load_json(os.path.join(root, "bench/slurm/driver_costs.json"))
+    return load_driver_costs_from(root, "bench/slurm/driver_costs.json")
+
+
+def load_driver_costs_from(root: str, name: str) -> DriverCosts:
+    """As load_driver_costs, with the snapshot and merge seconds of bench/slurm/`name`."""
+    measured = load_json(os.path.join(root, name))
     memory = sorted(measured["memory"], key=lambda m: m["suite_evidence_rows"])
     parse = max(measured["squeue_parse"], key=lambda p: p["lines"])
     costs = DriverCosts(rows=[m["suite_evidence_rows"] for m in memory],
                         snapshot_s=[m["snapshot_s_median"] for m in memory],
                         merge_s=[m["merge_s_median"] for m in memory],
                         parse_s_per_line=parse["parse_s_median"] / parse["lines"])
+    slurm = load_json(os.path.join(root, "bench/slurm/squeue_cost_local.json"))
+    costs.sbatch_s = slurm["sbatch_s_mean"]
+    squeue_slope, squeue_intercept = linear_fit([q["jobs"] for q in slurm["squeue"]],
+                                                [q["squeue_s_median"] for q in slurm["squeue"]])
+    costs.squeue_fixed_s, costs.squeue_per_job_s = squeue_intercept, max(squeue_slope, 0.0)
     overhead = load_json(os.path.join(root, "bench/slurm/max_parallel_cpu.json"))
     median_overhead_s = overhead["overhead_s_per_task_max_parallel_1"]["median"]
     costs.dispatch_s = max(0.0, median_overhead_s - costs.poll_interval_s / 2
@@ -216,7 +233,7 @@ def simulate(tasks: list, gpus: int, driver: DriverCosts, assume: Assumptions) -
     while pending or in_flight:
         while pending and in_flight < gpus:
             task = pending.pop(0)
-            cost = driver.snapshot(memory_rows) + assume.sbatch_s
+            cost = driver.snapshot(memory_rows) + driver.sbatch_s * assume.slurm_command_scale
             now += cost
             busy += cost
             start = now + driver.dispatch_s / 2   # half the latency before the job starts
@@ -227,7 +244,8 @@ def simulate(tasks: list, gpus: int, driver: DriverCosts, assume: Assumptions) -
             gpu_busy_s += task.device_s
             alloc_s += task.wall_s
         # One poll: squeue for every job in flight, then the ended ones merged one by one.
-        cost = assume.squeue_fixed_s + in_flight * (assume.squeue_per_job_s + driver.parse_s_per_line)
+        cost = assume.slurm_command_scale * (driver.squeue_fixed_s + in_flight * driver.squeue_per_job_s) \
+            + in_flight * driver.parse_s_per_line
         now += cost
         busy += cost
         ended = []
@@ -260,14 +278,41 @@ def simulate(tasks: list, gpus: int, driver: DriverCosts, assume: Assumptions) -
             "lower_bound_s": max(alloc_s / gpus, max(t.wall_s for t in tasks))}
 
 
+def simulate_split(tasks: list, gpus: int, drivers: int, driver: DriverCosts,
+                   assume: Assumptions) -> dict:
+    """`drivers` suite drivers, each with its own memory file, on disjoint task subsets (round
+    robin) and gpus / drivers GPUs each; then their memories imported into one, one after the
+    other (estimated with the merge's cost at the growing size: the same import_json).
+    The suite's wall is the slowest driver's plus that import."""
+    runs = [simulate(tasks[k::drivers], max(1, gpus // drivers), driver, assume)
+            for k in range(drivers)]
+    rows_each = max(r["final_memory_rows"] for r in runs)
+    combine_s = sum(driver.merge(k * rows_each) for k in range(1, drivers))
+    wall = max(r["suite_wall_s"] for r in runs) + combine_s
+    total_device = sum(r["total_device_s"] for r in runs)
+    return {"gpus": gpus, "drivers": drivers, "tasks": len(tasks), "suite_wall_s": wall,
+            "combine_memories_s": combine_s,
+            "gpu_device_utilization": total_device / (gpus * wall),
+            "gpu_allocated_fraction": sum(r["total_job_wall_s"] for r in runs) / (gpus * wall),
+            "driver_busy_fraction": max(r["driver_busy_fraction"] for r in runs),
+            "driver_merge_fraction": max(r["driver_merge_fraction"] for r in runs),
+            "final_memory_rows": rows_each * drivers,
+            "total_device_s": total_device,
+            "total_job_wall_s": sum(r["total_job_wall_s"] for r in runs),
+            "lower_bound_s": max(sum(r["total_job_wall_s"] for r in runs) / gpus,
+                                 max(t.wall_s for t in tasks))}
+
+
 def saturation(tasks: list, driver: DriverCosts, assume: Assumptions, memory_rows: float) -> dict:
     """The N past which the driver's serial work per job outruns the jobs' arrival: N* =
     mean job wall / driver seconds per job (snapshot + sbatch + merge at `memory_rows`, polls
     aside), and the jobs in flight at which one poll (squeue + parse) takes a poll interval."""
     mean_wall = statistics.fmean(t.wall_s for t in tasks) + driver.dispatch_s
-    per_job = driver.snapshot(memory_rows) + assume.sbatch_s + driver.merge(memory_rows)
-    per_line = assume.squeue_per_job_s + driver.parse_s_per_line
-    poll_jobs = ((driver.poll_interval_s - assume.squeue_fixed_s) / per_line) if per_line else math.inf
+    per_job = driver.snapshot(memory_rows) + driver.sbatch_s * assume.slurm_command_scale \
+        + driver.merge(memory_rows)
+    per_line = assume.slurm_command_scale * driver.squeue_per_job_s + driver.parse_s_per_line
+    fixed = assume.slurm_command_scale * driver.squeue_fixed_s
+    poll_jobs = ((driver.poll_interval_s - fixed) / per_line) if per_line else math.inf
     return {"memory_rows": int(memory_rows), "driver_s_per_job": per_job,
             "saturating_gpus": mean_wall / per_job, "poll_saturating_jobs": poll_jobs}
 
@@ -278,7 +323,8 @@ def memory_limit(tasks: list, driver: DriverCosts, assume: Assumptions, gpus: in
     driver. Bisection over the interpolated costs (monotone in rows); 0 when even an empty
     memory is too slow, 1e9 when no size up to it is."""
     budget = (statistics.fmean(t.wall_s for t in tasks) + driver.dispatch_s) / gpus
-    per_job = lambda rows: driver.snapshot(rows) + assume.sbatch_s + driver.merge(rows)
+    sbatch = driver.sbatch_s * assume.slurm_command_scale
+    per_job = lambda rows: driver.snapshot(rows) + sbatch + driver.merge(rows)
     if per_job(0) > budget:
         return 0.0
     low, high = 0.0, 1e9
@@ -330,13 +376,24 @@ def main() -> None:
     limits = [{"gpus": n, "driver_s_per_job_budget":
                (statistics.fmean(t.wall_s for t in tasks250) + driver.dispatch_s) / n,
                "max_memory_rows": memory_limit(tasks250, driver, base, n)} for n in gpus]
+    indexed = load_driver_costs_from(ROOT, "bench/slurm/driver_costs_dedupe_index.json")
+    jobs1000 = make_tasks(all_eager * 4, model, base, args.seed)
+    remedies = []
+    for label, costs, drivers in [("1 driver", driver, 1), ("4 drivers", driver, 4),
+                                  ("16 drivers", driver, 16),
+                                  ("1 driver, dedupe index (what-if)", indexed, 1),
+                                  ("16 drivers, dedupe index (what-if)", indexed, 16)]:
+        run = simulate_split(jobs1000, 1000, drivers, costs, base)
+        remedies.append({"name": "1000 jobs on 1000 GPUs: " + label, "runs": [run]})
+    remedies.append({"name": "all 250 on 1000 GPUs: 1 driver, dedupe index (what-if)",
+                     "runs": [simulate(tasks250, 1000, indexed, base)]})
     sensitivity = []
     for label, change in [("device s x2", {"device_scale": 2.0}),
                           ("device s x0.5", {"device_scale": 0.5}),
                           ("LLM 20 s per candidate", {"llm_s_per_candidate": 20.0}),
                           ("compile 4.5 s per candidate", {"extra_wall_per_candidate_s": 3.5}),
                           ("memory starts at 10k rows", {"initial_memory_rows": 10000}),
-                          ("squeue 1 ms per job id", {"squeue_per_job_s": 0.001}),
+                          ("sbatch and squeue 10x slower", {"slurm_command_scale": 10.0}),
                           ("steps 1 (6 candidates)", {"candidates": 6, "evidence_rows_per_job": 3})]:
         changed = dataclasses.replace(base, **change)
         result = scenario(label, all_eager, model, driver, changed, [32, 1000], args.seed)
@@ -347,7 +404,7 @@ def main() -> None:
            "seed": args.seed, "task_model": dataclasses.asdict(model),
            "driver_costs": dataclasses.asdict(driver), "assumptions": dataclasses.asdict(base),
            "scenarios": scenarios, "saturation_250_tasks": sat,
-           "memory_limit_by_gpus": limits, "sensitivity": sensitivity}
+           "memory_limit_by_gpus": limits, "remedies": remedies, "sensitivity": sensitivity}
     with open(args.out_json, "w") as f:
         json.dump(out, f, indent=2)
         f.write("\n")
@@ -360,7 +417,10 @@ def render_md(out: dict) -> str:
     m = out["task_model"]
     lines = [f"# What a KernelBench suite costs on N GPUs (`bench/slurm/cost_model.py`)", "",
              f"Machine (simulation and driver measurements): {out['machine']}; {out['date']}; "
-             f"commit {out['commit']}; seed {out['seed']}.", "",
+             f"commit {out['commit']}; seed {out['seed']}. Inputs: kernelbench_eager_h200.json, "
+             "bench/torch/suite_l1_h200_s4*.json (H200), driver_costs*.json, squeue_cost_local.json, "
+             "max_parallel_cpu.json (this machine). Wall h: simulated; bound h: max(job-hours / GPUs, "
+             "longest job); GPU device util: device s / (GPUs x wall); allocated: job s / (GPUs x wall).", "",
              f"Task model (H200, fitted to {len(m['fit_points'])} served level-1 problems): device s = "
              f"candidates x ({m['device_fixed_s']:.2f} + {m['device_per_eager_ms_s']:.3f} x eager ms), "
              f"sigma {m['device_sigma']:.2f} (log); wall = {m['outside_fixed_s']:.1f} + "
@@ -368,7 +428,7 @@ def render_md(out: dict) -> str:
              + ", ".join(f"{k} {v}" for k, v in out["assumptions"].items()) + ".", "",
              "| suite | GPUs | wall h | bound h | GPU device util | GPU allocated | driver busy | merge share |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for s in out["scenarios"] + out["sensitivity"]:
+    for s in out["scenarios"] + out["remedies"] + out["sensitivity"]:
         for r in s["runs"]:
             lines.append(f"| {s['name']} | {r['gpus']} | {r['suite_wall_s'] / 3600:.2f} | {r['lower_bound_s'] / 3600:.2f} | "
                          f"{r['gpu_device_utilization']:.1%} | {r['gpu_allocated_fraction']:.1%} | "

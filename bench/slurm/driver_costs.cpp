@@ -10,6 +10,10 @@
 //
 //   kforge_bench_driver_costs --evidence EXPORT.json [--seed knowledge/seed.toml]
 //       [--sizes 0,1000,10000,50000] [--job-rows 40] [--repeats 3] [--out FILE.json]
+//       [--dedupe-index]
+// --dedupe-index is a what-if, not kforge's schema: it adds an index on the key import_json
+// looks every row up by (task_hash, created_at) to the suite memory (the snapshots inherit it),
+// to show what the merge would cost if that lookup did not scan a direction's rows.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "executor/job_memory.h"
@@ -39,6 +44,7 @@ struct Options {
   std::vector<int> squeue_lines = {1, 10, 100, 1000, 10000};
   int job_rows = 40;  // new evidence rows a job brings (see --help)
   int repeats = 3;
+  bool dedupe_index = false;
   fs::path out = "driver_costs.json";
 };
 
@@ -82,6 +88,20 @@ nlohmann::json evidence_document(const nlohmann::json& export_doc, int count, in
   return doc;
 }
 
+void add_dedupe_index(const fs::path& memory) {
+  sqlite3* db = nullptr;
+  char* message = nullptr;
+  if (sqlite3_open(memory.c_str(), &db) != SQLITE_OK ||
+      sqlite3_exec(db, "CREATE INDEX evidence_dedupe ON evidence(task_hash, created_at)", nullptr,
+                   nullptr, &message) != SQLITE_OK) {
+    const std::string why = message ? message : sqlite3_errmsg(db);
+    sqlite3_free(message);
+    sqlite3_close(db);
+    throw std::runtime_error(memory.string() + ": cannot add the dedupe index: " + why);
+  }
+  sqlite3_close(db);
+}
+
 /// One suite-memory size: builds the memory, then `repeats` times snapshots it (a job starts),
 /// adds the job's rows to the snapshot (the job runs), merges it back (the job ended).
 nlohmann::json measure_size(const Options& options, const nlohmann::json& export_doc, int size,
@@ -89,6 +109,7 @@ nlohmann::json measure_size(const Options& options, const nlohmann::json& export
   const fs::path suite = work / fmt::format("suite-{}.sqlite", size);
   SqliteStore::open(suite, options.seed)
       ->import_json(evidence_document(export_doc, size, options.job_rows, "suite"), "suite");
+  if (options.dedupe_index) add_dedupe_index(suite);
   std::vector<double> snapshot_s, merge_s;
   std::uintmax_t snapshot_bytes = 0;
   for (int r = 0; r < options.repeats; ++r) {
@@ -146,6 +167,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--job-rows") options.job_rows = std::stoi(value());
     else if (arg == "--repeats") options.repeats = std::stoi(value());
     else if (arg == "--out") options.out = value();
+    else if (arg == "--dedupe-index") options.dedupe_index = true;
     else throw std::runtime_error("unknown option " + arg + " (see the comment atop driver_costs.cpp)");
   }
   if (options.evidence_file.empty()) throw std::runtime_error("--evidence EXPORT.json is required");
@@ -175,6 +197,7 @@ int main(int argc, char** argv) {
         {"template_rows", export_doc.at("evidence").size()},
         {"job_rows", options.job_rows},
         {"repeats", options.repeats},
+        {"dedupe_index", options.dedupe_index},
         {"memory", memory},
         {"squeue_parse", squeue}};
     std::ofstream(options.out) << result.dump(2) << "\n";

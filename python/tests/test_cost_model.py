@@ -56,6 +56,12 @@ class SimulateTest(unittest.TestCase):
                  for n in (1, 2, 4, 8)]
         self.assertEqual(walls, sorted(walls, reverse=True))
 
+    def test_one_driver_split_is_the_plain_simulation(self):
+        plain = cost_model.simulate(tasks(), 8, driver(), cost_model.Assumptions())
+        split = cost_model.simulate_split(tasks(), 8, 1, driver(), cost_model.Assumptions())
+        self.assertAlmostEqual(plain["suite_wall_s"], split["suite_wall_s"])
+        self.assertEqual(split["combine_memories_s"], 0.0)
+
     def test_same_seed_same_tasks(self):
         model = cost_model.TaskModel(1.0, 0.5, 0.3, 10.0, 1.0)
         a = cost_model.make_tasks([1.0, 5.0], model, cost_model.Assumptions(), seed=3)
