@@ -442,6 +442,9 @@ def render_md(out: dict) -> str:
               "| ---: | ---: | ---: |"]
     for m in out["memory_limit_by_gpus"]:
         lines.append(f"| {m['gpus']} | {m['driver_s_per_job_budget']:.3f} | {m['max_memory_rows']:.0f} |")
+    lines += ["", "Reproduce: `kforge_bench_driver_costs --evidence EXPORT.json --job-rows 18` (and with "
+              "`--dedupe-index`) -> driver_costs*.json; `bench/slurm/squeue_cost.sh 1000` (root, "
+              "local Slurm) -> squeue_cost_local.json; `python3 bench/slurm/cost_model.py`."]
     return "\n".join(lines) + "\n"
 
 
