@@ -71,7 +71,7 @@ class TaskModel:
 class Assumptions:
     """Numbers no measurement in the repository gives; each is varied in the sensitivity runs."""
 
-    candidates: int = 21            # default budget: 3 expert hints + 6 steps x 3 (optimize_h200.md)
+    candidates: int = 21            # default budget: 3 hints + 6 steps x 3 (optimize_h200.md)
     evidence_rows_per_job: int = 18  # one row per step candidate (optimizer_candidate.cpp)
     # sbatch and squeue were timed on an idle local slurmctld; a production controller under
     # load answers slower: this multiplies both.
@@ -133,8 +133,8 @@ def fit_task_model(root: str = ROOT, baselines: str = DEFAULT_BASELINES) -> Task
     per-candidate part by least squares too.
     """
     rows = load_json(os.path.join(root, "bench/torch/suite_l1_h200_s4.json"))["tasks"]
-    overhead = {t["task"]: t for t in
-                load_json(os.path.join(root, "bench/torch/suite_l1_h200_s4_overhead.json"))["tasks"]}
+    overhead_file = os.path.join(root, "bench/torch/suite_l1_h200_s4_overhead.json")
+    overhead = {t["task"]: t for t in load_json(overhead_file)["tasks"]}
     eager = {t["task"]: t["eager_ms"] for t in load_json(baselines)["tasks"] if t["level"] == 1}
     points = []
     for row in rows:
@@ -224,12 +224,10 @@ def simulate(tasks: list, gpus: int, driver: DriverCosts, assume: Assumptions) -
     busy = 0.0              # driver-busy seconds
     merge_busy = 0.0
     memory_rows = float(assume.initial_memory_rows)
-    running = []            # heap of (time the job's end is visible to squeue, index)
+    running = []            # heap of (when squeue shows the job ended, submission number, task)
     in_flight = 0
-    gpu_busy_s = 0.0
-    alloc_s = 0.0
-    ended_count = 0
-    submitted = 0           # heap tiebreak
+    alloc_s = 0.0           # seconds jobs held their GPU
+    submitted = 0
     while pending or in_flight:
         while pending and in_flight < gpus:
             task = pending.pop(0)
@@ -241,11 +239,10 @@ def simulate(tasks: list, gpus: int, driver: DriverCosts, assume: Assumptions) -
             heapq.heappush(running, (end + driver.dispatch_s / 2, submitted, task))
             submitted += 1
             in_flight += 1
-            gpu_busy_s += task.device_s
             alloc_s += task.wall_s
         # One poll: squeue for every job in flight, then the ended ones merged one by one.
-        cost = assume.slurm_command_scale * (driver.squeue_fixed_s + in_flight * driver.squeue_per_job_s) \
-            + in_flight * driver.parse_s_per_line
+        squeue_s = driver.squeue_fixed_s + in_flight * driver.squeue_per_job_s
+        cost = assume.slurm_command_scale * squeue_s + in_flight * driver.parse_s_per_line
         now += cost
         busy += cost
         ended = []
@@ -265,7 +262,6 @@ def simulate(tasks: list, gpus: int, driver: DriverCosts, assume: Assumptions) -
             merge_busy += merge
             memory_rows += assume.evidence_rows_per_job
             in_flight -= 1
-            ended_count += 1
     wall = now
     total_device = sum(t.device_s for t in tasks)
     return {"gpus": gpus, "tasks": len(tasks), "suite_wall_s": wall,
@@ -368,11 +364,13 @@ def main() -> None:
     scenarios = [
         scenario("all 250 (levels 1-3)", all_eager, model, driver, base, gpus, args.seed),
         scenario("level 3 (50)", level3, model, driver, base, gpus, args.seed),
-        scenario("1000 jobs (the 250 x 4)", all_eager * 4, model, driver, base, [128, 1000], args.seed),
+        scenario("1000 jobs (the 250 x 4)", all_eager * 4, model, driver, base, [128, 1000],
+                 args.seed),
     ]
     tasks250 = make_tasks(all_eager, model, base, args.seed)
+    rows_per_job = base.evidence_rows_per_job
     sat = [saturation(tasks250, driver, base, rows)
-           for rows in (0, 250 * base.evidence_rows_per_job, 1000 * base.evidence_rows_per_job, 50000)]
+           for rows in (0, 250 * rows_per_job, 1000 * rows_per_job, 50000)]
     limits = [{"gpus": n, "driver_s_per_job_budget":
                (statistics.fmean(t.wall_s for t in tasks250) + driver.dispatch_s) / n,
                "max_memory_rows": memory_limit(tasks250, driver, base, n)} for n in gpus]
@@ -394,7 +392,8 @@ def main() -> None:
                           ("compile 4.5 s per candidate", {"extra_wall_per_candidate_s": 3.5}),
                           ("memory starts at 10k rows", {"initial_memory_rows": 10000}),
                           ("sbatch and squeue 10x slower", {"slurm_command_scale": 10.0}),
-                          ("steps 1 (6 candidates)", {"candidates": 6, "evidence_rows_per_job": 3})]:
+                          ("steps 1 (6 candidates)",
+                           {"candidates": 6, "evidence_rows_per_job": 3})]:
         changed = dataclasses.replace(base, **change)
         result = scenario(label, all_eager, model, driver, changed, [32, 1000], args.seed)
         sensitivity.append(result)
@@ -413,38 +412,46 @@ def main() -> None:
 
 
 def render_md(out: dict) -> str:
-    """The markdown table of cost_model.json."""
+    """The markdown tables of cost_model.json."""
     m = out["task_model"]
-    lines = [f"# What a KernelBench suite costs on N GPUs (`bench/slurm/cost_model.py`)", "",
-             f"Machine (simulation and driver measurements): {out['machine']}; {out['date']}; "
-             f"commit {out['commit']}; seed {out['seed']}. Inputs: kernelbench_eager_h200.json, "
-             "bench/torch/suite_l1_h200_s4*.json (H200), driver_costs*.json, squeue_cost_local.json, "
-             "max_parallel_cpu.json (this machine). Wall h: simulated; bound h: max(job-hours / GPUs, "
-             "longest job); GPU device util: device s / (GPUs x wall); allocated: job s / (GPUs x wall).", "",
-             f"Task model (H200, fitted to {len(m['fit_points'])} served level-1 problems): device s = "
-             f"candidates x ({m['device_fixed_s']:.2f} + {m['device_per_eager_ms_s']:.3f} x eager ms), "
-             f"sigma {m['device_sigma']:.2f} (log); wall = {m['outside_fixed_s']:.1f} + "
-             f"{m['compile_per_candidate_s']:.2f} x candidates + device s. Assumptions: "
-             + ", ".join(f"{k} {v}" for k, v in out["assumptions"].items()) + ".", "",
-             "| suite | GPUs | wall h | bound h | GPU device util | GPU allocated | driver busy | merge share |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    assumed = ", ".join(f"{k} {v}" for k, v in out["assumptions"].items())
+    lines = [
+        "# What a KernelBench suite costs on N GPUs (`bench/slurm/cost_model.py`)", "",
+        f"Machine (simulation and driver measurements): {out['machine']}; {out['date']}; "
+        f"commit {out['commit']}; seed {out['seed']}. Inputs: kernelbench_eager_h200.json, "
+        "bench/torch/suite_l1_h200_s4*.json (H200), driver_costs*.json, "
+        "squeue_cost_local.json, max_parallel_cpu.json (this machine). Wall h: simulated; "
+        "bound h: max(job-hours / GPUs, longest job); GPU device util: device s / (GPUs x "
+        "wall); allocated: job s / (GPUs x wall).", "",
+        f"Task model (H200, fitted to {len(m['fit_points'])} served level-1 problems): "
+        f"device s = candidates x ({m['device_fixed_s']:.2f} + "
+        f"{m['device_per_eager_ms_s']:.3f} x eager ms), sigma {m['device_sigma']:.2f} (log); "
+        f"wall = {m['outside_fixed_s']:.1f} + {m['compile_per_candidate_s']:.2f} x candidates "
+        f"+ device s. Assumptions: {assumed}.", "",
+        "| suite | GPUs | wall h | bound h | GPU device util | GPU allocated | driver busy "
+        "| merge share |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for s in out["scenarios"] + out["remedies"] + out["sensitivity"]:
         for r in s["runs"]:
-            lines.append(f"| {s['name']} | {r['gpus']} | {r['suite_wall_s'] / 3600:.2f} | {r['lower_bound_s'] / 3600:.2f} | "
-                         f"{r['gpu_device_utilization']:.1%} | {r['gpu_allocated_fraction']:.1%} | "
-                         f"{r['driver_busy_fraction']:.1%} | {r['driver_merge_fraction']:.1%} |")
-    lines += ["", "| suite memory rows | driver s per job | GPUs at which the driver saturates | jobs at which one poll takes 1 s |",
-              "| ---: | ---: | ---: | ---: |"]
+            lines.append(
+                f"| {s['name']} | {r['gpus']} | {r['suite_wall_s'] / 3600:.2f} | "
+                f"{r['lower_bound_s'] / 3600:.2f} | {r['gpu_device_utilization']:.1%} | "
+                f"{r['gpu_allocated_fraction']:.1%} | {r['driver_busy_fraction']:.1%} | "
+                f"{r['driver_merge_fraction']:.1%} |")
+    lines += ["", "| suite memory rows | driver s per job | GPUs at which the driver saturates "
+              "| jobs at which one poll takes 1 s |", "| ---: | ---: | ---: | ---: |"]
     for s in out["saturation_250_tasks"]:
-        lines.append(f"| {s['memory_rows']} | {s['driver_s_per_job']:.3f} | {s['saturating_gpus']:.0f} | "
-                     f"{s['poll_saturating_jobs']:.3g} |")
-    lines += ["", "| GPUs | driver s per job it can afford | suite memory rows past which the driver is the bottleneck |",
-              "| ---: | ---: | ---: |"]
-    for m in out["memory_limit_by_gpus"]:
-        lines.append(f"| {m['gpus']} | {m['driver_s_per_job_budget']:.3f} | {m['max_memory_rows']:.0f} |")
-    lines += ["", "Reproduce: `kforge_bench_driver_costs --evidence EXPORT.json --job-rows 18` (and with "
-              "`--dedupe-index`) -> driver_costs*.json; `bench/slurm/squeue_cost.sh 1000` (root, "
-              "local Slurm) -> squeue_cost_local.json; `python3 bench/slurm/cost_model.py`."]
+        lines.append(f"| {s['memory_rows']} | {s['driver_s_per_job']:.3f} | "
+                     f"{s['saturating_gpus']:.0f} | {s['poll_saturating_jobs']:.3g} |")
+    lines += ["", "| GPUs | driver s per job it can afford | suite memory rows past which the "
+              "driver is the bottleneck |", "| ---: | ---: | ---: |"]
+    for g in out["memory_limit_by_gpus"]:
+        lines.append(f"| {g['gpus']} | {g['driver_s_per_job_budget']:.3f} | "
+                     f"{g['max_memory_rows']:.0f} |")
+    lines += ["", "Reproduce: `kforge_bench_driver_costs --evidence EXPORT.json --job-rows 18` "
+              "(and with `--dedupe-index`) -> driver_costs*.json; `bench/slurm/squeue_cost.sh "
+              "1000` (root, local Slurm) -> squeue_cost_local.json; "
+              "`python3 bench/slurm/cost_model.py`."]
     return "\n".join(lines) + "\n"
 
 
