@@ -54,7 +54,7 @@ TEST_F(CliMemoryTest, ShowListsNodesStrategiesAndLaggedEdges) {
   record_one();
   process::CommandResult show = kforge({"memory", "show", "--backend", "cpu"});
   ASSERT_EQ(show.exit_code, 0) << show.output;
-  EXPECT_NE(show.output.find("schema 3, 1 evidence rows, 0 recorded runs"), std::string::npos)
+  EXPECT_NE(show.output.find("schema 4, 1 evidence rows, 0 recorded runs"), std::string::npos)
       << show.output;
   EXPECT_NE(show.output.find("cpu_row_simd"), std::string::npos);
   EXPECT_NE(show.output.find("threading -> vectorization"), std::string::npos);

@@ -103,9 +103,15 @@ void migrate_to_3(sqlite::Database& db) {
       "level REAL, PRIMARY KEY (run_id, position));");
 }
 
+// Version 3 -> 4: the duplicate check of import (sqlite_transfer.cpp) looks evidence up by
+// task_hash and created_at first; the direction index alone made it a scan per row.
+void migrate_to_4(sqlite::Database& db) {
+  db.exec("CREATE INDEX evidence_by_task_time ON evidence(task_hash, created_at);");
+}
+
 // kMigrations[v] takes a database from user_version v to v + 1. Append, never edit.
 using Migration = void (*)(sqlite::Database&);
-constexpr Migration kMigrations[] = {migrate_to_1, migrate_to_2, migrate_to_3};
+constexpr Migration kMigrations[] = {migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4};
 static_assert(std::size(kMigrations) == kVersion);
 
 void write_stats(sqlite::Database& db, const std::string& table, const std::string& where,

@@ -12,6 +12,9 @@
 //      and failure_reason and recomputes every statistic from the evidence rows.
 //   3  recorded runs (recorded_run.h): runs (kind "eval", task, command, provenance) and
 //      run_candidates (source, verdict, timings, speedup with its interval), beside the evidence.
+//   4  an index on evidence(task_hash, created_at), the key of import's duplicate check: without
+//      it each imported row scanned its whole direction, so a Slurm suite's merge of one job
+//      grew with the square of the memory (186 s at 50k rows; bench/slurm/driver_costs.json).
 #pragma once
 
 #include <string>
@@ -23,7 +26,7 @@
 namespace kforge::memory::schema {
 
 /// The schema version this build writes.
-inline constexpr int kVersion = 3;
+inline constexpr int kVersion = 4;
 
 /// The current time as ISO-8601 UTC with milliseconds ("2026-12-05T06:01:02.345Z").
 std::string now_utc_iso8601();

@@ -39,7 +39,7 @@ inline constexpr int kDefaultBusyTimeoutMs = 5000;
 class SqliteStore final : public Store {
  public:
   /// The schema version this build writes (PRAGMA user_version after open()).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   /// Opens or creates the database at `path` (":memory:" for a private in-memory one), creating
   /// parent directories, migrating the schema to kSchemaVersion, and, when the graph has no
