@@ -9,7 +9,8 @@ Inputs (all files of this repository; paths relative to its root):
   /work/shared/baselines/kernelbench_eager_h200.json   eager ms of the 250 KernelBench problems
   bench/torch/suite_l1_h200_s4.json, ..._overhead.json  6 served level-1 problems on the H200
                                                         (--steps 1): candidates, device s, wall s
-  bench/slurm/driver_costs.json                         snapshot / merge / squeue-parse seconds
+  bench/slurm/driver_costs.json                         snapshot / merge / squeue-parse seconds (schema 4;
+                                                        driver_costs_schema3.json: before the index)
                                                         measured by kforge_bench_driver_costs
   bench/slurm/max_parallel_cpu.json                     the executor's overhead per task (2.55 s)
   bench/slurm/squeue_cost_local.json                    sbatch and the executor's squeue on the
