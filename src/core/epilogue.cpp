@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/text.h"
 
 namespace kforge {
 namespace {
@@ -24,15 +25,6 @@ const std::map<std::string, OpInfo>& op_table() {
       {"clamp", {"", 2}},  // ClampMin{lo}|ClampMax{hi}
   };
   return table;
-}
-
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream stream(text);
-  while (std::getline(stream, part, separator)) parts.push_back(part);
-  if (!text.empty() && text.back() == separator) parts.emplace_back();
-  return parts;
 }
 
 }  // namespace

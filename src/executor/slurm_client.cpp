@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "common/files.h"
 #include "process/subprocess.h"
 
@@ -19,15 +20,6 @@ namespace {
 // Each Slurm command answers in well under a second on a healthy controller; 60 s covers a busy
 // one and still surfaces a hung controller as an error.
 constexpr double kCommandTimeoutS = 60.0;
-
-std::vector<std::string> split(const std::string& line, char separator) {
-  std::vector<std::string> fields;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, separator)) fields.push_back(field);
-  if (!line.empty() && line.back() == separator) fields.emplace_back();
-  return fields;
-}
 
 std::string trim(std::string text) {
   const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
