@@ -26,6 +26,7 @@ from .family_probe import BUILT, DISTRIBUTIONS, ProbeSet, compare
 from .family_search import SEEDS, Natural
 
 FAMILY = "gemm_epilogue"
+TENSOR_NAMES = ("x", "weight", "bias", "y")
 # The gate's distributions for a derived task: uniform and normal. Not heavy_tailed: its values
 # span 1e-3..1e3, so a dot product of them cancels terms of ~1e5 down to results of ~10, and an
 # honest fp32 order then misses the element-wise bound (rtol x |result|) that the derived
@@ -50,7 +51,8 @@ def _scalar_name(model: torch.nn.Module, value: float, chain: Chain, hint: str) 
     name = hint
     for prefix, module in model.named_modules():
         for attr, held in vars(module).items():
-            if isinstance(held, float) and held == value:
+            # A scalar must not take a tensor's name (the signature's names are one namespace).
+            if isinstance(held, float) and held == value and attr not in TENSOR_NAMES:
                 name, origin = attr, f"attribute {prefix + '.' if prefix else ''}{attr}"
                 break
         else:
@@ -87,6 +89,21 @@ def trace_chain(model: torch.nn.Module) -> Union[Chain, str]:
     for node in graph.nodes:
         if node.op == "placeholder":
             continue
+        # An op whose result nothing reads can only matter by changing a tensor in place (y.relu_()
+        # then y / 2), which the chain would miss, and rare enough values hide from probing.
+        if node.op != "output" and not node.users:
+            return f"{node.op} {getattr(node.target, '__name__', node.target)}: its result is " \
+                   f"unused (an in-place op?)"
+        # An in-place op (relu_, inplace=True) is its functional twin when nothing else reads
+        # the tensor it changes; otherwise a later reader sees the change the chain misses.
+        in_place = node.kwargs.get("inplace") is True or (
+            node.op == "call_method" and str(node.target).endswith("_")) or getattr(
+            modules.get(node.target) if node.op == "call_module" else None, "inplace",
+            False) is True
+        operand = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        if in_place and operand is not None and len(operand.users) > 1:
+            return f"{node.op} {getattr(node.target, '__name__', node.target)} changes in place " \
+                   f"a tensor that another op reads too"
         if node.op == "output":
             result = node.args[0]
             if chain is None or not isinstance(result, torch.fx.Node) or result not in value:
@@ -131,6 +148,8 @@ def _op_of(node, modules, value, model, chain) -> Union[List[str], str]:
     # A submodule's attribute name says nothing of what it computes: only its type does.
     name = node.target if node.op == "call_method" else \
         getattr(node.target, "__name__", "") if node.op == "call_function" else ""
+    if name.endswith("_") and not name.startswith("_"):
+        name = name[:-1]  # relu_ -> relu: allowed above only where nothing else sees the change
     unary = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "swish"}
     if isinstance(module, torch.nn.ReLU) or name in unary:
         return base + [unary.get(name, "relu")]

@@ -110,6 +110,32 @@ class GemmEpilogueMatchTest(unittest.TestCase):
                 self.assertEqual(result["family"], "")
                 self.assertIn(why, result["family_misses"]["gemm_epilogue"])
 
+    def test_in_place_ops(self):
+        # Functional twins where nothing else reads the changed tensor...
+        self.check(match(module(lambda s, y: F.relu(y, inplace=True) / 2.0)), ["relu", "div:divisor"],
+                   {"divisor": 2.0})
+        # ...and a miss where a later op reads what the in-place op changed unseen.
+        def hidden(s, y):
+            F.hardtanh(y, -1e4, 1e4, inplace=True)
+            return y / 2.0
+        result = match(module(hidden))
+        self.assertEqual(result["family"], "")
+        self.assertIn("unused", result["family_misses"]["gemm_epilogue"])
+
+    def test_a_scalar_never_takes_a_tensor_name(self):
+        result = self.check(match(module(lambda s, y: y + s.bias_value, bias_value=0.25)),
+                            ["add:bias_value"], {"bias_value": 0.25})
+        class Shadow(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(37, 3)
+                self.y = 0.5  # a float attribute named like the output tensor
+
+            def forward(self, x):
+                return self.linear(x) * 0.5
+        chain = trace_chain(Shadow())
+        self.assertEqual(chain.ops, ["mul:multiplier"])
+
     def test_a_chain_the_graph_hides_is_caught_by_probing(self):
         # Data-dependent control flow cannot be traced: no match, with the reason.
         def then(s, y):

@@ -22,7 +22,8 @@ struct EpilogueOp {
 std::vector<std::string> epilogue_op_patterns();
 
 /// Parses `chain` ("relu", "div:divisor", "clamp:lo:hi", ...). Throws Error naming the entry when
-/// an op is unknown, has the wrong number of scalars, or names a scalar the signature lacks.
+/// an op is unknown, has the wrong number of scalars, or names a scalar the signature lacks, and
+/// when a non-empty chain's signature has more than 8 scalars (what a kernel receives).
 std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
                                        const Signature& signature);
 

@@ -30,13 +30,17 @@ struct PrecisionCheck {
   double allowed_rms_error = 0.0;    // max_ratio * model_rms_error + 4 u RMS(reference)
   /// candidate_rms_error / model_rms_error (inf when only the model's error is 0; 0 when both).
   double ratio = 0.0;
+  /// False where the fp32 model is exact to rounding (model RMS error <= 2^-24 RMS(reference)):
+  /// the ratio cannot tell fp32 from a split scheme there, so the case passes the rule.
+  bool applied = true;
 };
 
 /// Checks `got` against `reference` with the fp32 model's outputs `model` on the same inputs,
 /// all f32, `elements` each (densely packed; longer spans are fine).
 ///
 /// Over the elements where the reference is finite:
-///   RMS(got - reference) <= max_ratio * RMS(model - reference) + 4 * 2^-24 * RMS(reference).
+///   RMS(got - reference) <= max_ratio * RMS(model - reference) + 4 * 2^-24 * RMS(reference),
+/// applied only where RMS(model - reference) > 2^-24 RMS(reference) (see `applied`).
 /// The last term is four units in the last place of a typical element: room for the final
 /// rounding, which the model may get right by chance on every element (e.g. K = 1). A non-finite
 /// `got` where the reference is finite fails (the tolerance check names the element).

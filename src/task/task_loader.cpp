@@ -507,6 +507,8 @@ std::string task_hash(const Task& task) {
     const nlohmann::json& derived = task.torch_reference;
     bytes << nlohmann::json(task.signature).dump() << nlohmann::json(task.workloads).dump()
           << derived.value("torch", nlohmann::json()).dump();
+    // The chain read from the module's graph is part of what the kernels compute.
+    if (!task.epilogue.empty()) bytes << nlohmann::json(task.epilogue).dump();
   }
   return sha256_hex(bytes.str()).substr(0, 16);
 }

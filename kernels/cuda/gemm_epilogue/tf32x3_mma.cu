@@ -27,7 +27,7 @@
 #define KF_BM 128
 #endif
 #ifndef KF_BN
-#define KF_BN 128
+#define KF_BN 64
 #endif
 #ifndef KF_BK
 #define KF_BK 32

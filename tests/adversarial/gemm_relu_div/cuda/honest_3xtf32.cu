@@ -61,9 +61,13 @@ __global__ void gemm_3xtf32(const float* x, const float* w, const float* b, floa
       b_hi[i] = tf32(bv[i]);
       b_lo[i] = tf32(bv[i] - __uint_as_float(b_hi[i]));
     }
-    mma(acc, a_lo, b_hi);
-    mma(acc, a_hi, b_lo);
-    mma(acc, a_hi, b_hi);
+    // Into a zeroed tile, then added with fp32 adds: tensor cores truncate their accumulation,
+    // so the running sum stays outside them (kernels/cuda/common/tf32x3.cuh says more).
+    float step[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma(step, a_lo, b_hi);
+    mma(step, a_hi, b_lo);
+    mma(step, a_hi, b_hi);
+    for (int i = 0; i < 4; ++i) acc[i] += step[i];
   }
   for (int i = 0; i < 4; ++i) {
     const int64_t m = m0 + g + (i >= 2 ? 8 : 0), n = n0 + 2 * t + (i & 1);
