@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kforge_torch.derive_tolerance import tensor_core_ops
 from kforge_torch.families import match_family
 from kforge_torch.gemm_match import trace_chain
 from tests.torch_fixtures import build_instances, make_derived
@@ -153,6 +154,32 @@ class GemmEpilogueMatchTest(unittest.TestCase):
             def forward(self, x):
                 return self.linear(x * 2.0)
         self.assertIn("not an nn.Linear on the input", trace_chain(ScaledInput()))
+
+
+class TensorCoreOpsTest(unittest.TestCase):
+    """Where a derived task asks for an fp32 model (the precision rule): modules with work that
+    tensor cores could do at reduced precision."""
+
+    def test_linear_conv_matmul_and_the_at_operator(self):
+        self.assertIn("Linear", tensor_core_ops(nn.Linear(3, 4)))
+        self.assertIn("Conv2d", tensor_core_ops(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())))
+
+        class Bmm(nn.Module):
+            def forward(self, a, b):
+                return torch.bmm(a, b).relu()
+
+        class At(nn.Module):
+            def forward(self, a, b):
+                return (a @ b).sum(-1)
+        self.assertEqual(tensor_core_ops(Bmm()), ["bmm"])
+        self.assertEqual(tensor_core_ops(At()), ["@"])
+
+    def test_element_wise_and_normalizing_modules_have_none(self):
+        class Norm(nn.Module):
+            def forward(self, x):
+                return torch.softmax(x, dim=-1) * torch.sigmoid(x)
+        self.assertEqual(tensor_core_ops(Norm()), [])
+        self.assertEqual(tensor_core_ops(nn.LayerNorm(8)), [])
 
 
 if __name__ == "__main__":
