@@ -66,6 +66,11 @@ def _scalar_name(model: torch.nn.Module, value: float, chain: Chain, hint: str) 
     return name
 
 
+def _describe(node) -> str:
+    """"call_function truediv", "call_module linear": a node for messages."""
+    return f"{node.op} {getattr(node.target, '__name__', node.target)}"
+
+
 def _number(arg) -> Optional[float]:
     if isinstance(arg, bool):
         return None
@@ -92,8 +97,7 @@ def trace_chain(model: torch.nn.Module) -> Union[Chain, str]:
         # An op whose result nothing reads can only matter by changing a tensor in place (y.relu_()
         # then y / 2), which the chain would miss, and rare enough values hide from probing.
         if node.op != "output" and not node.users:
-            return f"{node.op} {getattr(node.target, '__name__', node.target)}: its result is " \
-                   f"unused (an in-place op?)"
+            return f"{_describe(node)}: its result is unused (an in-place op?)"
         # An in-place op (relu_, inplace=True) is its functional twin when nothing else reads
         # the tensor it changes; otherwise a later reader sees the change the chain misses.
         in_place = node.kwargs.get("inplace") is True or (
@@ -102,8 +106,7 @@ def trace_chain(model: torch.nn.Module) -> Union[Chain, str]:
             False) is True
         operand = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
         if in_place and operand is not None and len(operand.users) > 1:
-            return f"{node.op} {getattr(node.target, '__name__', node.target)} changes in place " \
-                   f"a tensor that another op reads too"
+            return f"{_describe(node)} changes in place a tensor that another op reads too"
         if node.op == "output":
             result = node.args[0]
             if chain is None or not isinstance(result, torch.fx.Node) or result not in value:
@@ -128,7 +131,7 @@ def _op_of(node, modules, value, model, chain) -> Union[List[str], str]:
     """The chain that gives `node`, from the chain of its tensor operand, or why not."""
     args = list(node.args)
     tensors = [a for a in args if isinstance(a, torch.fx.Node)]
-    what = f"{node.op} {getattr(node.target, '__name__', node.target)}"
+    what = _describe(node)
     if not tensors or any(t not in value for t in tensors):
         return f"{what} reads a tensor other than the Linear's result"
     if node.op == "call_method" and node.target in ("clone", "detach", "contiguous"):

@@ -4,10 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "common/mapped_file.h"
@@ -215,11 +212,8 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
         } else {
           message += comparison.failure;
           if (precision && !precision->passed) {
-            message += fmt::format(" (its error is {} that of a plain fp32 computation: below "
-                                   "fp32 precision, or wrong)",
-                                   std::isinf(precision->ratio)
-                                       ? std::string("many times")
-                                       : fmt::format("{:.0f}x", precision->ratio));
+            message += " (its error is " + format_ratio(precision->ratio) +
+                       " that of a plain fp32 computation: below fp32 precision, or wrong)";
           }
         }
         if (call > 0) {

@@ -19,6 +19,10 @@ float float_at(std::span<const std::byte> bytes, int64_t index) {
 
 }  // namespace
 
+std::string format_ratio(double ratio) {
+  return std::isinf(ratio) ? std::string("many times") : fmt::format("{:.0f}x", ratio);
+}
+
 PrecisionCheck check_precision(std::span<const std::byte> got,
                                std::span<const std::byte> reference,
                                std::span<const std::byte> model, int64_t elements,
@@ -73,7 +77,7 @@ PrecisionCheck check_precision(std::span<const std::byte> got,
         "split-precision scheme (3xTF32, bf16x3), or set precision = \"tf32\" in the task to "
         "accept it",
         check.candidate_rms_error,
-        std::isinf(check.ratio) ? std::string("many times") : fmt::format("{:.0f}x", check.ratio),
+        format_ratio(check.ratio),
         check.model_rms_error, max_ratio, check.allowed_rms_error);
   }
   return check;

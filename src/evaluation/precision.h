@@ -35,6 +35,9 @@ struct PrecisionCheck {
   bool applied = true;
 };
 
+/// A PrecisionCheck's ratio for messages: "130x", or "many times" when it is infinite.
+std::string format_ratio(double ratio);
+
 /// Checks `got` against `reference` with the fp32 model's outputs `model` on the same inputs,
 /// all f32, `elements` each (densely packed; longer spans are fine).
 ///
