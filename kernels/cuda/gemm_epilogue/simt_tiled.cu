@@ -186,7 +186,7 @@ gemm_simt(const float* __restrict__ x, const float* __restrict__ w,
 }
 
 template <int V>
-int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, cudaStream_t stream) {
+int launch(const kf::GemmArgs& a, cudaStream_t stream) {
   auto kernel = gemm_simt<V>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in (a host-side attribute, no sync).
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -195,7 +195,7 @@ int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, cudaStream_t stream)
   const dim3 grid(static_cast<unsigned>((a.n + BN - 1) / BN),
                   static_cast<unsigned>((a.m + BM - 1) / BM));
   const bool vec_stores = a.n % 4 == 0 && kf::aligned(a.y, 16);
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, s,
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, a.scalars,
                                                  vec_stores);
   return static_cast<int>(cudaGetLastError());
 }
@@ -207,9 +207,8 @@ int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, cudaStream_t stream)
 KFORGE_API int kforge_run(const kforge_args* args) {
   kf::GemmArgs a;
   if (const int rc = kf::gemm_args(args, a); rc != 0) return rc;
-  const kf::ep::Scalars& s = a.scalars;
   if (a.m == 0 || a.n == 0) return 0;
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
   const bool vec = a.k % 4 == 0 && kf::aligned(a.x, 16) && kf::aligned(a.w, 16);
-  return vec ? launch<4>(a, s, stream) : launch<1>(a, s, stream);
+  return vec ? launch<4>(a, stream) : launch<1>(a, stream);
 }

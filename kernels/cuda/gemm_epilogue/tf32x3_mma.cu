@@ -192,7 +192,7 @@ gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
 }
 
 template <bool kVec>
-int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, cudaStream_t stream) {
+int launch(const kf::GemmArgs& a, cudaStream_t stream) {
   auto kernel = gemm_tf32x3<kVec>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in (a host-side attribute, no sync).
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -201,7 +201,7 @@ int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, cudaStream_t stream)
   const dim3 grid(static_cast<unsigned>((a.n + BN - 1) / BN),
                   static_cast<unsigned>((a.m + BM - 1) / BM));
   const bool pairs = a.n % 2 == 0 && kf::aligned(a.y, 8);
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, s,
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, a.scalars,
                                                  pairs);
   return static_cast<int>(cudaGetLastError());
 }
@@ -213,9 +213,8 @@ int launch(const kf::GemmArgs& a, const kf::ep::Scalars& s, cudaStream_t stream)
 KFORGE_API int kforge_run(const kforge_args* args) {
   kf::GemmArgs a;
   if (const int rc = kf::gemm_args(args, a); rc != 0) return rc;
-  const kf::ep::Scalars& s = a.scalars;
   if (a.m == 0 || a.n == 0) return 0;
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
   const bool vec = a.k % 4 == 0 && kf::aligned(a.x, 16) && kf::aligned(a.w, 16);
-  return vec ? launch<true>(a, s, stream) : launch<false>(a, s, stream);
+  return vec ? launch<true>(a, stream) : launch<false>(a, stream);
 }
