@@ -1,0 +1,112 @@
+// The argument checks every grouped_conv_transpose entry point makes (host C++, both backends),
+// and the geometry both formulations share.
+//
+// Transposed convolution (PyTorch's ConvTranspose3d; a 2-D one is the 3-D one with depth 1):
+//   x      [n, c, d, h, w]            inputs
+//   weight [c, cog, kd, kh, kw]       c = groups * cig in channels, cog out channels per group
+//   bias   [co] (optional)            co = groups * cog
+//   y      [n, co, od, oh, ow]
+//   scalars: stride_d, stride_h, stride_w, padding_d, padding_h, padding_w,
+//            dilation_d, dilation_h, dilation_w, groups   (in that order, integers)
+// Input element x[n, ci, i] reaches output o = i * stride - padding + k * dilation (per
+// dimension) through tap k, multiplied by weight[ci, co % cog, k], where co is in ci's group:
+//   y[n, co, o] = bias[co] + sum over ci of co's group, taps k with
+//                 i = (o + padding - k * dilation) / stride an integer in [0, d):
+//                 x[n, ci, i] * weight[ci, co - g * cog, k]
+// (the adjoint of a strided convolution; Dumoulin & Visin 2016, "A guide to convolution
+// arithmetic", section 4). The output's size is the caller's (output_padding only lengthens it):
+// od = (d - 1) * stride - 2 * padding + dilation * (kd - 1) + output_padding + 1.
+//
+//   kf::ConvArgs c;
+//   if (int code = kf::conv_transpose_args(args, c); code != 0) return code;
+#pragma once
+
+#include <common/dltensor.h>
+#include <kforge/kernel.h>
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KF_CONV_HD __host__ __device__ __forceinline__
+#else
+#define KF_CONV_HD inline
+#endif
+
+namespace kf {
+
+/// One spatial dimension of the geometry: input and output extents, kernel taps, stride,
+/// padding, dilation.
+struct ConvDim {
+  int64_t in = 0, out = 0;
+  int k = 0, stride = 1, pad = 0, dil = 1;
+};
+
+struct ConvArgs {
+  const float* x = nullptr;     // [n, c, d, h, w]
+  const float* w = nullptr;     // [c, cog, kd, kh, kw]
+  const float* bias = nullptr;  // [co], or null without a bias input
+  float* y = nullptr;           // [n, co, od, oh, ow]
+  int64_t n = 0, c = 0, co = 0;
+  int groups = 1, cig = 0, cog = 0;  // channels per group, in and out
+  ConvDim dim[3];                    // depth, height, width
+  KF_CONV_HD int64_t in_volume() const { return dim[0].in * dim[1].in * dim[2].in; }
+  KF_CONV_HD int64_t out_volume() const { return dim[0].out * dim[1].out * dim[2].out; }
+  KF_CONV_HD int taps() const { return dim[0].k * dim[1].k * dim[2].k; }
+};
+
+constexpr int kConvScalars = 10;
+
+/// Fills `c` from `args`. Returns 0, or -1 wrong tensor or scalar count, -2 wrong rank or shape
+/// (channels that the groups do not divide included), -3 wrong dtype, -4 non-compact strides,
+/// -5 a geometry scalar out of range (stride or dilation < 1, padding < 0, groups < 1, or not an
+/// integer).
+inline int conv_transpose_args(const kforge_args* args, ConvArgs& c) {
+  if (args->num_inputs != 2 && args->num_inputs != 3) return -1;
+  if (args->num_outputs != 1 || args->num_scalars != kConvScalars) return -1;
+  int geometry[kConvScalars];
+  for (int i = 0; i < kConvScalars; ++i) {
+    const double v = args->scalars[i];
+    if (!(v == std::floor(v)) || v < 0 || v > 1 << 20) return -5;
+    geometry[i] = static_cast<int>(v);
+  }
+  const DLTensor& x = args->inputs[0];
+  const DLTensor& w = args->inputs[1];
+  const DLTensor& y = args->outputs[0];
+  if (x.ndim != 5 || w.ndim != 5 || y.ndim != 5) return -2;
+  c.groups = geometry[9];
+  if (c.groups < 1) return -5;
+  c.n = x.shape[0];
+  c.c = x.shape[1];
+  c.cog = static_cast<int>(w.shape[1]);
+  c.co = static_cast<int64_t>(c.groups) * c.cog;
+  if (w.shape[0] != c.c || c.c % c.groups != 0) return -2;
+  c.cig = static_cast<int>(c.c / c.groups);
+  if (y.shape[0] != c.n || y.shape[1] != c.co) return -2;
+  for (int i = 0; i < 3; ++i) {
+    ConvDim& d = c.dim[i];
+    d.in = x.shape[2 + i];
+    d.out = y.shape[2 + i];
+    d.k = static_cast<int>(w.shape[2 + i]);
+    d.stride = geometry[i];
+    d.pad = geometry[3 + i];
+    d.dil = geometry[6 + i];
+    if (d.stride < 1 || d.dil < 1) return -5;
+    if (d.k < 1 || d.in < 1 || d.out < 1) return -2;
+  }
+  if (!is_f32(x) || !is_f32(w) || !is_f32(y)) return -3;
+  if (!is_compact(x) || !is_compact(w) || !is_compact(y)) return -4;
+  if (args->num_inputs == 3) {
+    const DLTensor& b = args->inputs[2];
+    if (b.ndim != 1 || b.shape[0] != c.co) return -2;
+    if (!is_f32(b)) return -3;
+    if (!is_compact(b)) return -4;
+    c.bias = data_of<const float>(b);
+  }
+  c.x = data_of<const float>(x);
+  c.w = data_of<const float>(w);
+  c.y = data_of<float>(y);
+  return 0;
+}
+
+}  // namespace kf
