@@ -245,6 +245,71 @@ TEST_F(CliTorchTest, OptimizeServesALinearWithAnEpilogueFromTheModulesGraph) {
       << best_text.substr(0, 400);
 }
 
+// A grouped, strided, padded, dilated 2-D transposed convolution (kforge's own problem).
+const char* const kDeconv = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=stride,
+                                     padding=padding, output_padding=1, dilation=dilation,
+                                     groups=groups, bias=False)
+
+    def forward(self, x):
+        return self.up(x)
+
+
+batch = 2
+channels = 8
+height = 9
+width = 11
+
+
+def get_inputs():
+    return [torch.rand(batch, channels, height, width)]
+
+
+def get_init_inputs():
+    return [channels, 4, (3, 2), (2, 3), (1, 0), (1, 2), 2]
+)";
+
+// issue 20: a transposed convolution is served by grouped_conv_transpose with the module's
+// geometry as the task's scalars; its kernels pass the gate against the module in float64, and
+// the solution sizes its output by the task's extent rules (no tensor it is given holds oh, ow).
+TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheOutput) {
+  const fs::path problem = write("deconv.py", kDeconv);
+  const fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
+              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto read = [](const fs::path& path) {
+    std::ifstream file(path);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  };
+  const std::string task_text = read(run / "task.toml");
+  EXPECT_NE(task_text.find("family = \"grouped_conv_transpose\""), std::string::npos)
+      << task_text;
+  EXPECT_NE(task_text.find("name = \"stride_w\"\ndtype = \"i64\"\nvalue = 3\n"),
+            std::string::npos)
+      << task_text;
+  int evaluated = 0;
+  for (const auto& entry : fs::directory_iterator(run / "candidates")) {
+    const nlohmann::json evaluation =
+        nlohmann::json::parse(std::ifstream(entry.path() / "evaluation.json"));
+    EXPECT_EQ(evaluation["verdict"], "ok") << entry.path() << "\n" << evaluation.dump(2);
+    ++evaluated;
+  }
+  EXPECT_GE(evaluated, 2);
+  // oh = (h - 1) * 2 - 2 * 1 + 1 * (kh - 1) + 1 + 1 = 2 h + kh - 3; co = groups * cog = 2 cog
+  const std::string solution = read(run / "solution.py");
+  EXPECT_NE(solution.find("('oh', ('linear', -3, ((2, 'h'), (1, 'kh'))))"), std::string::npos)
+      << solution.substr(0, 400);
+  EXPECT_NE(solution.find("('co', ('linear', 0, ((2, 'cog'),)))"), std::string::npos);
+}
+
 TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {
   const fs::path problem = write("cumsum.py", kCumsum);
   const fs::path run = dir_ / "run";

@@ -16,6 +16,7 @@ from .family_probe import DISTRIBUTIONS, ProbeSet
 from .family_search import SEEDS, Match, Natural, adapter_text, binding_dims, natural_tensors, \
     try_family
 from .family_table import FAMILIES, Family
+from .conv_match import FAMILY as CONV_FAMILY, match_conv_transpose
 from .gemm_match import FAMILY as GEMM_FAMILY, match_gemm_epilogue
 
 
@@ -50,12 +51,13 @@ def match_family(derived: dict, instances: Sequence[Tuple[str, torch.nn.Module, 
             if isinstance(outcome, Match):
                 return _rewrite(derived, family, outcome, natural, shapes, len(instances), misses)
             misses[family.name] = outcome
-        # The family whose computation each problem brings: read from the module's graph.
-        outcome = obstacle or match_gemm_epilogue(derived, natural, shapes, instances, probes,
-                                                  misses)
-        if isinstance(outcome, dict):
-            return outcome
-        misses[GEMM_FAMILY] = outcome
+        # The families whose computation each problem brings: read from the module's graph.
+        for name, matcher in ((GEMM_FAMILY, match_gemm_epilogue),
+                              (CONV_FAMILY, match_conv_transpose)):
+            outcome = obstacle or matcher(derived, natural, shapes, instances, probes, misses)
+            if isinstance(outcome, dict):
+                return outcome
+            misses[name] = outcome
     result = copy.deepcopy(derived)
     result["family"] = ""
     result.pop("family_match", None)
@@ -163,4 +165,4 @@ def scalar_place(name: str, origin: str) -> dict:
 
 def family_names() -> List[str]:
     """The built-in families in the order they are tried."""
-    return [f.name for f in FAMILIES] + [GEMM_FAMILY]
+    return [f.name for f in FAMILIES] + [GEMM_FAMILY, CONV_FAMILY]

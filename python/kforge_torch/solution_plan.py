@@ -25,8 +25,10 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 # An extent rule: a constant, or (tensor, first dim, end dim): the product of that tensor's dims
 # [first, end), the tensor a forward argument (its position) or a parameter or buffer of the
-# module (its dotted name: a conv's out_channels is only in its weight's shape).
-Extent = Union[int, Tuple[Union[int, str], int, int]]
+# module (its dotted name: a conv's out_channels is only in its weight's shape), or
+# ("linear", const, ((coef, symbol), ...)): const + sum of coef x the symbol's extent, for
+# sizes no tensor holds (a transposed convolution's output height; the task's torch.extents).
+Extent = Union[int, Tuple[Union[int, str], int, int], Tuple[str, int, Tuple[Tuple[int, str], ...]]]
 Holder = Union[int, str]
 
 DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
@@ -99,12 +101,17 @@ def make_plan(derived: dict) -> Plan:
     arguments = _argument_shapes(places, tensors, shapes)
     primary = next((p["index"] for p in places if p["source"] == "input"), None)
     grouped = _primary_groups(tensors, places, arguments, workloads)
+    computed = _computed(torch_table, workloads)
     symbols = []
     for symbol in _symbols(tensors):
+        if symbol in computed:
+            continue
         values = {w["name"]: int(w["dims"][symbol]) for w in workloads}
         rule = grouped.get(symbol) or find_extent(values, arguments, primary,
                                                   f"signature symbol {symbol!r}")
         symbols.append((symbol, rule))
+    # Computed symbols last: their rules read the others.
+    symbols += [(symbol, rule) for symbol, (rule, _) in computed.items()]
     planned, outputs = [], []
     for i, (spec, place) in enumerate(zip(tensors, places)):
         planned.append(_planned_tensor(spec, place, shapes, i))
@@ -116,8 +123,10 @@ def make_plan(derived: dict) -> Plan:
                                  f"workloads; a solution needs one")
             for d in range(rank.pop()):
                 values = {w: s[i][d] for w, s in shapes.items()}
-                dims.append(find_extent(values, arguments, primary,
-                                        f"dim {d} of output {place['index']}", same_dim=d))
+                rule = next((rule for rule, given in computed.values() if given == values), None)
+                dims.append(rule or find_extent(values, arguments, primary,
+                                                f"dim {d} of output {place['index']}",
+                                                same_dim=d))
             outputs.append((int(place["index"]), tuple(dims)))
     ranks = tuple(sorted((arg, len(next(iter(by_workload.values()))))
                          for arg, by_workload in arguments.items() if isinstance(arg, int)))
@@ -155,8 +164,33 @@ def find_extent(values: Dict[str, int], arguments: Dict[Holder, Dict[str, List[i
         return distinct.pop()
     raise ValueError(f"{what}: no group of the dims of a forward argument, parameter or buffer "
                      f"gives its extents {values} at every workload, and they differ (a solution "
-                     f"reads every extent off the tensors it is given; a size computed by a "
-                     f"formula, such as a strided convolution's output height, is not supported)")
+                     f"reads every extent off the tensors it is given, or computes it by a rule "
+                     f"of the task's torch.extents, which has none for it)")
+
+
+def _computed(torch_table: dict, workloads: Sequence[dict]) -> Dict[str, Tuple[Extent, dict]]:
+    """torch.extents as symbol -> (its linear rule, workload -> extent); ValueError naming the
+    symbol when a rule is malformed or does not give a workload's value (the task loader checks
+    the same: src/task/torch_extents.h)."""
+    computed = {}
+    table = torch_table.get("extents", {})
+    if not isinstance(table, dict):
+        raise ValueError("torch.extents: expected a table of symbol = {const, terms}")
+    for symbol, entry in table.items():
+        try:
+            terms = tuple((int(coef), str(name)) for coef, name in entry["terms"])
+            rule = ("linear", int(entry["const"]), terms)
+            values = {w["name"]: rule[1] + sum(c * int(w["dims"][n]) for c, n in terms)
+                      for w in workloads}
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"torch.extents.{symbol}: expected {{const, terms: [[coef, "
+                             f"symbol], ...]}} over the workloads' symbols ({error})") from None
+        for w in workloads:
+            if values[w["name"]] != int(w["dims"][symbol]):
+                raise ValueError(f"torch.extents.{symbol}: gives {values[w['name']]} at workload "
+                                 f"{w['name']!r}, which binds {w['dims'][symbol]}")
+        computed[symbol] = (rule, values)
+    return computed
 
 
 def _field(table: dict, key: str, kind: type, where: str):
@@ -201,16 +235,31 @@ def _argument_shapes(places: Sequence[dict], tensors: Sequence[dict],
 def _primary_groups(tensors: Sequence[dict], places: Sequence[dict],
                     arguments: Dict[Holder, Dict[str, List[int]]],
                     workloads: Sequence[dict]) -> Dict[str, Extent]:
-    """The symbols of the first signature tensor, when it is a forward argument shaped only by
-    symbols, as consecutive groups of its dims in order (how a family views its primary input:
-    family_search.binding_dims), the cuts that give every workload's dims; {} when none do."""
-    if not tensors or places[0]["source"] != "input" or int(places[0]["index"]) not in arguments:
-        return {}
-    shape = tensors[0]["shape"]
-    if any(str(e).isdigit() for e in shape):
-        return {}
-    arg = int(places[0]["index"])
-    by_workload = arguments[arg]
+    """Rules for the symbols of the signature's given tensors (forward arguments, then
+    parameters and buffers, in signature order; outputs aside), each symbol from the first tensor
+    that holds it: that tensor's module dims split into consecutive groups, one per signature
+    dim, the cuts that give every workload's dims (how a family views its primary input:
+    family_search.binding_dims; a conv weight [C, cog, KH, KW] is [c, cog, kd = 1, kh, kw]).
+    A symbol no tensor binds this way is left to find_extent."""
+    rules: Dict[str, Extent] = {}
+    for spec, place in zip(tensors, places):
+        if place["source"] == "output":
+            continue
+        holder: Holder = int(place["index"]) if place["source"] == "input" \
+            else place.get("name", spec["name"])
+        shape = spec["shape"]
+        if holder not in arguments or any(str(e).isdigit() for e in shape) or \
+                all(symbol in rules for symbol in shape):
+            continue
+        for symbol, rule in _groups(holder, shape, arguments[holder], workloads).items():
+            rules.setdefault(symbol, rule)
+    return rules
+
+
+def _groups(holder: Holder, shape: Sequence[str], by_workload: Dict[str, List[int]],
+            workloads: Sequence[dict]) -> Dict[str, Extent]:
+    """The symbols of `shape` as consecutive groups of the module dims of `holder`, the first
+    cuts that give every workload's dims; {} when none do."""
     rank = len(next(iter(by_workload.values())))
     cut_lists = itertools.combinations_with_replacement(range(rank + 1), len(shape) - 1)
     # Groups of one dim or more first: an empty group (extent 1) fits by accident more often.
@@ -218,7 +267,7 @@ def _primary_groups(tensors: Sequence[dict], places: Sequence[dict],
         groups = _pairs(cuts, rank)
         if all(math.prod(by_workload[w["name"]][a:b]) == int(w["dims"][symbol])
                for w in workloads for symbol, (a, b) in zip(shape, groups)):
-            return {symbol: (arg, a, b) for symbol, (a, b) in zip(shape, groups)}
+            return {symbol: (holder, a, b) for symbol, (a, b) in zip(shape, groups)}
     return {}
 
 

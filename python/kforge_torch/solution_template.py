@@ -35,11 +35,14 @@ autograd history (inference only). Written by kforge (`kforge export RUN --forma
 
 _RUNTIME = '''
 
-def _kforge_extent(module, args, rule):
-    """An extent of the kernel's signature: a constant, or the product of dims [first, end) of a
-    forward argument (by position) or of a parameter or buffer of the module (by name)."""
+def _kforge_extent(module, args, rule, dims):
+    """An extent of the kernel's signature: a constant, the product of dims [first, end) of a
+    forward argument (by position) or of a parameter or buffer of the module (by name), or
+    ("linear", const, ((coef, symbol), ...)) over the extents in `dims` worked out before it."""
     if isinstance(rule, int):
         return rule
+    if rule[0] == "linear":
+        return rule[1] + sum(coef * dims[symbol] for coef, symbol in rule[2])
     holder, first, end = rule
     tensor = args[holder] if isinstance(holder, int) else _kforge_attribute(module, holder)
     size = 1
@@ -68,12 +71,14 @@ def _kforge_forward(module, args):
         if not isinstance(args[arg], torch.Tensor) or args[arg].dim() != rank:
             raise ValueError(f"ModelNew: forward argument {arg} must be a tensor of rank {rank} "
                              f"(the kernel's signature is a view of it)")
-    dims = {symbol: _kforge_extent(module, args, rule) for symbol, rule in _KFORGE_SYMBOLS}
+    dims = {}
+    for symbol, rule in _KFORGE_SYMBOLS:
+        dims[symbol] = _kforge_extent(module, args, rule, dims)
     device, inputs, outputs, results = None, [], [], []
     for name, role, source, key, dtype, shape, as_is in _KFORGE_TENSORS:
         viewed = tuple(dims[e] if isinstance(e, str) else e for e in shape)
         if role == "output":
-            extents = tuple(_kforge_extent(module, args, rule)
+            extents = tuple(_kforge_extent(module, args, rule, dims)
                             for rule in _KFORGE_OUTPUT_SHAPES[key])
             result = torch.empty(extents, dtype=dtype, device=device)
             results.append(result)

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/paths.h"
 #include "process/subprocess.h"
+#include "task/torch_extents.h"
 
 extern char** environ;
 
@@ -106,8 +107,11 @@ void check_keys(const json& object, std::initializer_list<const char*> known, co
 void validate_torch_section(const Task& task, const json& torch_section, const std::string& where) {
   check_keys(torch_section,
              {"tensors", "scalars", "workloads", "double_reference", "fp32_model",
-              "fp32_model_run"},
+              "fp32_model_run", "extents"},
              where + ": torch");
+  if (torch_section.contains("extents")) {
+    validate_extents(task, torch_section.at("extents"), where + ": torch");
+  }
   for (const char* flag : {"double_reference", "fp32_model", "fp32_model_run"}) {
     if (torch_section.contains(flag) && !torch_section.at(flag).is_boolean()) {
       throw Error(where + ": torch." + flag + ": expected true or false");

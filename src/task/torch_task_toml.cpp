@@ -2,6 +2,7 @@
 // back. Written as text rather than through toml++'s serializer so that the tables come in the
 // order a person reads a task (signature, workloads, tolerance, then the module mapping) with
 // the derivation's notes as comments.
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -108,8 +109,14 @@ std::string torch_task_toml(const Task& task, const std::string& toml_dir) {
   write_tensors(out, task, TensorRole::input);
   write_tensors(out, task, TensorRole::output);
   for (const ScalarSpec& scalar : task.signature.scalars) {
+    // An integer scalar (a convolution's stride) reads as an integer; any other as a float.
+    const bool integral = (scalar.dtype == DType::i32 || scalar.dtype == DType::i64) &&
+                          scalar.value == std::floor(scalar.value) && std::abs(scalar.value) < 1e15;
     out << "\n[[scalars]]\nname = " << quoted(scalar.name) << "\ndtype = "
-        << quoted(to_string(scalar.dtype)) << "\nvalue = " << number(scalar.value) << "\n";
+        << quoted(to_string(scalar.dtype)) << "\nvalue = "
+        << (integral ? fmt::format("{}", static_cast<int64_t>(scalar.value))
+                     : number(scalar.value))
+        << "\n";
   }
   for (const Workload& workload : task.workloads) {
     out << "\n[[workloads]]\nname = " << quoted(workload.name) << "\n";
