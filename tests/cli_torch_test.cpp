@@ -245,7 +245,8 @@ TEST_F(CliTorchTest, OptimizeServesALinearWithAnEpilogueFromTheModulesGraph) {
       << best_text.substr(0, 400);
 }
 
-// A grouped, strided, padded, dilated 2-D transposed convolution (kforge's own problem).
+// A grouped, strided, padded, dilated 2-D transposed convolution, then LeakyReLU and a scaling
+// (kforge's own problem, of KernelBench level 2's ConvTranspose + element-wise ops form).
 const char* const kDeconv = R"(import torch
 import torch.nn as nn
 
@@ -258,7 +259,7 @@ class Model(nn.Module):
                                      groups=groups, bias=False)
 
     def forward(self, x):
-        return self.up(x)
+        return torch.nn.functional.leaky_relu(self.up(x), 0.2) * 1.5
 
 
 batch = 2
@@ -275,9 +276,10 @@ def get_init_inputs():
     return [channels, 4, (3, 2), (2, 3), (1, 0), (1, 2), 2]
 )";
 
-// issue 20: a transposed convolution is served by grouped_conv_transpose with the module's
-// geometry as the task's scalars; its kernels pass the gate against the module in float64, and
-// the solution sizes its output by the task's extent rules (no tensor it is given holds oh, ow).
+// issue 20: a transposed convolution and the element-wise ops after it are served by
+// grouped_conv_transpose with the module's geometry as the task's scalars and the ops as its
+// epilogue; its kernels pass the gate against the module in float64, and the solution sizes its
+// output by the task's extent rules (no tensor it is given holds oh, ow).
 TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheOutput) {
   const fs::path problem = write("deconv.py", kDeconv);
   const fs::path run = dir_ / "run";
@@ -295,6 +297,9 @@ TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheO
   EXPECT_NE(task_text.find("name = \"stride_w\"\ndtype = \"i64\"\nvalue = 3\n"),
             std::string::npos)
       << task_text;
+  EXPECT_NE(task_text.find("epilogue = [\"leaky_relu:negative_slope\", \"mul:multiplier\"]"),
+            std::string::npos)
+      << task_text;
   int evaluated = 0;
   for (const auto& entry : fs::directory_iterator(run / "candidates")) {
     const nlohmann::json evaluation =
@@ -308,6 +313,10 @@ TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheO
   EXPECT_NE(solution.find("('oh', ('linear', -3, ((2, 'h'), (1, 'kh'))))"), std::string::npos)
       << solution.substr(0, 400);
   EXPECT_NE(solution.find("('co', ('linear', 0, ((2, 'cog'),)))"), std::string::npos);
+  // The chain's scalars follow the ten geometry scalars; a kernel built without the chain
+  // (Identity) would have failed the gate above.
+  EXPECT_NE(read(run / "best.cpp").find("#define KF_EPILOGUE kf::ep::LeakyRelu{10}|kf::ep::Mul{11}"),
+            std::string::npos);
 }
 
 TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {

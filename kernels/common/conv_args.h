@@ -7,7 +7,9 @@
 //   bias   [co] (optional)            co = groups * cog
 //   y      [n, co, od, oh, ow]
 //   scalars: stride_d, stride_h, stride_w, padding_d, padding_h, padding_w,
-//            dilation_d, dilation_h, dilation_w, groups   (in that order, integers)
+//            dilation_d, dilation_h, dilation_w, groups   (in that order, integers), then the
+//            epilogue chain's scalars, if any (common/epilogue.h: KF_EPILOGUE applied to each
+//            output as it is stored; its op indices count the geometry scalars too)
 // Input element x[n, ci, i] reaches output o = i * stride - padding + k * dilation (per
 // dimension) through tap k, multiplied by weight[ci, co % cog, k], where co is in ci's group:
 //   y[n, co, o] = bias[co] + sum over ci of co's group, taps k with
@@ -22,6 +24,7 @@
 #pragma once
 
 #include <common/dltensor.h>
+#include <common/epilogue.h>
 #include <kforge/kernel.h>
 
 #include <cmath>
@@ -50,6 +53,7 @@ struct ConvArgs {
   int64_t n = 0, c = 0, co = 0;
   int groups = 1, cig = 0, cog = 0;  // channels per group, in and out
   ConvDim dim[3];                    // depth, height, width
+  ep::Scalars scalars;               // every task scalar as float: the epilogue's indices
   KF_CONV_HD int64_t in_volume() const { return dim[0].in * dim[1].in * dim[2].in; }
   KF_CONV_HD int64_t out_volume() const { return dim[0].out * dim[1].out * dim[2].out; }
   KF_CONV_HD int taps() const { return dim[0].k * dim[1].k * dim[2].k; }
@@ -57,13 +61,15 @@ struct ConvArgs {
 
 constexpr int kConvScalars = 10;
 
-/// Fills `c` from `args`. Returns 0, or -1 wrong tensor or scalar count, -2 wrong rank or shape
+/// Fills `c` from `args`. Returns 0, or -1 wrong tensor or scalar count (fewer than 10, or more
+/// than ep::kMaxScalars), -2 wrong rank or shape
 /// (channels that the groups do not divide included), -3 wrong dtype, -4 non-compact strides,
 /// -5 a geometry scalar out of range (stride or dilation < 1, padding < 0, groups < 1, or not an
 /// integer).
 inline int conv_transpose_args(const kforge_args* args, ConvArgs& c) {
   if (args->num_inputs != 2 && args->num_inputs != 3) return -1;
-  if (args->num_outputs != 1 || args->num_scalars != kConvScalars) return -1;
+  if (args->num_outputs != 1 || args->num_scalars < kConvScalars) return -1;
+  if (!ep::load_scalars(args, c.scalars)) return -1;
   int geometry[kConvScalars];
   for (int i = 0; i < kConvScalars; ++i) {
     const double v = args->scalars[i];

@@ -1,5 +1,6 @@
-// The element-wise epilogue of the gemm_epilogue family: Y = epilogue(X W^T + b), applied to each
-// output element in fp32 as it is stored (host and device code; plain C++17 / CUDA C++).
+// The element-wise epilogue of the gemm_epilogue and grouped_conv_transpose families:
+// Y = epilogue(X W^T + b) or epilogue(conv_transpose(x, w) + b), applied to each output element
+// in fp32 as it is stored (host and device code; plain C++17 / CUDA C++).
 //
 // A task names its chain (`epilogue = ["relu", "div:divisor"]`, task.h Task::epilogue); the
 // templates generator writes it as one define of ops joined by `|`, each op naming the index of
@@ -31,7 +32,7 @@
 namespace kf::ep {
 
 /// Most scalars a chain may read (task scalars beyond these are an error at load_scalars).
-constexpr int kMaxScalars = 8;
+constexpr int kMaxScalars = 24;  // a conv's ten geometry scalars, then the chain's
 
 /// The task's scalars as floats, passed by value into device code.
 struct Scalars {

@@ -36,10 +36,11 @@ GATE_DISTRIBUTIONS = ["uniform", "normal"]
 
 @dataclass
 class Chain:
-    """What the graph says: the Linear submodule, the ops after it (kernels/common/epilogue.h
-    names, with their scalars' names), and each scalar's (value, origin)."""
+    """What the graph says: the anchor submodule (the nn.Linear, or the transposed convolution
+    for conv_match.py), the ops after it (kernels/common/epilogue.h names, with their scalars'
+    names), and each scalar's (value, origin)."""
 
-    linear: str
+    anchor: str
     ops: List[str] = field(default_factory=list)
     scalars: Dict[str, Tuple[float, str]] = field(default_factory=dict)
 
@@ -77,10 +78,12 @@ def _number(arg) -> Optional[float]:
     return float(arg) if isinstance(arg, (int, float)) else None
 
 
-def trace_chain(model: torch.nn.Module) -> Union[Chain, str]:
-    """The Chain of `model`, or why its forward is not "one Linear on the input, then element-wise
-    ops on its result". Tensor-valued operands other than the running value (another input, a
-    parameter) and ops outside epilogue.h's are reasons."""
+def trace_chain(model: torch.nn.Module, anchors: Tuple[type, ...] = (torch.nn.Linear,),
+                what: str = "nn.Linear") -> Union[Chain, str]:
+    """The Chain of `model`, or why its forward is not "one `anchors` module (named `what` in
+    messages) on the input, then element-wise ops on its result". Tensor-valued operands other
+    than the running value (another input, a parameter) and ops outside epilogue.h's are
+    reasons."""
     try:
         graph = torch.fx.symbolic_trace(model).graph
     except Exception as error:  # data-dependent control flow and the like
@@ -110,30 +113,31 @@ def trace_chain(model: torch.nn.Module) -> Union[Chain, str]:
         if node.op == "output":
             result = node.args[0]
             if chain is None or not isinstance(result, torch.fx.Node) or result not in value:
-                return "the output is not the Linear's result followed by element-wise ops"
+                return f"the output is not the {what}'s result followed by element-wise ops"
             chain.ops = value[result]
             return chain
         if chain is None:
             target = modules.get(node.target) if node.op == "call_module" else None
-            if isinstance(target, torch.nn.Linear) and node.args[0] is placeholders[0]:
-                chain = Chain(linear=node.target)
+            if isinstance(target, anchors) and node.args[0] is placeholders[0] and \
+                    len(node.args) == 1 and not node.kwargs:
+                chain = Chain(anchor=node.target)
                 value[node] = []
                 continue
-            return f"the first op is {node.op} {node.target}, not an nn.Linear on the input"
-        ops = _op_of(node, modules, value, model, chain)
+            return f"the first op is {node.op} {node.target}, not an {what} on the input"
+        ops = _op_of(node, modules, value, model, chain, what)
         if isinstance(ops, str):
             return ops
         value[node] = ops
     return "forward has no output"
 
 
-def _op_of(node, modules, value, model, chain) -> Union[List[str], str]:
+def _op_of(node, modules, value, model, chain, anchor="nn.Linear") -> Union[List[str], str]:
     """The chain that gives `node`, from the chain of its tensor operand, or why not."""
     args = list(node.args)
     tensors = [a for a in args if isinstance(a, torch.fx.Node)]
     what = _describe(node)
     if not tensors or any(t not in value for t in tensors):
-        return f"{what} reads a tensor other than the Linear's result"
+        return f"{what} reads a tensor other than the {anchor}'s result"
     if node.op == "call_method" and node.target in ("clone", "detach", "contiguous"):
         return list(value[tensors[0]])
     # v * s + v (x * scale + x with x kept from before the scaling: KernelBench L2/40).
@@ -199,6 +203,12 @@ def semantics(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], ops: 
     v = x.double() @ w.double().t()
     if b is not None:
         v = v + b.double()
+    return apply_chain(v, ops, scalars)
+
+
+def apply_chain(v: torch.Tensor, ops: Sequence[str], scalars: Dict[str, float]) -> torch.Tensor:
+    """The element-wise chain `ops` (epilogue.h names, "div:divisor") applied to `v` in its
+    dtype (float64 for the families' semantics), scalars by name."""
     for op in ops:
         name, *names = op.split(":")
         s = [scalars[n] for n in names]
@@ -247,10 +257,10 @@ def match_gemm_epilogue(derived: dict, natural: List[Natural], shapes,
     chain = trace_chain(instances[0][1])
     if isinstance(chain, str):
         return chain
-    linear = dict(instances[0][1].named_modules())[chain.linear]
-    slots = [("input", 0), ("parameter", chain.linear + ".weight")]
+    linear = dict(instances[0][1].named_modules())[chain.anchor]
+    slots = [("input", 0), ("parameter", chain.anchor + ".weight")]
     if linear.bias is not None:
-        slots.append(("parameter", chain.linear + ".bias"))
+        slots.append(("parameter", chain.anchor + ".bias"))
     by_slot = {t.slot: t for t in natural}
     outputs = [t for t in natural if t.role == "output"]
     if any(s not in by_slot for s in slots) or len(outputs) != 1:

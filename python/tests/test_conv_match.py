@@ -113,10 +113,27 @@ class ConvTransposeMatchTest(unittest.TestCase):
         expected = semantics(x, conv.weight, conv.bias, geometry, y.shape)
         self.assertLess((expected - y.double()).abs().max().item(), 1e-5)
 
+    def test_an_element_wise_chain_after_it_is_the_epilogue(self):
+        # KernelBench level 2's ConvTranspose + scalar ops form (e.g. Clamp_Min_Divide).
+        result = self.check_chain(
+            match(conv_module(3, 4, 6, 3, stride=2, padding=1, groups=2,
+                              then=lambda y: torch.clamp(F.gelu(y) * 0.5, -0.25, 0.75))),
+            ["gelu", "mul:multiplier", "clamp:clamp_min:clamp_max"],
+            {"multiplier": 0.5, "clamp_min": -0.25, "clamp_max": 0.75})
+        self.assertIn("epilogue gelu, mul:multiplier", result["family_match"]["adapter"])
+
+    def check_chain(self, result, ops, scalars):
+        self.assertEqual(result["family"], "grouped_conv_transpose", result.get("family_misses"))
+        self.assertEqual(result["epilogue"], ops)
+        got = {s["name"]: s["value"] for s in result["signature"]["scalars"][len(GEOMETRY):]}
+        self.assertEqual(got, scalars)
+        return result
+
     def test_near_misses_say_why(self):
         cases = [
-            (conv_module(2, 4, 4, 3, then=torch.relu), "not one nn.ConvTranspose"),
-            (conv_module(2, 4, 4, 3, then=lambda y: y * 2.0), "not one nn.ConvTranspose"),
+            (conv_module(2, 4, 4, 3, then=lambda y: torch.softmax(y, dim=1)),
+             "not an element-wise op"),
+            (conv_module(2, 4, 4, 3, then=lambda y: y.sum(dim=1)), "not an element-wise op"),
         ]
         for make, why in cases:
             with self.subTest(why=why):
@@ -134,7 +151,8 @@ class ConvTransposeMatchTest(unittest.TestCase):
                 return self.conv(x)
         result = match(lambda sizes: (Model(), [torch.rand(sizes["n"], 4, 9, 9)]))
         self.assertEqual(result["family"], "")
-        self.assertIn("not one nn.ConvTranspose", result["family_misses"]["grouped_conv_transpose"])
+        self.assertIn("not an nn.ConvTranspose1d/2d/3d on the input",
+                      result["family_misses"]["grouped_conv_transpose"])
 
     def test_functional_call_is_no_match(self):
         class Model(nn.Module):

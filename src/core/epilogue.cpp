@@ -49,11 +49,12 @@ std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
   for (const std::string& pattern : epilogue_op_patterns()) {
     known += (known.empty() ? "" : ", ") + pattern;
   }
-  // kernels/common/epilogue.h hands a kernel at most kf::ep::kMaxScalars (8) scalars.
-  constexpr size_t kMaxScalars = 8;
+  // kernels/common/epilogue.h hands a kernel at most kf::ep::kMaxScalars (24) scalars.
+  constexpr size_t kMaxScalars = 24;
   if (!chain.empty() && signature.scalars.size() > kMaxScalars) {
     throw Error("epilogue: the task has " + std::to_string(signature.scalars.size()) +
-                " scalars; a gemm_epilogue kernel takes at most " + std::to_string(kMaxScalars));
+                " scalars; a kernel with an epilogue takes at most " +
+                std::to_string(kMaxScalars));
   }
   std::vector<EpilogueOp> ops;
   for (size_t i = 0; i < chain.size(); ++i) {

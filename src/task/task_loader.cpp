@@ -12,7 +12,6 @@
 #include "common/error.h"
 #include "common/hash.h"
 #include "core/epilogue.h"
-#include "core/epilogue.h"
 #include "core/expression.h"
 #include "task/policy_table.h"
 #include "task/torch_task.h"

@@ -372,7 +372,8 @@ Task task_from_derived(const json& derived, const std::string& source_path) {
     if (derived.contains("distributions")) {
       task.distributions = derived.at("distributions").get<std::vector<std::string>>();
     }
-    // A gemm_epilogue match's chain, read from the module's graph (gemm_match.py).
+    // A gemm_epilogue or grouped_conv_transpose match's chain, read from the module's graph
+    // (gemm_match.py, conv_match.py).
     if (derived.contains("epilogue") && !derived.at("epilogue").is_null()) {
       task.epilogue = derived.at("epilogue").get<std::vector<std::string>>();
       parse_epilogue(task.epilogue, task.signature);  // a bad chain is a clear error now

@@ -6,6 +6,7 @@
 // PARALLEL = 1 spreads (n, channel tile, od) over OpenMP threads. fp32 products and sums, in the
 // order ci, kd, kh, kw.
 #include <common/conv_args.h>
+#include <common/epilogue.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -48,6 +49,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
     if (d.k > kMaxTaps) return -6;
   }
   constexpr int CT = KF_CO_TILE;
+  const auto epilogue = KF_EPILOGUE;
   const int tiles_per_group = (c.cog + CT - 1) / CT;
   const int64_t jobs = c.n * c.groups * tiles_per_group * c.dim[0].out;
   const int64_t in_volume = c.in_volume();
@@ -88,7 +90,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
           const int64_t co = static_cast<int64_t>(group) * c.cog + j0 + j;
           const float bias = c.bias ? c.bias[co] : 0.0f;
           c.y[((n * c.co + co) * c.dim[0].out + od) * c.dim[1].out * c.dim[2].out +
-              oh * c.dim[2].out + ow] = acc[j] + bias;
+              oh * c.dim[2].out + ow] = epilogue(acc[j] + bias, c.scalars.v);
         }
       }
     }

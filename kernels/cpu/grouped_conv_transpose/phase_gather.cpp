@@ -9,6 +9,7 @@
 // kw. Sub-pixel view: Shi et al. 2016, "Is the deconvolution layer the same as a convolutional
 // layer?"; Dumoulin & Visin 2016, section 4.6.
 #include <common/conv_args.h>
+#include <common/epilogue.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -54,6 +55,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   kf::ConvArgs c;
   if (const int code = kf::conv_transpose_args(args, c); code != 0) return code;
   constexpr int CT = KF_CO_TILE;
+  const auto epilogue = KF_EPILOGUE;
   const kf::ConvDim &dd = c.dim[0], &dh = c.dim[1], &dw = c.dim[2];
   const int tiles = (c.cog + CT - 1) / CT;
   const int64_t jobs = c.n * c.groups * tiles * dd.out * dh.stride * dw.stride;
@@ -122,7 +124,8 @@ KFORGE_API int kforge_run(const kforge_args* args) {
         const float* ap = acc.data() + static_cast<size_t>(j) * cnt_h * cnt_w;
         for (int64_t th = 0; th < cnt_h; ++th) {
           for (int64_t t = 0; t < cnt_w; ++t) {
-            yp[(rh + dh.stride * th) * dw.out + rw + dw.stride * t] = ap[th * cnt_w + t] + bias;
+            yp[(rh + dh.stride * th) * dw.out + rw + dw.stride * t] =
+                epilogue(ap[th * cnt_w + t] + bias, c.scalars.v);
           }
         }
       }

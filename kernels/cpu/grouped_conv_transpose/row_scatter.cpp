@@ -6,6 +6,7 @@
 // CO_TILE x ow accumulators live in a per-thread buffer. PARALLEL = 1 spreads rows over OpenMP
 // threads. fp32 products and sums; each output sums in the order ci, kd, kh, kw.
 #include <common/conv_args.h>
+#include <common/epilogue.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -59,6 +60,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   kf::ConvArgs c;
   if (const int code = kf::conv_transpose_args(args, c); code != 0) return code;
   constexpr int CT = KF_CO_TILE;
+  const auto epilogue = KF_EPILOGUE;
   const kf::ConvDim &dd = c.dim[0], &dh = c.dim[1], &dw = c.dim[2];
   const int tiles_per_group = (c.cog + CT - 1) / CT;
   const int64_t rows = c.n * c.groups * tiles_per_group * dd.out * dh.out;
@@ -102,7 +104,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
         const float bias = c.bias ? c.bias[co] : 0.0f;
         float* yr = c.y + (((n * c.co + co) * dd.out + od) * dh.out + oh) * dw.out;
         const float* ar = acc.data() + static_cast<size_t>(j) * dw.out;
-        for (int64_t ow = 0; ow < dw.out; ++ow) yr[ow] = ar[ow] + bias;
+        for (int64_t ow = 0; ow < dw.out; ++ow) yr[ow] = epilogue(ar[ow] + bias, c.scalars.v);
       }
     }
   }

@@ -6,6 +6,7 @@
 // divergence phase_gather.cu removes), reads x through the read-only cache and the CO_TILE weights
 // of each tap with __ldg (the same addresses across the warp: broadcasts). The portable baseline.
 #include <common/conv_args.h>
+#include <common/epilogue.h>
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -76,12 +77,14 @@ __global__ void __launch_bounds__(BLOCK) direct_gather(kf::ConvArgs c, int tiles
         }
       }
     }
+    const auto epilogue = KF_EPILOGUE;
 #pragma unroll
     for (int j = 0; j < CT; ++j) {
       if (j >= tn) break;
       const int64_t co = static_cast<int64_t>(group) * c.cog + j0 + j;
       const float bias = c.bias ? __ldg(c.bias + co) : 0.0f;
-      c.y[(n * c.co + co) * out_volume + od * out_plane + oh * dw.out + ow] = acc[j] + bias;
+      c.y[(n * c.co + co) * out_volume + od * out_plane + oh * dw.out + ow] =
+          epilogue(acc[j] + bias, c.scalars.v);
     }
   }
 }

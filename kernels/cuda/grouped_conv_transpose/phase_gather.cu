@@ -19,6 +19,7 @@
 // Limits: per-dimension kernel extent <= kMaxTaps (-6 otherwise); one (n, channel) input volume
 // and one output plane below 2^31 elements, and at most 2^31 - 1 blocks (-7 otherwise).
 #include <common/conv_args.h>
+#include <common/epilogue.h>
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -190,6 +191,7 @@ __global__ void __launch_bounds__(BLOCK) phase_gather(Plan p) {
     }
   }
   const int64_t out_plane = static_cast<int64_t>(out_h) * out_w;
+  const auto epilogue = KF_EPILOGUE;
 #pragma unroll
   for (int u = 0; u < POS; ++u) {
     if (!live[u]) continue;
@@ -199,7 +201,8 @@ __global__ void __launch_bounds__(BLOCK) phase_gather(Plan p) {
       if (j >= tn) break;
       const int64_t co = static_cast<int64_t>(group) * c.cog + j0 + j;
       const float bias = c.bias ? __ldg(c.bias + co) : 0.0f;
-      c.y[((n * c.co + co) * dd.out + od) * out_plane + oh * out_w + ow] = acc[u][j] + bias;
+      c.y[((n * c.co + co) * dd.out + od) * out_plane + oh * out_w + ow] =
+          epilogue(acc[u][j] + bias, c.scalars.v);
     }
   }
 }
