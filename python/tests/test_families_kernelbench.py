@@ -23,7 +23,12 @@ LEVEL1 = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "kernel
 # so grouped convolutions stay divisible, and different per binding so no two sizes coincide.
 BINDINGS = ((20, 24, 28, 32, 36), (24, 28, 36, 20, 32))
 MUST_MATCH = ("19_ReLU", "23_Softmax", "26_GELU_", "36_RMSNorm_", "40_LayerNorm",
-              "4_Matrix_vector_multiplication_")
+              "4_Matrix_vector_multiplication_",
+              "57_conv_transposed_2D__square_input__square_kernel",
+              "72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped_",
+              "73_conv_transposed_3D_asymmetric_input_square_kernel__strided_padded__grouped",
+              "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded"
+              "____dilated__")
 MUST_NOT = ("47_Sum_reduction_over_a_dimension", "51_Argmax_over_a_dimension",
             "1_Square_matrix_multiplication_", "88_MinGPTNewGelu", "5_Matrix_scalar_multiplication",
             "33_BatchNorm")
