@@ -12,9 +12,9 @@ from typing import Dict, List, Sequence, Tuple
 
 import torch
 
-from .family_probe import DISTRIBUTIONS, ProbeSet
+from .family_probe import ProbeSet
 from .family_search import SEEDS, Match, Natural, adapter_text, binding_dims, natural_tensors, \
-    try_family
+    probe_distributions, try_family
 from .family_table import FAMILIES, Family
 from .gemm_match import FAMILY as GEMM_FAMILY, match_gemm_epilogue
 
@@ -103,7 +103,8 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
     adapter = adapter_text(family, binding, natural, match.scalars)
     result["family_match"] = {
         "family": family.name, "adapter": adapter,
-        "checked": (f"{instance_count} workloads x {len(SEEDS)} seeds x {len(DISTRIBUTIONS)} "
+        "checked": (f"{instance_count} workloads x {len(SEEDS)} seeds x "
+                    f"{len(probe_distributions(family))} "
                     f"distributions with random parameters, plus the built inputs "
                     f"({match.probes} runs), worst normalized error {match.worst_error:.2g}")}
     result["family_misses"] = misses

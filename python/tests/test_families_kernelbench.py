@@ -23,7 +23,9 @@ LEVEL1 = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "kernel
 # so grouped convolutions stay divisible, and different per binding so no two sizes coincide.
 BINDINGS = ((20, 24, 28, 32, 36), (24, 28, 36, 20, 32))
 MUST_MATCH = ("19_ReLU", "23_Softmax", "26_GELU_", "36_RMSNorm_", "40_LayerNorm",
-              "4_Matrix_vector_multiplication_")
+              "4_Matrix_vector_multiplication_") + \
+    (("97_ScaledDotProductAttention",)  # F.scaled_dot_product_attention: torch >= 2.0
+     if hasattr(torch.nn.functional, "scaled_dot_product_attention") else ())
 MUST_NOT = ("47_Sum_reduction_over_a_dimension", "51_Argmax_over_a_dimension",
             "1_Square_matrix_multiplication_", "88_MinGPTNewGelu", "5_Matrix_scalar_multiplication",
             "33_BatchNorm")
