@@ -132,6 +132,13 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
     # Formulas in the module's own symbols would no longer bind; the family's use its symbols.
     result["flops"], result["bytes"] = family.flops, family.bytes
     result["distributions"] = list(family.distributions)
+    tolerance = result.get("tolerance")
+    if isinstance(tolerance, dict) and tolerance.get("rtol", 0.0) < family.min_rtol:
+        tolerance["rtol"] = family.min_rtol
+        result.setdefault("notes", []).append(
+            f"rtol raised to {family.min_rtol:g}, examples/{family.name}'s: an honest fp32 "
+            f"{family.name} misses 1e-4 on the gate's pareto inputs; the fp32 precision rule "
+            f"stays the tight check")
     renamed = {natural[i].name: t.name for t, i in zip(templates, order)}
     result["input_rules"] = [dict(rule, tensor=renamed[rule["tensor"]])
                              for rule in derived.get("input_rules", [])

@@ -58,6 +58,10 @@ class Family:
     flops: str
     bytes: str
     distributions: Tuple[str, ...]
+    # The example task's rtol where a derived task's f32 default (1e-4, derive_tolerance.py) is
+    # tighter than what an honest fp32 kernel of the family meets on the gate's adversarial
+    # inputs; 0 keeps the derived one. The fp32 precision rule stays the tight check.
+    min_rtol: float = 0.0
 
 
 def _rms_rows(t: Dict[str, torch.Tensor], s: Dict[str, float]) -> torch.Tensor:
@@ -142,7 +146,7 @@ FAMILIES: Tuple[Family, ...] = (
     Family("attention", "softmax(q k^T / sqrt(d)) v, q, k, v [b, s, d] (self-attention, no mask)",
            (TensorTemplate("q", _BSD), TensorTemplate("k", _BSD), TensorTemplate("v", _BSD)),
            TensorTemplate("o", _BSD), (), _attention, ("f32",), "4*b*s*s*d + 5*b*s*s", "",
-           _DOT_GATE),
+           _DOT_GATE, min_rtol=1e-3),
     _elementwise("relu", "max(x, 0) element-wise", lambda t, s: torch.relu(t["x"]), ("f32",),
                  "rows*cols"),
     _elementwise("gelu", "GELU, erf form, element-wise", _gelu_erf, ("f32", "bf16"),

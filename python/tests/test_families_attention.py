@@ -45,6 +45,7 @@ class AttentionMatchTest(unittest.TestCase):
         self.assertEqual(result["signature"]["scalars"], [])
         self.assertEqual(result["flops"], "4*b*s*s*d + 5*b*s*s")
         self.assertEqual(result["distributions"], ["uniform", "normal"])
+        self.assertEqual(result["tolerance"]["rtol"], 1e-3)  # examples/attention's
 
     @unittest.skipUnless(HAS_SDPA, "torch without F.scaled_dot_product_attention")
     def test_sdpa_over_heads_is_attention(self):
