@@ -90,6 +90,14 @@ def main():
     record("gemv_t_kernelbench", [2048, 1048576], lambda: torch.matmul(a.t(), u),
            (a.numel() + v.numel() + u.numel()) * 4)
     del a, v, u
+    # KernelBench level1 97: F.scaled_dot_product_attention, Q, K, V [32, 32, 512, 1024] (issue 20;
+    # bench/tasks/attention_kernelbench), and examples/attention's timed [16, 256, 64].
+    for name, shape in (("attention_kernelbench", [32, 32, 512, 1024]),
+                        ("attention_example", [16, 256, 64])):
+        q, k, v = (torch.rand(*shape, device="cuda") for _ in range(3))
+        record(name, shape, lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+               4 * q.numel() * 4)
+        del q, k, v
     # The bundled examples' timed workloads that have no KernelBench counterpart: log-probabilities
     # over a 32K vocabulary, and the fp16/bf16 tasks (2 bytes per element; weights in the same
     # type, as the tasks declare them).

@@ -28,7 +28,9 @@ MUST_MATCH = ("19_ReLU", "23_Softmax", "26_GELU_", "36_RMSNorm_", "40_LayerNorm"
               "72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped_",
               "73_conv_transposed_3D_asymmetric_input_square_kernel__strided_padded__grouped",
               "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded"
-              "____dilated__")
+              "____dilated__") + \
+    (("97_ScaledDotProductAttention",)  # F.scaled_dot_product_attention: torch >= 2.0
+     if hasattr(torch.nn.functional, "scaled_dot_product_attention") else ())
 MUST_NOT = ("47_Sum_reduction_over_a_dimension", "51_Argmax_over_a_dimension",
             "1_Square_matrix_multiplication_", "88_MinGPTNewGelu", "5_Matrix_scalar_multiplication",
             "33_BatchNorm")

@@ -46,6 +46,8 @@ class FamilyTableTest(unittest.TestCase):
                 self.assertEqual(task.get("bytes", ""), family.bytes)
                 self.assertEqual(task.get("distributions", DEFAULT_DISTRIBUTIONS),
                                  list(family.distributions))
+                if family.min_rtol:
+                    self.assertEqual(task["tolerance"]["rtol"], family.min_rtol)
 
     def test_dtypes_have_example_tasks(self):
         for family in FAMILIES:

@@ -295,6 +295,8 @@ std::vector<std::string> forbidden_torch_ops(const std::string& family,
       {"silu", {"silu", "SiLU"}},
       {"gemv", gemv},
       {"gemv_t", gemv},
+      {"attention", {"scaled_dot_product_attention", "MultiheadAttention",
+                     "multi_head_attention_forward"}},
   };
   // Whole operators: a problem that calls one of a group asks for that operator.
   static const std::vector<Ops> whole_operators = {

@@ -50,7 +50,8 @@ struct PythonScreen {
 /// only delegate. The rule, two parts:
 /// - a task served by a built-in family forbids that family's operator (softmax forbids
 ///   softmax, Softmax, softmin and log_softmax; gemv forbids matmul, mm, mv, linear, einsum and
-///   the `@` operator; rmsnorm forbids rms_norm and RMSNorm; ...);
+///   the `@` operator; rmsnorm forbids rms_norm and RMSNorm; attention forbids
+///   scaled_dot_product_attention and MultiheadAttention; ...);
 /// - a problem whose source names a normalization, softmax or attention operator (softmax,
 ///   layer_norm, rms_norm, group_norm, batch_norm, instance_norm, scaled_dot_product_attention,
 ///   MultiheadAttention, in function or module form) forbids that operator's group: it is the

@@ -90,6 +90,10 @@ TEST(PythonPolicyTest, ForbiddenOpsFollowTheFamilyAndTheProblem) {
                 .find("'scaled_dot_product_attention'"),
             std::string::npos);
   EXPECT_EQ(screen("y = F.scaled_dot_product_attention(q, k, v)\n", "", ""), "");
+  // ... and wherever the task is served by the attention family, whatever the problem says.
+  EXPECT_NE(screen("y = F.scaled_dot_product_attention(q, k, v)\n", "attention", "")
+                .find("[library_compute]"),
+            std::string::npos);
   // A fused problem: its softmax is forbidden, its linear layer is not.
   const std::string fused = "return torch.softmax(self.linear(x), dim=1)";
   EXPECT_NE(screen("y = x.softmax(1)\n", "", fused).find("[library_compute]"), std::string::npos);

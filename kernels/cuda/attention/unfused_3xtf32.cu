@@ -1,0 +1,301 @@
+// O = softmax(Q K^T / sqrt(d)) V in three steps over a materialized score matrix, the two
+// products on TF32 tensor cores at fp32 accuracy (3xTF32, kernels/cuda/common/tf32x3.cuh):
+//   1. S = (Q K^T) / sqrt(d) per batch: an "NT" GEMM (both operands d-contiguous), M = N = s,
+//      K = d, into a workspace [b, s, ld] (ld = s rounded up to 4 floats, rows 16-byte aligned);
+//   2. each row of S replaced by its softmax, in place: one warp per row, max, sum of
+//      exp(x - max), then p = exp(x - max) / sum (expf and IEEE division, as an fp32 computation);
+//   3. O = P V per batch: an "NN" GEMM (V is d-contiguous), M = s, N = d, K = s.
+// For large head dims (KernelBench's d = 1024), where a flash tile of Q and K/V does not fit in
+// shared memory: the price is the workspace, b*s*ld*4 bytes (1 GiB at b = 1024, s = 512) from
+// cudaMallocAsync on args->stream, and ~4 passes of it through memory (flash_simt avoids both).
+//
+// Both GEMMs: block tile BM x BN, k-slices BK deep through a STAGES-deep cp.async pipeline
+// (sm_80+), 8 warps as 2 (M) x 4 (N), each warp a (BM/2) x (BN/4) tile of m16n8k8 accumulators;
+// every fragment read from shared memory is split into hi/lo tf32 and each tile and k-step costs
+// three mma.sync (the running sum stays outside the tensor cores: tf32x3.cuh says why).
+// Shared tiles: A and the NT B keep the K-contiguous layout, rows padded by 4 floats (fragment
+// reads hit banks 4g + t, all distinct); the NN B (V) is stored [BK][BN + 8] (reads (k = t,
+// n = g) hit banks 8t + g, all distinct for BN = 64 or 128). Tails: a 16-byte copy that straddles
+// the end of a row reads only its in-range floats and zero-fills the rest (cp.async src-size);
+// rows past the matrix are zero-filled; stores are guarded. Operands whose rows are not 16-byte
+// aligned (d % 4 != 0, or an unaligned base) take 4-byte copies instead.
+// Limits: ceil(s / BM) <= 65535 (grid.y); batches are launched in chunks of 65535 (grid.z).
+#include <common/attention_args.h>
+#include <cuda/common/elem.cuh>  // kf::aligned
+#include <cuda/common/tf32x3.cuh>
+#include <kforge/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#ifndef KF_BM
+#define KF_BM 128
+#endif
+#ifndef KF_BN
+#define KF_BN 64
+#endif
+#ifndef KF_BK
+#define KF_BK 32
+#endif
+#ifndef KF_STAGES
+#define KF_STAGES 3
+#endif
+
+namespace {
+
+constexpr int BM = KF_BM, BN = KF_BN, BK = KF_BK, STAGES = KF_STAGES;
+constexpr int kWarpsM = 2, kWarpsN = 4;  // 8 warps: enough to hide mma.sync latency per SM
+constexpr int kThreads = kWarpsM * kWarpsN * 32;
+constexpr int WM = BM / kWarpsM, WN = BN / kWarpsN;  // one warp's tile
+constexpr int MI = WM / 16, NI = WN / 8;             // m16n8 tiles per warp
+constexpr int LDS = BK + 4;                          // padded K-contiguous shared row, floats
+constexpr int LDB = BN + 8;                          // padded N-contiguous shared row (NN B)
+constexpr int kBFloats = BN * LDS > BK * LDB ? BN * LDS : BK * LDB;
+constexpr int kStageFloats = BM * LDS + kBFloats;
+constexpr size_t kSmemBytes = sizeof(float) * STAGES * kStageFloats;
+constexpr int64_t kMaxGridZ = 65535;
+
+static_assert(BM % (16 * kWarpsM) == 0 && BN % (8 * kWarpsN) == 0, "warp tiles of m16n8");
+static_assert(BN % 32 == 0, "BN: a multiple of 32 (NN B reads conflict-free with LDB = BN + 8)");
+static_assert(BK % 8 == 0 && BK >= 8 && BK <= 64, "BK: a multiple of the mma's k = 8");
+static_assert(STAGES >= 2 && STAGES <= 4, "STAGES in [2, 4]");
+static_assert((BM * BK / 4) % kThreads == 0 && (BN * BK / 4) % kThreads == 0,
+              "every thread issues the same number of 16-byte copies per stage");
+static_assert(kSmemBytes <= 227 * 1024, "shared memory per block (sm_90: 227 KiB)");
+
+/// One batched GEMM C = alpha * A B: A [M, K] with row stride lda; B [N, K] with row stride ldb
+/// (kNN false: "NT") or [K, N] (kNN true: "NN"); C [M, N] with row stride ldc; batch i's
+/// operands start at i * (a_batch, b_batch, c_batch) floats.
+struct Gemm {
+  const float* a;
+  const float* b;
+  float* c;
+  int64_t m, n, k, lda, ldb, ldc, a_batch, b_batch, c_batch;
+  float alpha;
+};
+
+// The bytes of a 16-byte chunk at element `at` of a row of `len` floats that lie inside it.
+__device__ __forceinline__ int chunk_bytes(int64_t at, int64_t len) {
+  const int64_t left = len - at;
+  return left >= 4 ? 16 : left > 0 ? static_cast<int>(left) * 4 : 0;
+}
+
+// Copies tile [ROWS][COLS] of a row-major matrix (rows x cols, row stride ld) at (row0, col0)
+// into shared memory with row stride LD, zero-filling what lies outside the matrix.
+template <int ROWS, int COLS, int LD, bool kVec>
+__device__ __forceinline__ void load_tile(float* tile, const float* src, int64_t rows,
+                                          int64_t cols, int64_t ld, int64_t row0, int64_t col0,
+                                          int tid) {
+  using namespace kf::tf32x3;
+  if constexpr (kVec) {
+    constexpr int kChunksPerRow = COLS / 4, kIters = ROWS * kChunksPerRow / kThreads;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int idx = tid + i * kThreads;
+      const int r = idx / kChunksPerRow, c = (idx % kChunksPerRow) * 4;
+      const int bytes = row0 + r < rows ? chunk_bytes(col0 + c, cols) : 0;
+      const float* p = bytes > 0 ? src + (row0 + r) * ld + col0 + c : src;
+      cp_async_16(tile + r * LD + c, p, bytes);
+    }
+  } else {
+    constexpr int kIters = ROWS * COLS / kThreads;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int idx = tid + i * kThreads;
+      const int r = idx / COLS, c = idx % COLS;
+      const bool ok = row0 + r < rows && col0 + c < cols;
+      const float* p = ok ? src + (row0 + r) * ld + col0 + c : src;
+      cp_async_4(tile + r * LD + c, p, ok ? 4 : 0);
+    }
+  }
+}
+
+// One k-slice from shared memory into the warp's accumulators. a_s: the warp's rows of A
+// [..][LDS]; b_s: the warp's columns of B, [n][LDS] (NT) or [k][LDB] (NN).
+template <bool kNN>
+__device__ __forceinline__ void compute_slice(const float* a_s, const float* b_s, int g, int t,
+                                              float (&acc)[MI][NI][4]) {
+  using namespace kf::tf32x3;
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 8) {
+    uint32_t a_hi[MI][4], a_lo[MI][4], b_hi[NI][2], b_lo[NI][2];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const float* p = a_s + (mi * 16 + g) * LDS + kk + t;
+      split(p[0], a_hi[mi][0], a_lo[mi][0]);            // (g,     t)
+      split(p[8 * LDS], a_hi[mi][1], a_lo[mi][1]);      // (g + 8, t)
+      split(p[4], a_hi[mi][2], a_lo[mi][2]);            // (g,     t + 4)
+      split(p[8 * LDS + 4], a_hi[mi][3], a_lo[mi][3]);  // (g + 8, t + 4)
+    }
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      if constexpr (kNN) {
+        const float* p = b_s + (kk + t) * LDB + ni * 8 + g;  // B (k, n) at [k][n]
+        split(p[0], b_hi[ni][0], b_lo[ni][0]);               // (k = t,     n = g)
+        split(p[4 * LDB], b_hi[ni][1], b_lo[ni][1]);         // (k = t + 4, n = g)
+      } else {
+        const float* p = b_s + (ni * 8 + g) * LDS + kk + t;  // B (k, n) at [n][k]
+        split(p[0], b_hi[ni][0], b_lo[ni][0]);               // (k = t,     n = g)
+        split(p[4], b_hi[ni][1], b_lo[ni][1]);               // (k = t + 4, n = g)
+      }
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) mma_3xtf32(acc[mi][ni], a_hi[mi], a_lo[mi], b_hi[ni], b_lo[ni]);
+  }
+}
+
+template <bool kNN, bool kVec>
+__global__ void __launch_bounds__(kThreads) gemm_tf32x3(Gemm gm, int64_t batch0) {
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / kWarpsN, wn = warp % kWarpsN;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t batch = batch0 + blockIdx.z;
+  const float* a = gm.a + batch * gm.a_batch;
+  const float* b = gm.b + batch * gm.b_batch;
+  float* c = gm.c + batch * gm.c_batch;
+  const int64_t bm0 = static_cast<int64_t>(blockIdx.y) * BM;
+  const int64_t bn0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int ktiles = static_cast<int>((gm.k + BK - 1) / BK);
+
+  auto load_stage = [&](int stage, int kt) {
+    float* a_s = smem + stage * kStageFloats;
+    const int64_t k0 = static_cast<int64_t>(kt) * BK;
+    load_tile<BM, BK, LDS, kVec>(a_s, a, gm.m, gm.k, gm.lda, bm0, k0, tid);
+    if constexpr (kNN) {
+      load_tile<BK, BN, LDB, kVec>(a_s + BM * LDS, b, gm.k, gm.n, gm.ldb, k0, bn0, tid);
+    } else {
+      load_tile<BN, BK, LDS, kVec>(a_s + BM * LDS, b, gm.n, gm.k, gm.ldb, bn0, k0, tid);
+    }
+  };
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
+
+  // Prologue: slices 0 .. STAGES-2 in flight, one commit group each (empty past the end, so
+  // the group count stays what wait_group<STAGES - 2> assumes).
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < ktiles) load_stage(st, st);
+    kf::tf32x3::cp_async_commit();
+  }
+#pragma unroll 1
+  for (int kt = 0; kt < ktiles; ++kt) {
+    kf::tf32x3::cp_async_wait<STAGES - 2>();  // slice kt has landed (this thread's copies)
+    __syncthreads();  // ... everyone's; and everyone is done with slice kt-1's stage
+    const int next = kt + STAGES - 1;
+    if (next < ktiles) load_stage(next % STAGES, next);  // the stage slice kt-1 used
+    kf::tf32x3::cp_async_commit();
+    const float* a_s = smem + (kt % STAGES) * kStageFloats;
+    const float* b_s = a_s + BM * LDS + (kNN ? wn * WN : wn * WN * LDS);
+    compute_slice<kNN>(a_s + wm * WM * LDS, b_s, g, t, acc);
+  }
+  kf::tf32x3::cp_async_wait<0>();  // no copy may outlive the block (the empty tail groups)
+
+  // Store: c0, c1 at (g, 2t), (g, 2t + 1); c2, c3 at (g + 8, ...).
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t row = bm0 + wm * WM + mi * 16 + g + half * 8;
+      if (row >= gm.m) continue;
+      float* c_row = c + row * gm.ldc;
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        const int64_t col = bn0 + wn * WN + ni * 8 + 2 * t;
+        if (col < gm.n) c_row[col] = acc[mi][ni][2 * half] * gm.alpha;
+        if (col + 1 < gm.n) c_row[col + 1] = acc[mi][ni][2 * half + 1] * gm.alpha;
+      }
+    }
+}
+
+constexpr int kSoftmaxWarps = 8;
+
+// Each of `rows` rows of p (length s, row stride ld) replaced by its softmax; one warp per row.
+__global__ void __launch_bounds__(kSoftmaxWarps * 32)
+softmax_rows(float* p, int64_t rows, int64_t s, int64_t ld) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kSoftmaxWarps + (threadIdx.x >> 5);
+  if (row >= rows) return;  // whole warps leave together: the shuffles below stay full
+  float* pr = p + row * ld;
+  float row_max = -INFINITY;
+  for (int64_t j = lane; j < s; j += 32) row_max = fmaxf(row_max, pr[j]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, o));
+  float sum = 0.0f;
+  for (int64_t j = lane; j < s; j += 32) sum += expf(pr[j] - row_max);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  for (int64_t j = lane; j < s; j += 32) pr[j] = expf(pr[j] - row_max) / sum;
+}
+
+template <bool kNN, bool kVec>
+cudaError_t launch_gemm(const Gemm& gm, int64_t batches, cudaStream_t stream) {
+  auto kernel = gemm_tf32x3<kNN, kVec>;
+  // Above 48 KiB of dynamic shared memory a kernel must opt in (a host-side attribute, no sync);
+  // once per process and instantiation, so the timed calls do not pay for it.
+  static const cudaError_t opted_in = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  if (opted_in != cudaSuccess) return opted_in;
+  cudaError_t err = cudaSuccess;
+  for (int64_t batch0 = 0; batch0 < batches; batch0 += kMaxGridZ) {
+    const int64_t chunk = batches - batch0 < kMaxGridZ ? batches - batch0 : kMaxGridZ;
+    const dim3 grid(static_cast<unsigned>((gm.n + BN - 1) / BN),
+                    static_cast<unsigned>((gm.m + BM - 1) / BM), static_cast<unsigned>(chunk));
+    kernel<<<grid, kThreads, kSmemBytes, stream>>>(gm, batch0);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+template <bool kNN>
+cudaError_t launch_gemm(const Gemm& gm, bool vec, int64_t batches, cudaStream_t stream) {
+  return vec ? launch_gemm<kNN, true>(gm, batches, stream)
+             : launch_gemm<kNN, false>(gm, batches, stream);
+}
+
+// The three steps on workspace p [b, s, ld].
+cudaError_t attend(const kf::AttentionArgs& a, float* p, int64_t ld, cudaStream_t stream) {
+  const int64_t sd = a.s * a.d;
+  const Gemm scores{a.q, a.k, p, a.s, a.s, a.d, a.d, a.d, ld, sd, sd, a.s * ld,
+                    1.0f / std::sqrt(static_cast<float>(a.d))};
+  const bool vec_qk = a.d % 4 == 0 && kf::aligned(a.q, 16) && kf::aligned(a.k, 16);
+  cudaError_t err = launch_gemm<false>(scores, vec_qk, a.b, stream);
+  if (err != cudaSuccess) return err;
+  const int64_t rows = a.b * a.s;
+  softmax_rows<<<static_cast<unsigned>((rows + kSoftmaxWarps - 1) / kSoftmaxWarps),
+                 kSoftmaxWarps * 32, 0, stream>>>(p, rows, a.s, ld);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  const Gemm weighted{p, a.v, a.o, a.s, a.d, a.s, ld, a.d, a.d, a.s * ld, sd, sd, 1.0f};
+  const bool vec_v = a.d % 4 == 0 && kf::aligned(a.v, 16);  // p's rows are 16-byte aligned
+  return launch_gemm<true>(weighted, vec_v, a.b, stream);
+}
+
+}  // namespace
+
+// Error codes: -1 wrong tensor or scalar count, -2 wrong rank or shape, -3 wrong dtype,
+// -4 non-compact strides, otherwise the cudaError_t of the allocation, a launch or the free.
+KFORGE_API int kforge_run(const kforge_args* args) {
+  kf::AttentionArgs a;
+  if (const int rc = kf::attention_args(args, a); rc != 0) return rc;
+  if (a.b == 0 || a.s == 0 || a.d == 0) return 0;
+  cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
+  const int64_t ld = (a.s + 3) / 4 * 4;  // 16-byte aligned rows for the second GEMM's A
+  void* workspace = nullptr;
+  cudaError_t err = cudaMallocAsync(&workspace, sizeof(float) * a.b * a.s * ld, stream);
+  if (err != cudaSuccess) return static_cast<int>(err);
+  err = attend(a, static_cast<float*>(workspace), ld, stream);
+  const cudaError_t freed = cudaFreeAsync(workspace, stream);
+  return static_cast<int>(err != cudaSuccess ? err : freed);
+}
