@@ -209,6 +209,19 @@ def get_init_inputs():
     return [in_features, out_features, scale]
 )";
 
+/// Expects every candidate of the run directory `run` to have the verdict "ok"; returns how many
+/// there are.
+int expect_every_candidate_ok(const fs::path& run) {
+  int evaluated = 0;
+  for (const auto& entry : fs::directory_iterator(run / "candidates")) {
+    const nlohmann::json evaluation =
+        nlohmann::json::parse(std::ifstream(entry.path() / "evaluation.json"));
+    EXPECT_EQ(evaluation["verdict"], "ok") << entry.path() << "\n" << evaluation.dump(2);
+    ++evaluated;
+  }
+  return evaluated;
+}
+
 // issue 20: a Linear followed by element-wise ops is served by gemm_epilogue, with the chain
 // read from the module's graph, and its kernels pass the gate against the module in float64.
 TEST_F(CliTorchTest, OptimizeServesALinearWithAnEpilogueFromTheModulesGraph) {
@@ -227,14 +240,7 @@ TEST_F(CliTorchTest, OptimizeServesALinearWithAnEpilogueFromTheModulesGraph) {
       << task_text;
   const nlohmann::json json = nlohmann::json::parse(std::ifstream(run / "result.json"));
   ASSERT_FALSE(json["best"].is_null()) << json.dump(2);
-  int evaluated = 0;
-  for (const auto& entry : fs::directory_iterator(run / "candidates")) {
-    const nlohmann::json evaluation =
-        nlohmann::json::parse(std::ifstream(entry.path() / "evaluation.json"));
-    EXPECT_EQ(evaluation["verdict"], "ok") << entry.path() << "\n" << evaluation.dump(2);
-    ++evaluated;
-  }
-  EXPECT_GE(evaluated, 2);
+  EXPECT_GE(expect_every_candidate_ok(run), 2);
   // The chain is compiled into each candidate (KF_EPILOGUE), so a candidate built without it
   // (Identity) would have failed the gate above.
   std::ifstream best(run / "best.cpp");
@@ -300,14 +306,7 @@ TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheO
   EXPECT_NE(task_text.find("epilogue = [\"leaky_relu:negative_slope\", \"mul:multiplier\"]"),
             std::string::npos)
       << task_text;
-  int evaluated = 0;
-  for (const auto& entry : fs::directory_iterator(run / "candidates")) {
-    const nlohmann::json evaluation =
-        nlohmann::json::parse(std::ifstream(entry.path() / "evaluation.json"));
-    EXPECT_EQ(evaluation["verdict"], "ok") << entry.path() << "\n" << evaluation.dump(2);
-    ++evaluated;
-  }
-  EXPECT_GE(evaluated, 2);
+  EXPECT_GE(expect_every_candidate_ok(run), 2);
   // oh = (h - 1) * 2 - 2 * 1 + 1 * (kh - 1) + 1 + 1 = 2 h + kh - 3; co = groups * cog = 2 cog
   const std::string solution = read(run / "solution.py");
   EXPECT_NE(solution.find("('oh', ('linear', -3, ((2, 'h'), (1, 'kh'))))"), std::string::npos)

@@ -25,14 +25,11 @@ import torch.nn.functional as F
 
 from .family_probe import BUILT, DISTRIBUTIONS, ProbeSet, compare
 from .family_search import SEEDS, Natural
-from .gemm_match import Chain, apply_chain, trace_chain
+from .gemm_match import GATE_DISTRIBUTIONS, Chain, apply_chain, finish_rewrite, trace_chain
 
 FAMILY = "grouped_conv_transpose"
 GEOMETRY = ("stride_d", "stride_h", "stride_w", "padding_d", "padding_h", "padding_w",
             "dilation_d", "dilation_h", "dilation_w", "groups")  # kernels/common/conv_args.h
-# Uniform and normal, as gemm_epilogue's (gemm_match.GATE_DISTRIBUTIONS): heavy-tailed values
-# cancel in the sums and an honest fp32 order then misses the element-wise bound.
-GATE_DISTRIBUTIONS = ["uniform", "normal"]
 _CONVS = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 
 
@@ -219,14 +216,5 @@ def _rewrite(derived, conv: Conv, order: List[Natural], shapes, probes: int, wor
     result["torch"]["scalars"] += [scalar_place(n, origin)
                                    for n, (_, origin) in conv.chain.scalars.items()]
     result["torch"]["extents"] = extents(conv)
-    result["torch"]["tensors"] = [derived["torch"]["tensors"][t.index] for t in order]
-    for name, entry in result["torch"]["workloads"].items():
-        entry["shapes"] = [shapes[name][t.index] for t in order]
-    result["flops"], result["bytes"] = "2*n*c*d*h*w*cog*kd*kh*kw", ""
-    result["distributions"] = list(GATE_DISTRIBUTIONS)
-    renamed = {t.name: n for n, t in zip(names, order)}
-    result["input_rules"] = [dict(rule, tensor=renamed[rule["tensor"]])
-                             for rule in derived.get("input_rules", [])
-                             if rule.get("tensor") in renamed]
-    result.setdefault("notes", []).append(f"family {FAMILY}: {adapter}")
-    return result
+    return finish_rewrite(result, derived, order, names, shapes, "2*n*c*d*h*w*cog*kd*kh*kw",
+                          FAMILY, adapter)

@@ -329,14 +329,23 @@ def _rewrite(derived, chain: Chain, order: List[Natural], has_bias: bool, shapes
     from .families import scalar_place  # families imports this module
     result["torch"]["scalars"] += [scalar_place(n, origin)
                                    for n, (_, origin) in chain.scalars.items()]
+    return finish_rewrite(result, derived, order, names, shapes, "2*M*N*K", FAMILY, adapter)
+
+
+def finish_rewrite(result: dict, derived: dict, order: List[Natural], names: List[str], shapes,
+                   flops: str, family: str, adapter: str) -> dict:
+    """The part of a graph-read family's rewrite that is the same for every such family:
+    torch.tensors and each workload's module shapes in signature order (`order`, the natural
+    tensors named `names`), flops, the gate distributions, input_rules renamed, the note.
+    Returns `result`, changed."""
     result["torch"]["tensors"] = [derived["torch"]["tensors"][t.index] for t in order]
     for name, entry in result["torch"]["workloads"].items():
         entry["shapes"] = [shapes[name][t.index] for t in order]
-    result["flops"], result["bytes"] = "2*M*N*K", ""
+    result["flops"], result["bytes"] = flops, ""
     result["distributions"] = list(GATE_DISTRIBUTIONS)
     renamed = {t.name: n for n, t in zip(names, order)}
     result["input_rules"] = [dict(rule, tensor=renamed[rule["tensor"]])
                              for rule in derived.get("input_rules", [])
                              if rule.get("tensor") in renamed]
-    result.setdefault("notes", []).append(f"family {FAMILY}: {adapter}")
+    result.setdefault("notes", []).append(f"family {family}: {adapter}")
     return result

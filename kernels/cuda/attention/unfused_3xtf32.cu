@@ -181,25 +181,11 @@ __global__ void __launch_bounds__(kThreads) gemm_tf32x3(Gemm gm, int64_t batch0)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
 
-  // Prologue: slices 0 .. STAGES-2 in flight, one commit group each (empty past the end, so
-  // the group count stays what wait_group<STAGES - 2> assumes).
-#pragma unroll
-  for (int st = 0; st < STAGES - 1; ++st) {
-    if (st < ktiles) load_stage(st, st);
-    kf::tf32x3::cp_async_commit();
-  }
-#pragma unroll 1
-  for (int kt = 0; kt < ktiles; ++kt) {
-    kf::tf32x3::cp_async_wait<STAGES - 2>();  // slice kt has landed (this thread's copies)
-    __syncthreads();  // ... everyone's; and everyone is done with slice kt-1's stage
-    const int next = kt + STAGES - 1;
-    if (next < ktiles) load_stage(next % STAGES, next);  // the stage slice kt-1 used
-    kf::tf32x3::cp_async_commit();
-    const float* a_s = smem + (kt % STAGES) * kStageFloats;
+  kf::tf32x3::pipelined_k_loop<STAGES>(ktiles, load_stage, [&](int stage) {
+    const float* a_s = smem + stage * kStageFloats;
     const float* b_s = a_s + BM * LDS + (kNN ? wn * WN : wn * WN * LDS);
     compute_slice<kNN>(a_s + wm * WM * LDS, b_s, g, t, acc);
-  }
-  kf::tf32x3::cp_async_wait<0>();  // no copy may outlive the block (the empty tail groups)
+  });
 
   // Store: c0, c1 at (g, 2t), (g, 2t + 1); c2, c3 at (g + 8, ...).
 #pragma unroll

@@ -93,4 +93,32 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 }
 
+/// The multistage cp.async pipeline of a k-loop of `ktiles` slices (the structure of CUTLASS's
+/// multistage mainloop): slices 0 .. STAGES-2 are put in flight first, one commit group each
+/// (empty past the end, so the group count stays what wait_group<STAGES - 2> assumes); then for
+/// each slice kt: wait until it landed (every thread's copies: a barrier), issue slice
+/// kt + STAGES - 1 into the stage slice kt - 1 used, and compute on slice kt. No copy outlives
+/// the call. `load_stage(stage, kt)` issues slice kt's copies into shared-memory stage `stage`;
+/// `compute_stage(stage)` runs the math of the slice held there.
+template <int STAGES, typename LoadStage, typename ComputeStage>
+__device__ __forceinline__ void pipelined_k_loop(int ktiles, LoadStage&& load_stage,
+                                                 ComputeStage&& compute_stage) {
+  static_assert(STAGES >= 2, "a pipeline needs two stages or more");
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < ktiles) load_stage(st, st);
+    cp_async_commit();
+  }
+#pragma unroll 1
+  for (int kt = 0; kt < ktiles; ++kt) {
+    cp_async_wait<STAGES - 2>();  // slice kt has landed (this thread's copies)
+    __syncthreads();              // ... everyone's; and everyone is done with slice kt-1's stage
+    const int next = kt + STAGES - 1;
+    if (next < ktiles) load_stage(next % STAGES, next);  // the stage slice kt-1 used
+    cp_async_commit();
+    compute_stage(kt % STAGES);
+  }
+  cp_async_wait<0>();
+}
+
 }  // namespace kf::tf32x3
