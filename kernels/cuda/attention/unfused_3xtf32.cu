@@ -76,77 +76,6 @@ struct Gemm {
   float alpha;
 };
 
-// The bytes of a 16-byte chunk at element `at` of a row of `len` floats that lie inside it.
-__device__ __forceinline__ int chunk_bytes(int64_t at, int64_t len) {
-  const int64_t left = len - at;
-  return left >= 4 ? 16 : left > 0 ? static_cast<int>(left) * 4 : 0;
-}
-
-// Copies tile [ROWS][COLS] of a row-major matrix (rows x cols, row stride ld) at (row0, col0)
-// into shared memory with row stride LD, zero-filling what lies outside the matrix.
-template <int ROWS, int COLS, int LD, bool kVec>
-__device__ __forceinline__ void load_tile(float* tile, const float* src, int64_t rows,
-                                          int64_t cols, int64_t ld, int64_t row0, int64_t col0,
-                                          int tid) {
-  using namespace kf::tf32x3;
-  if constexpr (kVec) {
-    constexpr int kChunksPerRow = COLS / 4, kIters = ROWS * kChunksPerRow / kThreads;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int idx = tid + i * kThreads;
-      const int r = idx / kChunksPerRow, c = (idx % kChunksPerRow) * 4;
-      const int bytes = row0 + r < rows ? chunk_bytes(col0 + c, cols) : 0;
-      const float* p = bytes > 0 ? src + (row0 + r) * ld + col0 + c : src;
-      cp_async_16(tile + r * LD + c, p, bytes);
-    }
-  } else {
-    constexpr int kIters = ROWS * COLS / kThreads;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int idx = tid + i * kThreads;
-      const int r = idx / COLS, c = idx % COLS;
-      const bool ok = row0 + r < rows && col0 + c < cols;
-      const float* p = ok ? src + (row0 + r) * ld + col0 + c : src;
-      cp_async_4(tile + r * LD + c, p, ok ? 4 : 0);
-    }
-  }
-}
-
-// One k-slice from shared memory into the warp's accumulators. a_s: the warp's rows of A
-// [..][LDS]; b_s: the warp's columns of B, [n][LDS] (NT) or [k][LDB] (NN).
-template <bool kNN>
-__device__ __forceinline__ void compute_slice(const float* a_s, const float* b_s, int g, int t,
-                                              float (&acc)[MI][NI][4]) {
-  using namespace kf::tf32x3;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 8) {
-    uint32_t a_hi[MI][4], a_lo[MI][4], b_hi[NI][2], b_lo[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      const float* p = a_s + (mi * 16 + g) * LDS + kk + t;
-      split(p[0], a_hi[mi][0], a_lo[mi][0]);            // (g,     t)
-      split(p[8 * LDS], a_hi[mi][1], a_lo[mi][1]);      // (g + 8, t)
-      split(p[4], a_hi[mi][2], a_lo[mi][2]);            // (g,     t + 4)
-      split(p[8 * LDS + 4], a_hi[mi][3], a_lo[mi][3]);  // (g + 8, t + 4)
-    }
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni) {
-      if constexpr (kNN) {
-        const float* p = b_s + (kk + t) * LDB + ni * 8 + g;  // B (k, n) at [k][n]
-        split(p[0], b_hi[ni][0], b_lo[ni][0]);               // (k = t,     n = g)
-        split(p[4 * LDB], b_hi[ni][1], b_lo[ni][1]);         // (k = t + 4, n = g)
-      } else {
-        const float* p = b_s + (ni * 8 + g) * LDS + kk + t;  // B (k, n) at [n][k]
-        split(p[0], b_hi[ni][0], b_lo[ni][0]);               // (k = t,     n = g)
-        split(p[4], b_hi[ni][1], b_lo[ni][1]);               // (k = t + 4, n = g)
-      }
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_3xtf32(acc[mi][ni], a_hi[mi], a_lo[mi], b_hi[ni], b_lo[ni]);
-  }
-}
 
 template <bool kNN, bool kVec>
 __global__ void __launch_bounds__(kThreads) gemm_tf32x3(Gemm gm, int64_t batch0) {
@@ -165,11 +94,14 @@ __global__ void __launch_bounds__(kThreads) gemm_tf32x3(Gemm gm, int64_t batch0)
   auto load_stage = [&](int stage, int kt) {
     float* a_s = smem + stage * kStageFloats;
     const int64_t k0 = static_cast<int64_t>(kt) * BK;
-    load_tile<BM, BK, LDS, kVec>(a_s, a, gm.m, gm.k, gm.lda, bm0, k0, tid);
+    using kf::tf32x3::load_tile;
+    load_tile<BM, BK, LDS, kThreads, kVec>(a_s, a, gm.m, gm.k, gm.lda, bm0, k0, tid);
     if constexpr (kNN) {
-      load_tile<BK, BN, LDB, kVec>(a_s + BM * LDS, b, gm.k, gm.n, gm.ldb, k0, bn0, tid);
+      load_tile<BK, BN, LDB, kThreads, kVec>(a_s + BM * LDS, b, gm.k, gm.n, gm.ldb, k0, bn0,
+                                             tid);
     } else {
-      load_tile<BN, BK, LDS, kVec>(a_s + BM * LDS, b, gm.n, gm.k, gm.ldb, bn0, k0, tid);
+      load_tile<BN, BK, LDS, kThreads, kVec>(a_s + BM * LDS, b, gm.n, gm.k, gm.ldb, bn0, k0,
+                                             tid);
     }
   };
 
@@ -184,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) gemm_tf32x3(Gemm gm, int64_t batch0)
   kf::tf32x3::pipelined_k_loop<STAGES>(ktiles, load_stage, [&](int stage) {
     const float* a_s = smem + stage * kStageFloats;
     const float* b_s = a_s + BM * LDS + (kNN ? wn * WN : wn * WN * LDS);
-    compute_slice<kNN>(a_s + wm * WM * LDS, b_s, g, t, acc);
+    kf::tf32x3::warp_slice<BK, MI, NI, LDS, LDB, kNN>(a_s + wm * WM * LDS, b_s, g, t, acc);
   });
 
   // Store: c0, c1 at (g, 2t), (g, 2t + 1); c2, c3 at (g + 8, ...).

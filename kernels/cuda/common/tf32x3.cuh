@@ -1,6 +1,7 @@
-// Warp-level tensor-core helpers of the gemm_epilogue family (sm_80+): the 3xTF32 split that keeps
-// fp32 accuracy on TF32 tensor cores, the m16n8k8 TF32 mma.sync, and cp.async wrappers that
-// zero-fill out-of-range sources.
+// Warp-level tensor-core helpers of the gemm_epilogue and attention families (sm_80+): the 3xTF32
+// split that keeps fp32 accuracy on TF32 tensor cores, the m16n8k8 TF32 mma.sync, cp.async
+// wrappers that zero-fill out-of-range sources, and the tile loads, warp k-slice and multistage
+// k-loop that both families' 3xTF32 GEMMs are made of.
 //
 // 3xTF32 (NVIDIA CUTLASS's OpMultiplyAddFastF32; Ootomo & Yokota, "Recovering single precision
 // accuracy from Tensor Cores while surpassing the FP32 theoretical peak performance", IJHPCA 2022):
@@ -91,6 +92,80 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int Pending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+/// The bytes of a 16-byte chunk at element `at` of a row of `len` floats that lie inside it.
+__device__ __forceinline__ int chunk_bytes(int64_t at, int64_t len) {
+  const int64_t left = len - at;
+  return left >= 4 ? 16 : left > 0 ? static_cast<int>(left) * 4 : 0;
+}
+
+/// Issues the copies of tile [ROWS][COLS] of a row-major matrix (rows x cols, row stride ld) at
+/// (row0, col0) into shared memory with row stride LD, zero-filling what lies outside the
+/// matrix; THREADS threads, `tid` this one. kVec: 16-byte copies (rows 16-byte aligned; a chunk
+/// straddling the end copies only its part inside), else 4-byte ones.
+template <int ROWS, int COLS, int LD, int THREADS, bool kVec>
+__device__ __forceinline__ void load_tile(float* tile, const float* src, int64_t rows,
+                                          int64_t cols, int64_t ld, int64_t row0, int64_t col0,
+                                          int tid) {
+  if constexpr (kVec) {
+    constexpr int kChunksPerRow = COLS / 4, kIters = ROWS * kChunksPerRow / THREADS;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int idx = tid + i * THREADS;
+      const int r = idx / kChunksPerRow, c = (idx % kChunksPerRow) * 4;
+      const int bytes = row0 + r < rows ? chunk_bytes(col0 + c, cols) : 0;
+      const float* p = bytes > 0 ? src + (row0 + r) * ld + col0 + c : src;
+      cp_async_16(tile + r * LD + c, p, bytes);
+    }
+  } else {
+    constexpr int kIters = ROWS * COLS / THREADS;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int idx = tid + i * THREADS;
+      const int r = idx / COLS, c = idx % COLS;
+      const bool ok = row0 + r < rows && col0 + c < cols;
+      const float* p = ok ? src + (row0 + r) * ld + col0 + c : src;
+      cp_async_4(tile + r * LD + c, p, ok ? 4 : 0);
+    }
+  }
+}
+
+/// One BK-deep k-slice from shared memory into a warp's MI x NI m16n8 accumulators, 3xTF32.
+/// a_s: the warp's rows of A, [m][LDS] (K-contiguous); b_s: the warp's columns of B, [n][LDS]
+/// (NT: B K-contiguous, nn.Linear's weight) or, kNN, [k][LDB] (N-contiguous). g = lane / 4,
+/// t = lane % 4 (the fragment layout above).
+template <int BK, int MI, int NI, int LDS, int LDB, bool kNN>
+__device__ __forceinline__ void warp_slice(const float* a_s, const float* b_s, int g, int t,
+                                           float (&acc)[MI][NI][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 8) {
+    uint32_t a_hi[MI][4], a_lo[MI][4], b_hi[NI][2], b_lo[NI][2];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const float* p = a_s + (mi * 16 + g) * LDS + kk + t;
+      split(p[0], a_hi[mi][0], a_lo[mi][0]);            // (g,     t)
+      split(p[8 * LDS], a_hi[mi][1], a_lo[mi][1]);      // (g + 8, t)
+      split(p[4], a_hi[mi][2], a_lo[mi][2]);            // (g,     t + 4)
+      split(p[8 * LDS + 4], a_hi[mi][3], a_lo[mi][3]);  // (g + 8, t + 4)
+    }
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      if constexpr (kNN) {
+        const float* p = b_s + (kk + t) * LDB + ni * 8 + g;  // B (k, n) at [k][n]
+        split(p[0], b_hi[ni][0], b_lo[ni][0]);               // (k = t,     n = g)
+        split(p[4 * LDB], b_hi[ni][1], b_lo[ni][1]);         // (k = t + 4, n = g)
+      } else {
+        const float* p = b_s + (ni * 8 + g) * LDS + kk + t;  // B (k, n) at [n][k]
+        split(p[0], b_hi[ni][0], b_lo[ni][0]);               // (k = t,     n = g)
+        split(p[4], b_hi[ni][1], b_lo[ni][1]);               // (k = t + 4, n = g)
+      }
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) mma_3xtf32(acc[mi][ni], a_hi[mi], a_lo[mi], b_hi[ni], b_lo[ni]);
+  }
 }
 
 /// The multistage cp.async pipeline of a k-loop of `ktiles` slices (the structure of CUTLASS's

@@ -54,64 +54,6 @@ static_assert((BM * BK / 4) % kThreads == 0 && (BN * BK / 4) % kThreads == 0,
               "every thread issues the same number of 16-byte copies per stage");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per block (sm_90: 227 KiB)");
 
-// Issues the copies of one k-slice (rows [row0, row0 + ROWS) x k [k0, k0 + BK) of a [rows, K]
-// matrix) into a shared tile [ROWS][LDS], zero-filling out-of-range elements.
-template <int ROWS, bool kVec>
-__device__ __forceinline__ void load_tile(float* tile, const float* src, int64_t rows, int64_t K,
-                                          int64_t row0, int64_t k0, int tid) {
-  using namespace kf::tf32x3;
-  if constexpr (kVec) {
-    constexpr int kChunksPerRow = BK / 4, kIters = ROWS * kChunksPerRow / kThreads;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int c = tid + i * kThreads;
-      const int r = c / kChunksPerRow, kc = (c % kChunksPerRow) * 4;
-      // K % 4 == 0 on this path, so a chunk is entirely in or entirely out of range.
-      const bool ok = row0 + r < rows && k0 + kc < K;
-      const float* p = ok ? src + (row0 + r) * K + k0 + kc : src;
-      cp_async_16(tile + r * LDS + kc, p, ok ? 16 : 0);
-    }
-  } else {
-    constexpr int kIters = ROWS * BK / kThreads;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int c = tid + i * kThreads;
-      const int r = c / BK, kk = c % BK;
-      const bool ok = row0 + r < rows && k0 + kk < K;
-      const float* p = ok ? src + (row0 + r) * K + k0 + kk : src;
-      cp_async_4(tile + r * LDS + kk, p, ok ? 4 : 0);
-    }
-  }
-}
-
-// One k-slice from shared memory into the warp's accumulators.
-__device__ __forceinline__ void compute_slice(const float* a_s, const float* b_s, int g, int t,
-                                              float (&acc)[MI][NI][4]) {
-  using namespace kf::tf32x3;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 8) {
-    uint32_t a_hi[MI][4], a_lo[MI][4], b_hi[NI][2], b_lo[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      const float* p = a_s + (mi * 16 + g) * LDS + kk + t;
-      split(p[0], a_hi[mi][0], a_lo[mi][0]);            // (g,     t)
-      split(p[8 * LDS], a_hi[mi][1], a_lo[mi][1]);      // (g + 8, t)
-      split(p[4], a_hi[mi][2], a_lo[mi][2]);            // (g,     t + 4)
-      split(p[8 * LDS + 4], a_hi[mi][3], a_lo[mi][3]);  // (g + 8, t + 4)
-    }
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni) {
-      const float* p = b_s + (ni * 8 + g) * LDS + kk + t;  // W[n][k] is B (k, n) column-major
-      split(p[0], b_hi[ni][0], b_lo[ni][0]);               // (k = t,     n = g)
-      split(p[4], b_hi[ni][1], b_lo[ni][1]);               // (k = t + 4, n = g)
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_3xtf32(acc[mi][ni], a_hi[mi], a_lo[mi], b_hi[ni], b_lo[ni]);
-  }
-}
-
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads)
 gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
@@ -130,8 +72,10 @@ gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
 
   auto load_stage = [&](int stage, int kt) {
     float* a_s = smem + stage * kStageFloats;
-    load_tile<BM, kVec>(a_s, x, M, K, bm0, static_cast<int64_t>(kt) * BK, tid);
-    load_tile<BN, kVec>(a_s + BM * LDS, w, N, K, bn0, static_cast<int64_t>(kt) * BK, tid);
+    const int64_t k0 = static_cast<int64_t>(kt) * BK;
+    using kf::tf32x3::load_tile;
+    load_tile<BM, BK, LDS, kThreads, kVec>(a_s, x, M, K, K, bm0, k0, tid);
+    load_tile<BN, BK, LDS, kThreads, kVec>(a_s + BM * LDS, w, N, K, K, bn0, k0, tid);
   };
 
   float acc[MI][NI][4];
@@ -144,7 +88,8 @@ gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
 
   kf::tf32x3::pipelined_k_loop<STAGES>(ktiles, load_stage, [&](int stage) {
     const float* a_s = smem + stage * kStageFloats;
-    compute_slice(a_s + wm * WM * LDS, a_s + BM * LDS + wn * WN * LDS, g, t, acc);
+    kf::tf32x3::warp_slice<BK, MI, NI, LDS, LDS, false>(a_s + wm * WM * LDS,
+                                                      a_s + BM * LDS + wn * WN * LDS, g, t, acc);
   });
 
   // Store: c0, c1 at (g, 2t), (g, 2t + 1); c2, c3 at (g + 8, ...).
