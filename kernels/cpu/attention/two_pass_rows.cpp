@@ -8,6 +8,7 @@
 // throughout (exp: cpu/common/vmath.h, within ~2 ulp).
 #include <common/attention_args.h>
 #include <cpu/common/vmath.h>
+#include <cpu/common/dot.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -30,19 +31,6 @@ static_assert(KF_ACCUMULATORS == 1 || KF_ACCUMULATORS == 4 || KF_ACCUMULATORS ==
 
 namespace {
 
-float dot(const float* __restrict__ a, const float* __restrict__ b, int64_t n) {
-  constexpr int A = KF_ACCUMULATORS;
-  float partial[A] = {};
-  int64_t i = 0;
-  for (; i + A <= n; i += A) {
-#pragma omp simd
-    for (int j = 0; j < A; ++j) partial[j] += a[i + j] * b[i + j];
-  }
-  for (; i < n; ++i) partial[0] += a[i] * b[i];
-  float sum = 0.0f;
-  for (int j = 0; j < A; ++j) sum += partial[j];
-  return sum;
-}
 
 // o_row = softmax(q_row K^T * scale) V for one query row; p is a buffer of s floats.
 void attend_row(const float* __restrict__ q_row, const float* __restrict__ k,
@@ -50,7 +38,7 @@ void attend_row(const float* __restrict__ q_row, const float* __restrict__ k,
                 int64_t s, int64_t d, float scale) {
   float row_max = -INFINITY;
   for (int64_t j = 0; j < s; ++j) {
-    p[j] = dot(q_row, k + j * d, d) * scale;
+    p[j] = kf::interleaved_dot<KF_ACCUMULATORS>(q_row, k + j * d, d) * scale;
     row_max = p[j] > row_max ? p[j] : row_max;
   }
   float sum = 0.0f;

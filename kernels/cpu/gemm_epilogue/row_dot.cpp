@@ -5,6 +5,7 @@
 // PARALLEL = 1 spreads the rows of y over OpenMP threads. fp32 products and sums throughout.
 #include <common/epilogue.h>
 #include <common/gemm_args.h>
+#include <cpu/common/dot.h>
 #include <kforge/kernel.h>
 
 #include <omp.h>
@@ -23,24 +24,6 @@ static_assert(KF_ACCUMULATORS == 1 || KF_ACCUMULATORS == 4 || KF_ACCUMULATORS ==
                   KF_ACCUMULATORS == 16,
               "ACCUMULATORS is 1, 4, 8 or 16");
 
-namespace {
-
-float dot(const float* __restrict__ a, const float* __restrict__ b, int64_t k) {
-  constexpr int A = KF_ACCUMULATORS;
-  float partial[A] = {};
-  int64_t i = 0;
-  for (; i + A <= k; i += A) {
-#pragma omp simd
-    for (int j = 0; j < A; ++j) partial[j] += a[i + j] * b[i + j];
-  }
-  for (; i < k; ++i) partial[0] += a[i] * b[i];
-  float sum = 0.0f;
-  for (int j = 0; j < A; ++j) sum += partial[j];
-  return sum;
-}
-
-}  // namespace
-
 KFORGE_API int kforge_run(const kforge_args* args) {
   kf::GemmArgs g;
   if (const int code = kf::gemm_args(args, g); code != 0) return code;
@@ -50,7 +33,8 @@ KFORGE_API int kforge_run(const kforge_args* args) {
     const float* xr = g.x + m * g.k;
     float* yr = g.y + m * g.n;
     for (int64_t n = 0; n < g.n; ++n) {
-      const float acc = dot(xr, g.w + n * g.k, g.k) + (g.bias ? g.bias[n] : 0.0f);
+      const float acc = kf::interleaved_dot<KF_ACCUMULATORS>(xr, g.w + n * g.k, g.k) +
+                        (g.bias ? g.bias[n] : 0.0f);
       yr[n] = epilogue(acc, g.scalars.v);
     }
   }
