@@ -23,8 +23,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from .family_probe import BUILT, DISTRIBUTIONS, ProbeSet, compare
-from .family_search import SEEDS, Natural
+from .family_probe import DISTRIBUTIONS, ProbeSet, compare
+from .family_search import Natural, probe_keys
 from .gemm_match import GATE_DISTRIBUTIONS, Chain, apply_chain, finish_rewrite, trace_chain
 
 FAMILY = "grouped_conv_transpose"
@@ -142,9 +142,7 @@ def match_conv_transpose(derived: dict, natural: List[Natural], shapes,
     values = {name: value for name, (value, _) in conv.chain.scalars.items()}
     # Probed on the task's own gate distributions: on heavy-tailed inputs the module's fp32 sums
     # cancel and miss an element-wise bound that float64 sets (see GATE_DISTRIBUTIONS).
-    keys = [(i, seed, d) for i in range(len(instances)) for seed in SEEDS
-            for d in DISTRIBUTIONS if d in GATE_DISTRIBUTIONS] + \
-        [(i, 0, BUILT) for i in range(len(instances))]
+    keys = probe_keys(len(instances), [d for d in DISTRIBUTIONS if d in GATE_DISTRIBUTIONS])
     worst = 0.0
     for key in keys:
         probe = probes.get(*key)

@@ -89,6 +89,13 @@ def probe_distributions(family: Family) -> Tuple[str, ...]:
     return tuple(d for d in DISTRIBUTIONS if d in family.distributions or d == "small")
 
 
+def probe_keys(instance_count: int, distributions: Sequence[str]) -> List[Tuple[int, int, str]]:
+    """The ProbeSet keys a match is decided on: every instance x SEEDS x `distributions`, then
+    each instance's own built inputs (BUILT)."""
+    return [(i, seed, d) for i in range(instance_count) for seed in SEEDS
+            for d in distributions] + [(i, 0, BUILT) for i in range(instance_count)]
+
+
 def _groups(cuts: Sequence[int], rank: int) -> List[Tuple[int, int]]:
     bounds = [0, *cuts, rank]
     return list(zip(bounds[:-1], bounds[1:]))
@@ -198,8 +205,7 @@ def try_family(family: Family, natural: List[Natural], shapes, instances,
     bindings = list(_bindings(family, natural, shapes))
     if not bindings:
         return _no_binding_reason(family, natural, shapes)
-    full = [(i, seed, d) for i in range(len(instances)) for seed in SEEDS
-            for d in probe_distributions(family)] + [(i, 0, BUILT) for i in range(len(instances))]
+    full = probe_keys(len(instances), probe_distributions(family))
     closest = (math.inf, "", None)
     for binding in bindings:
         tried = []

@@ -22,8 +22,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from .family_probe import BUILT, DISTRIBUTIONS, ProbeSet, compare
-from .family_search import SEEDS, Natural
+from .family_probe import DISTRIBUTIONS, ProbeSet, compare
+from .family_search import Natural, probe_keys
 
 FAMILY = "gemm_epilogue"
 TENSOR_NAMES = ("x", "weight", "bias", "y")
@@ -273,8 +273,7 @@ def match_gemm_epilogue(derived: dict, natural: List[Natural], shapes,
     if extra:
         return f"forward input {extra[0].describe()} is not the Linear's"
     values = {name: value for name, (value, _) in chain.scalars.items()}
-    keys = [(i, seed, d) for i in range(len(instances)) for seed in SEEDS
-            for d in DISTRIBUTIONS] + [(i, 0, BUILT) for i in range(len(instances))]
+    keys = probe_keys(len(instances), DISTRIBUTIONS)
     worst = 0.0
     for key in keys:
         probe = probes.get(*key)
