@@ -10,6 +10,7 @@
 //            dilation_d, dilation_h, dilation_w, groups   (in that order, integers), then the
 //            epilogue chain's scalars, if any (common/epilogue.h: KF_EPILOGUE applied to each
 //            output as it is stored; its op indices count the geometry scalars too)
+//   the chain's channel tensors ([co] each), if any, as the last inputs
 // Input element x[n, ci, i] reaches output o = i * stride - padding + k * dilation (per
 // dimension) through tap k, multiplied by weight[ci, co % cog, k], where co is in ci's group:
 //   y[n, co, o] = bias[co] + sum over ci of co's group, taps k with
@@ -53,7 +54,7 @@ struct ConvArgs {
   int64_t n = 0, c = 0, co = 0;
   int groups = 1, cig = 0, cog = 0;  // channels per group, in and out
   ConvDim dim[3];                    // depth, height, width
-  ep::Scalars scalars;               // every task scalar as float: the epilogue's indices
+  ep::Operands operands;             // every task scalar as float, the channel tensors
   KF_CONV_HD int64_t in_volume() const { return dim[0].in * dim[1].in * dim[2].in; }
   KF_CONV_HD int64_t out_volume() const { return dim[0].out * dim[1].out * dim[2].out; }
   KF_CONV_HD int taps() const { return dim[0].k * dim[1].k * dim[2].k; }
@@ -67,9 +68,10 @@ constexpr int kConvScalars = 10;
 /// -5 a geometry scalar out of range (stride or dilation < 1, padding < 0, groups < 1, or not an
 /// integer).
 inline int conv_transpose_args(const kforge_args* args, ConvArgs& c) {
-  if (args->num_inputs != 2 && args->num_inputs != 3) return -1;
+  const int tensors = args->num_inputs - ep::kChannelTensors;  // x, weight[, bias]
+  if (tensors != 2 && tensors != 3) return -1;
   if (args->num_outputs != 1 || args->num_scalars < kConvScalars) return -1;
-  if (!ep::load_scalars(args, c.scalars)) return -1;
+  if (!ep::load_scalars(args, c.operands)) return -1;
   int geometry[kConvScalars];
   for (int i = 0; i < kConvScalars; ++i) {
     const double v = args->scalars[i];
@@ -102,13 +104,14 @@ inline int conv_transpose_args(const kforge_args* args, ConvArgs& c) {
   }
   if (!is_f32(x) || !is_f32(w) || !is_f32(y)) return -3;
   if (!is_compact(x) || !is_compact(w) || !is_compact(y)) return -4;
-  if (args->num_inputs == 3) {
+  if (tensors == 3) {
     const DLTensor& b = args->inputs[2];
     if (b.ndim != 1 || b.shape[0] != c.co) return -2;
     if (!is_f32(b)) return -3;
     if (!is_compact(b)) return -4;
     c.bias = data_of<const float>(b);
   }
+  if (const int code = ep::load_channel_tensors(args, c.operands, c.co); code != 0) return code;
   c.x = data_of<const float>(x);
   c.w = data_of<const float>(w);
   c.y = data_of<float>(y);

@@ -1,26 +1,35 @@
-// The element-wise epilogue of the gemm_epilogue and grouped_conv_transpose families:
-// Y = epilogue(X W^T + b) or epilogue(conv_transpose(x, w) + b), applied to each output element
-// in fp32 as it is stored (host and device code; plain C++17 / CUDA C++).
+// The element-wise epilogue of the gemm_epilogue and convolution families:
+// Y = epilogue(X W^T + b) or epilogue(conv(x, w) + b), applied to each output element in fp32 as
+// it is stored (host and device code; plain C++17 / CUDA C++).
 //
-// A task names its chain (`epilogue = ["relu", "div:divisor"]`, task.h Task::epilogue); the
-// templates generator writes it as one define of ops joined by `|`, each op naming the index of
-// the task scalar it reads:
+// A task names its chain (`epilogue = ["relu", "div:divisor", "add_channel:bias2"]`, task.h
+// Task::epilogue); the templates generator writes it as one define of ops joined by `|`, each op
+// naming the index of the task scalar it reads, or of the channel tensor it reads:
 //
-//   -DKF_EPILOGUE=kf::ep::Relu{}|kf::ep::Div{0}        (no comma: nvcc splits -D values on ',')
+//   -DKF_EPILOGUE=kf::ep::Relu{}|kf::ep::Div{0}|kf::ep::AddChannel{0}
+//   -DKF_EPILOGUE_TENSORS=1            (no comma anywhere: nvcc splits -D values on ',')
+//
+// A channel tensor holds one value per output channel (a conv's co, a GEMM's column n; any shape
+// with that many elements, e.g. a [C, 1, 1] nn.Parameter) and is one of the kernel's last
+// KF_EPILOGUE_TENSORS inputs, in the chain's order of first use (core/epilogue.h checks the task).
 //
 //   #include <common/epilogue.h>
 //   const auto epilogue = KF_EPILOGUE;                 // kf::ep::Identity{} when not defined
-//   const kf::ep::Scalars s = kf::ep::load_scalars(args);
-//   y = epilogue(acc + bias, s.v);
+//   kf::ep::Operands o;
+//   if (!kf::ep::load_scalars(args, o)) return -1;
+//   if (int code = kf::ep::load_channel_tensors(args, o, channels); code) return code;
+//   y = epilogue(acc + bias, o, channel);
 //
 // Each op keeps PyTorch's semantics, NaN included (relu and clamp pass NaN through, as
 // torch.relu and torch.clamp do). Scalars reach the kernel as doubles (kforge_args::scalars) and
 // are rounded to float once, as PyTorch does when it multiplies an fp32 tensor by a Python float.
 #pragma once
 
+#include <common/dltensor.h>
 #include <kforge/kernel.h>
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #if defined(__CUDACC__)
@@ -34,92 +43,133 @@ namespace kf::ep {
 /// Most scalars a chain may read (task scalars beyond these are an error at load_scalars).
 constexpr int kMaxScalars = 24;  // a conv's ten geometry scalars, then the chain's
 
-/// The task's scalars as floats, passed by value into device code.
-struct Scalars {
+/// Most channel tensors a chain may read.
+constexpr int kMaxChannelTensors = 4;
+
+#ifndef KF_EPILOGUE_TENSORS
+#define KF_EPILOGUE_TENSORS 0
+#endif
+static_assert(KF_EPILOGUE_TENSORS >= 0 && KF_EPILOGUE_TENSORS <= kMaxChannelTensors,
+              "KF_EPILOGUE_TENSORS is 0..4");
+/// How many of the kernel's inputs (the last ones) are the chain's channel tensors.
+constexpr int kChannelTensors = KF_EPILOGUE_TENSORS;
+
+/// What the chain reads besides the value: every task scalar as a float (v, by index) and the
+/// channel tensors (t, each [channels] fp32 in the kernel's memory). Passed by value into device
+/// code.
+struct Operands {
   float v[kMaxScalars];
+  const float* t[kMaxChannelTensors];
 };
 
-/// Copies args->scalars into a Scalars; returns false when there are more than kMaxScalars.
-inline bool load_scalars(const kforge_args* args, Scalars& out) {
+/// Copies args->scalars into `out.v` (rounded to float) and clears `out.t`; returns false when
+/// there are more than kMaxScalars.
+inline bool load_scalars(const kforge_args* args, Operands& out) {
   for (int i = 0; i < kMaxScalars; ++i) out.v[i] = 0.0f;
+  for (int i = 0; i < kMaxChannelTensors; ++i) out.t[i] = nullptr;
   if (args->num_scalars > kMaxScalars) return false;
   for (int i = 0; i < args->num_scalars; ++i) out.v[i] = static_cast<float>(args->scalars[i]);
   return true;
 }
 
-// Ops: `float operator()(float v, const float* s) const`; members are scalar indices.
-// `kf_epilogue_op` marks a type as an op for operator| below.
+/// Points `out.t` at the last kChannelTensors inputs. Returns 0, or -1 fewer inputs than that,
+/// -2 a tensor whose element count is not `channels`, -3 not fp32, -4 not compact.
+inline int load_channel_tensors(const kforge_args* args, Operands& out, int64_t channels) {
+  if (args->num_inputs < kChannelTensors) return -1;
+  for (int i = 0; i < kChannelTensors; ++i) {
+    const DLTensor& t = args->inputs[args->num_inputs - kChannelTensors + i];
+    if (element_count(t) != channels) return -2;
+    if (!is_f32(t)) return -3;
+    if (!is_compact(t)) return -4;
+    out.t[i] = data_of<const float>(t);
+  }
+  return 0;
+}
+
+// Ops: `float operator()(float v, const Operands& o, int64_t channel) const`; members are
+// scalar indices (o.v) or channel-tensor indices (o.t). `kf_epilogue_op` marks a type as an op
+// for operator| below.
 
 struct Identity {
   static constexpr bool kf_epilogue_op = true;
-  KF_EP_HD float operator()(float v, const float*) const { return v; }
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const { return v; }
 };
 
 /// max(v, 0); NaN stays NaN.
 struct Relu {
   static constexpr bool kf_epilogue_op = true;
-  KF_EP_HD float operator()(float v, const float*) const { return v < 0.0f ? 0.0f : v; }
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const { return v < 0.0f ? 0.0f : v; }
 };
 
-/// v for v >= 0, else v * s[slope] (torch.nn.LeakyReLU).
+/// v for v >= 0, else v * o.v[slope] (torch.nn.LeakyReLU).
 struct LeakyRelu {
   static constexpr bool kf_epilogue_op = true;
   int slope;
-  KF_EP_HD float operator()(float v, const float* s) const { return v < 0.0f ? v * s[slope] : v; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const {
+    return v < 0.0f ? v * o.v[slope] : v;
+  }
 };
 
 struct Mul {
   static constexpr bool kf_epilogue_op = true;
   int factor;
-  KF_EP_HD float operator()(float v, const float* s) const { return v * s[factor]; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const { return v * o.v[factor]; }
 };
 
-/// v / s[divisor], a true division (PyTorch's CUDA kernel multiplies by the reciprocal of a
+/// v / o.v[divisor], a true division (PyTorch's CUDA kernel multiplies by the reciprocal of a
 /// scalar divisor instead: the two differ by at most an ulp, far inside any tolerance).
 struct Div {
   static constexpr bool kf_epilogue_op = true;
   int divisor;
-  KF_EP_HD float operator()(float v, const float* s) const { return v / s[divisor]; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const { return v / o.v[divisor]; }
 };
 
 struct Add {
   static constexpr bool kf_epilogue_op = true;
   int addend;
-  KF_EP_HD float operator()(float v, const float* s) const { return v + s[addend]; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const { return v + o.v[addend]; }
 };
 
 struct Sub {
   static constexpr bool kf_epilogue_op = true;
   int subtrahend;
-  KF_EP_HD float operator()(float v, const float* s) const { return v - s[subtrahend]; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const {
+    return v - o.v[subtrahend];
+  }
 };
 
-/// max(v, s[lo]) and min(v, s[hi]): torch.clamp(v, lo, hi) is ClampMin{lo} | ClampMax{hi} (two
+/// max(v, o.v[lo]) and min(v, o.v[hi]): torch.clamp(v, lo, hi) is ClampMin{lo} | ClampMax{hi} (two
 /// ops, since a define must not hold a comma). NaN stays NaN.
 struct ClampMin {
   static constexpr bool kf_epilogue_op = true;
   int lo;
-  KF_EP_HD float operator()(float v, const float* s) const { return v < s[lo] ? s[lo] : v; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const {
+    return v < o.v[lo] ? o.v[lo] : v;
+  }
 };
 
 struct ClampMax {
   static constexpr bool kf_epilogue_op = true;
   int hi;
-  KF_EP_HD float operator()(float v, const float* s) const { return v > s[hi] ? s[hi] : v; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const {
+    return v > o.v[hi] ? o.v[hi] : v;
+  }
 };
 
-/// v * s[scale] + v: "x * scale + x" with x kept from before the scaling (KernelBench L2/40's
+/// v * o.v[scale] + v: "x * scale + x" with x kept from before the scaling (KernelBench L2/40's
 /// residual add), rounded as PyTorch rounds the two steps.
 struct ScaleResidual {
   static constexpr bool kf_epilogue_op = true;
   int scale;
-  KF_EP_HD float operator()(float v, const float* s) const { return v * s[scale] + v; }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const {
+    return v * o.v[scale] + v;
+  }
 };
 
 /// GELU with the exact erf form (torch.nn.functional.gelu, approximate='none').
 struct Gelu {
   static constexpr bool kf_epilogue_op = true;
-  KF_EP_HD float operator()(float v, const float*) const {
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
     return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
   }
 };
@@ -127,7 +177,7 @@ struct Gelu {
 /// GELU, tanh approximation (approximate='tanh').
 struct GeluTanh {
   static constexpr bool kf_epilogue_op = true;
-  KF_EP_HD float operator()(float v, const float*) const {
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
     const float inner = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     return 0.5f * v * (1.0f + tanhf(inner));
   }
@@ -135,18 +185,57 @@ struct GeluTanh {
 
 struct Sigmoid {
   static constexpr bool kf_epilogue_op = true;
-  KF_EP_HD float operator()(float v, const float*) const { return 1.0f / (1.0f + expf(-v)); }
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
+    return 1.0f / (1.0f + expf(-v));
+  }
 };
 
 struct Tanh {
   static constexpr bool kf_epilogue_op = true;
-  KF_EP_HD float operator()(float v, const float*) const { return tanhf(v); }
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const { return tanhf(v); }
 };
 
 /// v * sigmoid(v) (SiLU / Swish).
 struct Swish {
   static constexpr bool kf_epilogue_op = true;
-  KF_EP_HD float operator()(float v, const float*) const { return v / (1.0f + expf(-v)); }
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
+    return v / (1.0f + expf(-v));
+  }
+};
+
+/// v + t[tensor][channel]: a per-channel tensor added (KernelBench L2/1's `x + self.bias` with
+/// bias [C, 1, 1] after a convolution).
+struct AddChannel {
+  static constexpr bool kf_epilogue_op = true;
+  int tensor;
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t ch) const {
+    return v + o.t[tensor][ch];
+  }
+};
+
+struct SubChannel {
+  static constexpr bool kf_epilogue_op = true;
+  int tensor;
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t ch) const {
+    return v - o.t[tensor][ch];
+  }
+};
+
+struct MulChannel {
+  static constexpr bool kf_epilogue_op = true;
+  int tensor;
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t ch) const {
+    return v * o.t[tensor][ch];
+  }
+};
+
+/// v / t[tensor][channel], a true division.
+struct DivChannel {
+  static constexpr bool kf_epilogue_op = true;
+  int tensor;
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t ch) const {
+    return v / o.t[tensor][ch];
+  }
 };
 
 /// First `a`, then `b`.
@@ -155,7 +244,9 @@ struct Then {
   static constexpr bool kf_epilogue_op = true;
   A a;
   B b;
-  KF_EP_HD float operator()(float v, const float* s) const { return b(a(v, s), s); }
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t ch) const {
+    return b(a(v, o, ch), o, ch);
+  }
 };
 
 template <class T, class = void>
@@ -172,5 +263,6 @@ KF_EP_HD constexpr Then<A, B> operator|(A a, B b) {
 }  // namespace kf::ep
 
 #ifndef KF_EPILOGUE
-#define KF_EPILOGUE kf::ep::Identity{}
+#define KF_EPILOGUE \
+  kf::ep::Identity {}
 #endif

@@ -1,5 +1,6 @@
 #include "core/epilogue.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -12,6 +13,7 @@ namespace {
 struct OpInfo {
   const char* cpp;  // the kf::ep type
   int scalars;      // how many scalar names follow the op's name
+  bool channel = false;  // reads one channel tensor (named after ':') instead of scalars
 };
 
 const std::map<std::string, OpInfo>& op_table() {
@@ -23,8 +25,55 @@ const std::map<std::string, OpInfo>& op_table() {
       {"add", {"Add", 1}},             {"sub", {"Sub", 1}},
       {"leaky_relu", {"LeakyRelu", 1}}, {"scale_residual", {"ScaleResidual", 1}},
       {"clamp", {"", 2}},  // ClampMin{lo}|ClampMax{hi}
+      {"add_channel", {"AddChannel", 0, true}}, {"sub_channel", {"SubChannel", 0, true}},
+      {"mul_channel", {"MulChannel", 0, true}}, {"div_channel", {"DivChannel", 0, true}},
   };
   return table;
+}
+
+std::vector<std::string> inputs_of(const Signature& signature) {
+  std::vector<std::string> inputs;
+  for (const TensorSpec& t : signature.tensors) {
+    if (t.role == TensorRole::input) inputs.push_back(t.name);
+  }
+  return inputs;
+}
+
+// The index, among the chain's channel tensors (`tensors`, appended to on first use), of the
+// input tensor a channel op names.
+int channel_tensor(const std::string& where, const std::vector<std::string>& parts,
+                   const Signature& signature, std::vector<std::string>& tensors) {
+  if (parts.size() != 2) {
+    throw Error(where + ": '" + parts[0] + "' takes 1 tensor name after ':' (expected " +
+                parts[0] + ":TENSOR, an input with one value per output channel)");
+  }
+  const std::vector<std::string> inputs = inputs_of(signature);
+  if (std::find(inputs.begin(), inputs.end(), parts[1]) == inputs.end()) {
+    throw Error(where + ": no input tensor named '" + parts[1] + "'");
+  }
+  const auto known = std::find(tensors.begin(), tensors.end(), parts[1]);
+  if (known != tensors.end()) return static_cast<int>(known - tensors.begin());
+  if (tensors.size() >= kMaxChannelTensors) {
+    throw Error(where + ": a chain reads at most " + std::to_string(kMaxChannelTensors) +
+                " channel tensors");
+  }
+  tensors.push_back(parts[1]);
+  return static_cast<int>(tensors.size()) - 1;
+}
+
+// A kernel finds the channel tensors as its last inputs (kernels/common/epilogue.h).
+void check_channel_tensors_last(const std::vector<std::string>& tensors,
+                                const Signature& signature) {
+  if (tensors.empty()) return;
+  const std::vector<std::string> inputs = inputs_of(signature);
+  const std::vector<std::string> last(inputs.end() - static_cast<long>(tensors.size()),
+                                      inputs.end());
+  if (last != tensors) {
+    std::string named;
+    for (const std::string& t : tensors) named += (named.empty() ? "" : ", ") + t;
+    throw Error("epilogue: the channel tensors (" + named +
+                ") must be the signature's last inputs, in the order the chain first reads them");
+  }
 }
 
 }  // namespace
@@ -35,6 +84,8 @@ std::vector<std::string> epilogue_op_patterns() {
     std::string pattern = name;
     if (name == "clamp") {
       pattern += ":lo:hi";
+    } else if (info.channel) {
+      pattern += ":tensor";
     } else if (info.scalars == 1) {
       pattern += ":scalar";
     }
@@ -57,12 +108,19 @@ std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
                 std::to_string(kMaxScalars));
   }
   std::vector<EpilogueOp> ops;
+  std::vector<std::string> tensors;  // channel tensors in order of first use
   for (size_t i = 0; i < chain.size(); ++i) {
     const std::string where = "epilogue[" + std::to_string(i) + "] '" + chain[i] + "'";
     const std::vector<std::string> parts = split(chain[i], ':');
     const auto found = parts.empty() ? op_table().end() : op_table().find(parts[0]);
     if (found == op_table().end()) {
       throw Error(where + ": unknown op (expected one of " + known + ")");
+    }
+    EpilogueOp op{parts[0], {}, -1};
+    if (found->second.channel) {
+      op.tensor = channel_tensor(where, parts, signature, tensors);
+      ops.push_back(std::move(op));
+      continue;
     }
     const int wanted = found->second.scalars;
     if (static_cast<int>(parts.size()) - 1 != wanted) {
@@ -71,7 +129,6 @@ std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
                   (parts[0] == "clamp" ? "clamp:lo:hi" : wanted == 0 ? parts[0] : parts[0] + ":NAME") +
                   ")");
     }
-    EpilogueOp op{parts[0], {}};
     for (size_t p = 1; p < parts.size(); ++p) {
       int index = -1;
       for (size_t s = 0; s < signature.scalars.size(); ++s) {
@@ -84,6 +141,7 @@ std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
     }
     ops.push_back(std::move(op));
   }
+  check_channel_tensors_last(tensors, signature);
   return ops;
 }
 
@@ -98,15 +156,27 @@ std::string epilogue_define(const std::vector<EpilogueOp>& ops) {
       continue;
     }
     const OpInfo& info = op_table().at(op.name);
+    const int index = info.channel ? op.tensor : op.scalars.empty() ? -1 : op.scalars.front();
     define += std::string("kf::ep::") + info.cpp + "{" +
-              (op.scalars.empty() ? "" : std::to_string(op.scalars.front())) + "}";
+              (index < 0 ? "" : std::to_string(index)) + "}";
   }
   return define;
 }
 
+int channel_tensor_count(const std::vector<EpilogueOp>& ops) {
+  int count = 0;
+  for (const EpilogueOp& op : ops) count = std::max(count, op.tensor + 1);
+  return count;
+}
+
 std::map<std::string, std::string> task_defines(const Task& task) {
   if (task.epilogue.empty()) return {};
-  return {{"KF_EPILOGUE", epilogue_define(parse_epilogue(task.epilogue, task.signature))}};
+  const std::vector<EpilogueOp> ops = parse_epilogue(task.epilogue, task.signature);
+  std::map<std::string, std::string> defines{{"KF_EPILOGUE", epilogue_define(ops)}};
+  if (const int tensors = channel_tensor_count(ops); tensors > 0) {
+    defines["KF_EPILOGUE_TENSORS"] = std::to_string(tensors);
+  }
+  return defines;
 }
 
 }  // namespace kforge

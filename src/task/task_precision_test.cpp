@@ -159,6 +159,58 @@ TEST(EpilogueDefine, AChainNeedsAtMostTwentyFourScalars) {
   EXPECT_EQ(parse_epilogue({"mul:s23"}, signature).at(0).scalars.at(0), 23);
 }
 
+// A channel op reads an input tensor with one value per output channel ("x + self.bias" with a
+// [C, 1, 1] parameter after a convolution); kernels find those tensors as their last inputs.
+Signature channel_signature(const std::vector<std::string>& inputs) {
+  Signature signature;
+  for (const std::string& name : inputs) signature.tensors.push_back({name, TensorRole::input});
+  signature.tensors.push_back({"y", TensorRole::output});
+  signature.scalars.push_back({"divisor", DType::f32, 2.0});
+  return signature;
+}
+
+TEST(EpilogueDefine, ChannelOpsIndexTheLastInputsInTheOrderTheChainReadsThem) {
+  const Signature signature = channel_signature({"x", "weight", "bias", "shift", "scale"});
+  const std::vector<EpilogueOp> ops = parse_epilogue(
+      {"relu", "add_channel:shift", "mul_channel:scale", "div:divisor", "sub_channel:shift"},
+      signature);
+  EXPECT_EQ(epilogue_define(ops),
+            "kf::ep::Relu{}|kf::ep::AddChannel{0}|kf::ep::MulChannel{1}|kf::ep::Div{0}|"
+            "kf::ep::SubChannel{0}");
+  EXPECT_EQ(channel_tensor_count(ops), 2);
+  EXPECT_EQ(channel_tensor_count(parse_epilogue({"relu"}, signature)), 0);
+}
+
+TEST(EpilogueDefine, ChannelOpErrorsNameTheTensorAndWhereItMustBe) {
+  const Signature signature = channel_signature({"x", "weight", "shift", "scale"});
+  auto message = [&](const std::vector<std::string>& chain) -> std::string {
+    try {
+      parse_epilogue(chain, signature);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Not the last inputs, or not in the order of first use.
+  EXPECT_NE(message({"add_channel:shift"}).find("must be the signature's last inputs"),
+            std::string::npos);
+  EXPECT_NE(message({"mul_channel:scale", "add_channel:shift"}).find("last inputs"),
+            std::string::npos);
+  EXPECT_EQ(message({"add_channel:shift", "mul_channel:scale"}), "");
+  EXPECT_NE(message({"add_channel:bias"}).find("no input tensor named 'bias'"), std::string::npos);
+  EXPECT_NE(message({"add_channel:y"}).find("no input tensor named 'y'"), std::string::npos);
+  EXPECT_NE(message({"add_channel"}).find("takes 1 tensor name"), std::string::npos);
+  EXPECT_NE(message({"add_channel:shift:scale"}).find("takes 1 tensor name"), std::string::npos);
+}
+
+TEST_F(TaskPrecisionTest, AChainWithAChannelTensorDefinesHowManyKernelsRead) {
+  std::string head = "epilogue = [\"add_channel:weight\", \"relu\"]";
+  const Task task = load(head);
+  EXPECT_EQ(task_defines(task).at("KF_EPILOGUE"), "kf::ep::AddChannel{0}|kf::ep::Relu{}");
+  EXPECT_EQ(task_defines(task).at("KF_EPILOGUE_TENSORS"), "1");
+  EXPECT_NE(error_of("epilogue = [\"add_channel:x\"]").find("last inputs"), std::string::npos);
+}
+
 TEST(EpilogueDefine, EmptyChainIsTheIdentity) {
   EXPECT_EQ(epilogue_define({}), "kf::ep::Identity{}");
 }

@@ -79,7 +79,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
       for (int i = 0; i < tm; ++i) {
         for (int j = 0; j < tn; ++j) {
           const float acc = out[i][j] + (g.bias ? g.bias[n0 + j] : 0.0f);
-          g.y[(m0 + i) * g.n + n0 + j] = epilogue(acc, g.scalars.v);
+          g.y[(m0 + i) * g.n + n0 + j] = epilogue(acc, g.operands, n0 + j);
         }
       }
     }

@@ -35,7 +35,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
     for (int64_t n = 0; n < g.n; ++n) {
       const float acc = kf::interleaved_dot<KF_ACCUMULATORS>(xr, g.w + n * g.k, g.k) +
                         (g.bias ? g.bias[n] : 0.0f);
-      yr[n] = epilogue(acc, g.scalars.v);
+      yr[n] = epilogue(acc, g.operands, n);
     }
   }
   return 0;

@@ -90,7 +90,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
           const int64_t co = static_cast<int64_t>(group) * c.cog + j0 + j;
           const float bias = c.bias ? c.bias[co] : 0.0f;
           c.y[((n * c.co + co) * c.dim[0].out + od) * c.dim[1].out * c.dim[2].out +
-              oh * c.dim[2].out + ow] = epilogue(acc[j] + bias, c.scalars.v);
+              oh * c.dim[2].out + ow] = epilogue(acc[j] + bias, c.operands, co);
         }
       }
     }

@@ -125,7 +125,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
         for (int64_t th = 0; th < cnt_h; ++th) {
           for (int64_t t = 0; t < cnt_w; ++t) {
             yp[(rh + dh.stride * th) * dw.out + rw + dw.stride * t] =
-                epilogue(ap[th * cnt_w + t] + bias, c.scalars.v);
+                epilogue(ap[th * cnt_w + t] + bias, c.operands, co);
           }
         }
       }

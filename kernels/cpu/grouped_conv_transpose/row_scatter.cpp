@@ -104,7 +104,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
         const float bias = c.bias ? c.bias[co] : 0.0f;
         float* yr = c.y + (((n * c.co + co) * dd.out + od) * dh.out + oh) * dw.out;
         const float* ar = acc.data() + static_cast<size_t>(j) * dw.out;
-        for (int64_t ow = 0; ow < dw.out; ++ow) yr[ow] = epilogue(ar[ow] + bias, c.scalars.v);
+        for (int64_t ow = 0; ow < dw.out; ++ow) yr[ow] = epilogue(ar[ow] + bias, c.operands, co);
       }
     }
   }

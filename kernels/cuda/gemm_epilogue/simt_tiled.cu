@@ -93,7 +93,7 @@ template <int V>
 __global__ void __launch_bounds__(kThreads)
 gemm_simt(const float* __restrict__ x, const float* __restrict__ w,
           const float* __restrict__ bias, float* __restrict__ y, int64_t M, int64_t N, int64_t K,
-          kf::ep::Scalars s, bool vec_stores) {
+          kf::ep::Operands s, bool vec_stores) {
   // The chain is a compile-time constant here, so its scalar indices fold (passed as a kernel
   // argument they would be runtime indices into s.v, which then lives in local memory).
   constexpr auto epilogue = KF_EPILOGUE;
@@ -173,7 +173,7 @@ gemm_simt(const float* __restrict__ x, const float* __restrict__ w,
       const int64_t col = bn0 + gj * kThreadsN * 4 + tx * 4;
       float v[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = epilogue(acc[i][gj * 4 + j] + b_col[gj * 4 + j], s.v);
+      for (int j = 0; j < 4; ++j) v[j] = epilogue(acc[i][gj * 4 + j] + b_col[gj * 4 + j], s, col + j);
       if (vec_stores && col < N) {  // N % 4 == 0 and col % 4 == 0: col + 3 < N
         *reinterpret_cast<float4*>(y_row + col) = make_float4(v[0], v[1], v[2], v[3]);
       } else {
@@ -195,7 +195,7 @@ int launch(const kf::GemmArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((a.n + BN - 1) / BN),
                   static_cast<unsigned>((a.m + BM - 1) / BM));
   const bool vec_stores = a.n % 4 == 0 && kf::aligned(a.y, 16);
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, a.scalars,
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, a.operands,
                                                  vec_stores);
   return static_cast<int>(cudaGetLastError());
 }

@@ -58,7 +58,7 @@ template <bool kVec>
 __global__ void __launch_bounds__(kThreads)
 gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
             const float* __restrict__ bias, float* __restrict__ y, int64_t M, int64_t N,
-            int64_t K, kf::ep::Scalars s, bool pair_stores) {
+            int64_t K, kf::ep::Operands s, bool pair_stores) {
   // The chain is a compile-time constant here, so its scalar indices fold (passed as a kernel
   // argument they would be runtime indices into s.v, which then lives in local memory).
   constexpr auto epilogue = KF_EPILOGUE;
@@ -111,8 +111,8 @@ gemm_tf32x3(const float* __restrict__ x, const float* __restrict__ w,
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
         const int64_t col = bn0 + wn * WN + ni * 8 + 2 * t;
-        const float v0 = epilogue(acc[mi][ni][2 * half] + b_col[ni][0], s.v);
-        const float v1 = epilogue(acc[mi][ni][2 * half + 1] + b_col[ni][1], s.v);
+        const float v0 = epilogue(acc[mi][ni][2 * half] + b_col[ni][0], s, col);
+        const float v1 = epilogue(acc[mi][ni][2 * half + 1] + b_col[ni][1], s, col + 1);
         if (pair_stores && col < N) {  // N even: col + 1 < N too, and 8-byte aligned
           *reinterpret_cast<float2*>(y_row + col) = make_float2(v0, v1);
         } else {
@@ -133,7 +133,7 @@ int launch(const kf::GemmArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((a.n + BN - 1) / BN),
                   static_cast<unsigned>((a.m + BM - 1) / BM));
   const bool pairs = a.n % 2 == 0 && kf::aligned(a.y, 8);
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, a.scalars,
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(a.x, a.w, a.bias, a.y, a.m, a.n, a.k, a.operands,
                                                  pairs);
   return static_cast<int>(cudaGetLastError());
 }

@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(BLOCK) direct_gather(kf::ConvArgs c, int tiles
       const int64_t co = static_cast<int64_t>(group) * c.cog + j0 + j;
       const float bias = c.bias ? __ldg(c.bias + co) : 0.0f;
       c.y[(n * c.co + co) * out_volume + od * out_plane + oh * dw.out + ow] =
-          epilogue(acc[j] + bias, c.scalars.v);
+          epilogue(acc[j] + bias, c.operands, co);
     }
   }
 }

@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(BLOCK) phase_gather(Plan p) {
       const int64_t co = static_cast<int64_t>(group) * c.cog + j0 + j;
       const float bias = c.bias ? __ldg(c.bias + co) : 0.0f;
       c.y[((n * c.co + co) * dd.out + od) * out_plane + oh * out_w + ow] =
-          epilogue(acc[u][j] + bias, c.scalars.v);
+          epilogue(acc[u][j] + bias, c.operands, co);
     }
   }
 }
