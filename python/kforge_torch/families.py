@@ -16,7 +16,7 @@ from .family_probe import ProbeSet
 from .family_search import SEEDS, Match, Natural, adapter_text, binding_dims, natural_tensors, \
     probe_distributions, try_family
 from .family_table import FAMILIES, Family
-from .conv_match import FAMILY as CONV_FAMILY, match_conv_transpose
+from .conv_match import FORWARD, TRANSPOSED, match_conv_forward, match_conv_transpose
 from .gemm_match import FAMILY as GEMM_FAMILY, match_gemm_epilogue
 
 
@@ -53,7 +53,8 @@ def match_family(derived: dict, instances: Sequence[Tuple[str, torch.nn.Module, 
             misses[family.name] = outcome
         # The families whose computation each problem brings: read from the module's graph.
         for name, matcher in ((GEMM_FAMILY, match_gemm_epilogue),
-                              (CONV_FAMILY, match_conv_transpose)):
+                              (TRANSPOSED.family, match_conv_transpose),
+                              (FORWARD.family, match_conv_forward)):
             outcome = obstacle or matcher(derived, natural, shapes, instances, probes, misses)
             if isinstance(outcome, dict):
                 return outcome

@@ -36,13 +36,16 @@ GATE_DISTRIBUTIONS = ["uniform", "normal"]
 
 @dataclass
 class Chain:
-    """What the graph says: the anchor submodule (the nn.Linear, or the transposed convolution
-    for conv_match.py), the ops after it (kernels/common/epilogue.h names, with their scalars'
-    names), and each scalar's (value, origin)."""
+    """What the graph says: the anchor submodule (the nn.Linear, or the convolution for
+    conv_match.py), the ops after it (kernels/common/epilogue.h names, with their scalars' or
+    channel tensors' names), each scalar's (value, origin), and each channel tensor's source."""
 
     anchor: str
     ops: List[str] = field(default_factory=list)
     scalars: Dict[str, Tuple[float, str]] = field(default_factory=dict)
+    # Channel tensors ("add_channel:NAME"): NAME -> the parameter or buffer's dotted name, in the
+    # order the chain first reads them (the kernels' last inputs).
+    tensors: Dict[str, str] = field(default_factory=dict)
 
 
 def _scalar_name(model: torch.nn.Module, value: float, chain: Chain, hint: str) -> str:
@@ -94,8 +97,12 @@ def trace_chain(model: torch.nn.Module, anchors: Tuple[type, ...] = (torch.nn.Li
         return f"forward takes {len(placeholders)} arguments; a GEMM epilogue takes one input"
     chain: Optional[Chain] = None
     value: Dict[torch.fx.Node, List[str]] = {}  # node -> the chain ops that give it
+    attributes: Dict[torch.fx.Node, str] = {}  # get_attr node -> dotted name
     for node in graph.nodes:
         if node.op == "placeholder":
+            continue
+        if node.op == "get_attr":  # a parameter or buffer, read by a channel op (or a miss)
+            attributes[node] = str(node.target)
             continue
         # An op whose result nothing reads can only matter by changing a tensor in place (y.relu_()
         # then y / 2), which the chain would miss, and rare enough values hide from probing.
@@ -124,16 +131,68 @@ def trace_chain(model: torch.nn.Module, anchors: Tuple[type, ...] = (torch.nn.Li
                 value[node] = []
                 continue
             return f"the first op is {node.op} {node.target}, not an {what} on the input"
-        ops = _op_of(node, modules, value, model, chain, what)
+        ops = _op_of(node, modules, value, model, chain, what, attributes)
         if isinstance(ops, str):
             return ops
         value[node] = ops
     return "forward has no output"
 
 
-def _op_of(node, modules, value, model, chain, anchor="nn.Linear") -> Union[List[str], str]:
+def _channel_op(node, model, chain, value, attributes) -> Union[List[str], str, None]:
+    """`node` as a channel op (v + p, p + v, v - p, v * p, p * v, v / p with p a parameter or
+    buffer holding one value per output channel of the anchor), or why not, or None when
+    `node` reads no attribute."""
+    args = [a for a in node.args]
+    read = [a for a in args if isinstance(a, torch.fx.Node) and a in attributes]
+    if not read:
+        return None
+    what = _describe(node)
+    arithmetic = {operator.mul: "mul", torch.mul: "mul", operator.truediv: "div",
+                  torch.div: "div", operator.add: "add", torch.add: "add", operator.sub: "sub",
+                  torch.sub: "sub"}
+    op = arithmetic.get(node.target, node.target if node.op == "call_method" else None)
+    if op not in ("mul", "div", "add", "sub") or len(args) != 2 or node.kwargs or \
+            args[0] is args[1]:
+        return f"{what} reads parameter {attributes[read[0]]} other than as v + p, v - p, v * p " \
+               f"or v / p"
+    held, other = (args[0], args[1]) if args[0] in attributes else (args[1], args[0])
+    if other not in value:
+        return f"{what} of two tensors other than the chain's value and a parameter"
+    if op in ("sub", "div") and held is args[0]:
+        return f"{what} with the parameter on the left (p {op} v)"
+    dotted = attributes[held]
+    try:
+        tensor = model.get_parameter(dotted)
+    except AttributeError:
+        try:
+            tensor = model.get_buffer(dotted)
+        except AttributeError:
+            return f"{what} reads {dotted}, neither a parameter nor a buffer"
+    anchor = dict(model.named_modules())[chain.anchor]
+    # The output's channel dimension counted from the end: a Linear's last, a convolution's
+    # [N, C, *spatial] second (its weight has 2 + spatial dims).
+    from_end = 1 if isinstance(anchor, torch.nn.Linear) else anchor.weight.dim() - 1
+    channels = anchor.out_features if isinstance(anchor, torch.nn.Linear) else \
+        anchor.out_channels
+    shape = list(tensor.shape)
+    if len(shape) < from_end or shape[len(shape) - from_end] != channels or \
+            any(e != 1 for i, e in enumerate(shape) if i != len(shape) - from_end):
+        return f"{what} reads {dotted} of shape {shape}, not one value per output channel " \
+               f"(the channel is dimension -{from_end} of the output)"
+    name = dotted.replace(".", "_")
+    if name in TENSOR_NAMES or name in chain.scalars:
+        name = "channel_" + name
+    chain.tensors.setdefault(name, dotted)
+    return list(value[other]) + [f"{op}_channel:{name}"]
+
+
+def _op_of(node, modules, value, model, chain, anchor="nn.Linear",
+           attributes=None) -> Union[List[str], str]:
     """The chain that gives `node`, from the chain of its tensor operand, or why not."""
     args = list(node.args)
+    channel = _channel_op(node, model, chain, value, attributes or {})
+    if channel is not None:
+        return channel
     tensors = [a for a in args if isinstance(a, torch.fx.Node)]
     what = _describe(node)
     if not tensors or any(t not in value for t in tensors):
@@ -198,19 +257,37 @@ def _op_of(node, modules, value, model, chain, anchor="nn.Linear") -> Union[List
 
 
 def semantics(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], ops: Sequence[str],
-              scalars: Dict[str, float]) -> torch.Tensor:
-    """chain(x w^T + b) in float64 (x [M, K], w [N, K], b [N] or None), the family's meaning."""
+              scalars: Dict[str, float],
+              tensors: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
+    """chain(x w^T + b) in float64 (x [M, K], w [N, K], b [N] or None, channel tensors [N] by
+    name), the family's meaning."""
     v = x.double() @ w.double().t()
     if b is not None:
         v = v + b.double()
-    return apply_chain(v, ops, scalars)
+    return apply_chain(v, ops, scalars, tensors)
 
 
-def apply_chain(v: torch.Tensor, ops: Sequence[str], scalars: Dict[str, float]) -> torch.Tensor:
-    """The element-wise chain `ops` (epilogue.h names, "div:divisor") applied to `v` in its
-    dtype (float64 for the families' semantics), scalars by name."""
+def apply_chain(v: torch.Tensor, ops: Sequence[str], scalars: Dict[str, float],
+                tensors: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
+    """The element-wise chain `ops` (epilogue.h names, "div:divisor", "add_channel:shift")
+    applied to `v` in its dtype (float64 for the families' semantics), scalars by name, channel
+    tensors by name (each already shaped to broadcast along v's channel dimension)."""
     for op in ops:
         name, *names = op.split(":")
+        if name.endswith("_channel"):
+            t = (tensors or {})[names[0]].to(v.dtype)
+            kind = name[:-len("_channel")]
+            if kind == "add":
+                v = v + t
+            elif kind == "sub":
+                v = v - t
+            elif kind == "mul":
+                v = v * t
+            elif kind == "div":
+                v = v / t
+            else:
+                raise ValueError(f"unknown epilogue op {op!r}")
+            continue
         s = [scalars[n] for n in names]
         if name == "relu":
             v = torch.relu(v)
@@ -243,6 +320,12 @@ def apply_chain(v: torch.Tensor, ops: Sequence[str], scalars: Dict[str, float]) 
     return v
 
 
+def channel_slot(by_slot: dict, dotted: str) -> Tuple[str, str]:
+    """The natural-signature slot of a channel tensor's module attribute: a parameter's, else a
+    buffer's."""
+    return ("parameter", dotted) if ("parameter", dotted) in by_slot else ("buffer", dotted)
+
+
 def match_gemm_epilogue(derived: dict, natural: List[Natural], shapes,
                         instances: Sequence[Tuple[str, torch.nn.Module, list]],
                         probes: ProbeSet, misses: Dict[str, str]) -> Union[dict, str]:
@@ -262,9 +345,11 @@ def match_gemm_epilogue(derived: dict, natural: List[Natural], shapes,
     if linear.bias is not None:
         slots.append(("parameter", chain.anchor + ".bias"))
     by_slot = {t.slot: t for t in natural}
+    slots += [channel_slot(by_slot, dotted) for dotted in chain.tensors.values()]
     outputs = [t for t in natural if t.role == "output"]
     if any(s not in by_slot for s in slots) or len(outputs) != 1:
-        return "the Linear's input, weight or bias is not a tensor of the derived signature"
+        return "the Linear's input, weight, bias or a channel tensor is not a tensor of the " \
+               "derived signature"
     order = [by_slot[s] for s in slots] + outputs
     if any(t.dtype != "f32" for t in order):
         return "the family is fp32; the module's tensors are " + \
@@ -284,7 +369,9 @@ def match_gemm_epilogue(derived: dict, natural: List[Natural], shapes,
         b = probe.tensors[order[2].slot] if linear.bias is not None else None
         out = probe.tensors[outputs[0].slot]
         k = x.shape[-1]
-        expected = semantics(x.reshape(-1, k), w, b, chain.ops, values)
+        tensors = {name: probe.tensors[channel_slot(by_slot, dotted)].reshape(-1)
+                   for name, dotted in chain.tensors.items()}
+        expected = semantics(x.reshape(-1, k), w, b, chain.ops, values, tensors)
         error, why = compare(out.reshape(expected.shape), expected, outputs[0].dtype)
         worst = max(worst, error)
         if why:
@@ -296,8 +383,9 @@ def match_gemm_epilogue(derived: dict, natural: List[Natural], shapes,
 def _rewrite(derived, chain: Chain, order: List[Natural], has_bias: bool, shapes, probes: int,
              worst: float, misses) -> dict:
     result = copy.deepcopy(derived)
-    names = ["x", "weight"] + (["bias"] if has_bias else []) + ["y"]
-    symbolic = [["M", "K"], ["N", "K"]] + ([["N"]] if has_bias else []) + [["M", "N"]]
+    names = ["x", "weight"] + (["bias"] if has_bias else []) + list(chain.tensors) + ["y"]
+    symbolic = [["M", "K"], ["N", "K"]] + ([["N"]] if has_bias else []) + \
+        [["N"]] * len(chain.tensors) + [["M", "N"]]
     adapter = "; ".join(f"{n} <- {t.describe()}" for n, t in zip(names, order)) + \
         "; M = prod(shape[:-1]), K = shape[-1] of x's shape, N = weight.shape[0]; epilogue " + \
         (", ".join(chain.ops) or "none")

@@ -26,9 +26,11 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 # An extent rule: a constant, or (tensor, first dim, end dim): the product of that tensor's dims
 # [first, end), the tensor a forward argument (its position) or a parameter or buffer of the
 # module (its dotted name: a conv's out_channels is only in its weight's shape), or
-# ("linear", const, ((coef, symbol), ...)): const + sum of coef x the symbol's extent, for
-# sizes no tensor holds (a transposed convolution's output height; the task's torch.extents).
-Extent = Union[int, Tuple[Union[int, str], int, int], Tuple[str, int, Tuple[Tuple[int, str], ...]]]
+# ("linear", const, ((coef, symbol), ...), div): floor((const + sum of coef x the symbol's
+# extent) / div), for sizes no tensor holds (a convolution's output height; the task's
+# torch.extents).
+Extent = Union[int, Tuple[Union[int, str], int, int],
+               Tuple[str, int, Tuple[Tuple[int, str], ...], int]]
 Holder = Union[int, str]
 
 DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
@@ -169,7 +171,7 @@ def find_extent(values: Dict[str, int], arguments: Dict[Holder, Dict[str, List[i
 
 
 def _computed(torch_table: dict, workloads: Sequence[dict]) -> Dict[str, Tuple[Extent, dict]]:
-    """torch.extents as symbol -> (its linear rule, workload -> extent); ValueError naming the
+    """torch.extents as symbol -> (its rule, workload -> extent); ValueError naming the
     symbol when a rule is malformed or does not give a workload's value (the task loader checks
     the same: src/task/torch_extents.h)."""
     computed = {}
@@ -179,12 +181,16 @@ def _computed(torch_table: dict, workloads: Sequence[dict]) -> Dict[str, Tuple[E
     for symbol, entry in table.items():
         try:
             terms = tuple((int(coef), str(name)) for coef, name in entry["terms"])
-            rule = ("linear", int(entry["const"]), terms)
-            values = {w["name"]: rule[1] + sum(c * int(w["dims"][n]) for c, n in terms)
+            div = int(entry.get("div", 1))
+            if div < 1:
+                raise ValueError(f"div {div} < 1")
+            rule = ("linear", int(entry["const"]), terms, div)
+            values = {w["name"]: (rule[1] + sum(c * int(w["dims"][n]) for c, n in terms)) // div
                       for w in workloads}
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"torch.extents.{symbol}: expected {{const, terms: [[coef, "
-                             f"symbol], ...]}} over the workloads' symbols ({error})") from None
+                             f"symbol], ...], div (optional, >= 1)}} over the workloads' "
+                             f"symbols ({error})") from None
         for w in workloads:
             if values[w["name"]] != int(w["dims"][symbol]):
                 raise ValueError(f"torch.extents.{symbol}: gives {values[w['name']]} at workload "

@@ -38,11 +38,13 @@ _RUNTIME = '''
 def _kforge_extent(module, args, rule, dims):
     """An extent of the kernel's signature: a constant, the product of dims [first, end) of a
     forward argument (by position) or of a parameter or buffer of the module (by name), or
-    ("linear", const, ((coef, symbol), ...)) over the extents in `dims` worked out before it."""
+    ("linear", const, ((coef, symbol), ...), div): floor((const + sum of coef x extent) / div)
+    over the extents in `dims` worked out before it."""
     if isinstance(rule, int):
         return rule
     if rule[0] == "linear":
-        return rule[1] + sum(coef * dims[symbol] for coef, symbol in rule[2])
+        value = rule[1] + sum(coef * dims[symbol] for coef, symbol in rule[2])
+        return value // rule[3] if len(rule) > 3 else value
     holder, first, end = rule
     tensor = args[holder] if isinstance(holder, int) else _kforge_attribute(module, holder)
     size = 1

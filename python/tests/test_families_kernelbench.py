@@ -19,6 +19,10 @@ from kforge_torch.problem_module import load_problem
 from tests.torch_fixtures import make_derived
 
 LEVEL1 = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "kernelbench" / "level1"
+LEVEL2 = LEVEL1.parent / "level2"
+# Level 2's "a GEMM or convolution, then element-wise ops" (issue 20): served offline.
+MUST_MATCH_2 = {"1_Conv2D_ReLU_BiasAdd": "grouped_conv", "12_Gemm_Multiply_LeakyReLU": "gemm_epilogue",
+                "40_Matmul_Scaling_ResidualAdd": "gemm_epilogue", "63_Gemm_ReLU_Divide": "gemm_epilogue"}
 # Values for the module-level integer constants above 16, in order of appearance; multiples of 4
 # so grouped convolutions stay divisible, and different per binding so no two sizes coincide.
 BINDINGS = ((20, 24, 28, 32, 36), (24, 28, 36, 20, 32))
@@ -28,7 +32,8 @@ MUST_MATCH = ("19_ReLU", "23_Softmax", "26_GELU_", "36_RMSNorm_", "40_LayerNorm"
               "72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped_",
               "73_conv_transposed_3D_asymmetric_input_square_kernel__strided_padded__grouped",
               "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded"
-              "____dilated__") + \
+              "____dilated__",
+              "82_conv_depthwise_2D_square_input_square_kernel") + \
     (("97_ScaledDotProductAttention",)  # F.scaled_dot_product_attention: torch >= 2.0
      if hasattr(torch.nn.functional, "scaled_dot_product_attention") else ())
 MUST_NOT = ("47_Sum_reduction_over_a_dimension", "51_Argmax_over_a_dimension",
@@ -72,19 +77,7 @@ def build(path: pathlib.Path):
 @unittest.skipUnless(LEVEL1.is_dir(), f"{LEVEL1} is not here")
 class KernelBenchLevel1Test(unittest.TestCase):
     def test_level1_problems(self):
-        found = {}
-        for path in sorted(LEVEL1.glob("*.py")):
-            try:
-                instances = build(path)
-                derived = make_derived(path.stem, instances)  # runs forward once per instance
-            except Exception as error:  # small sizes it does not take, an op this torch lacks
-                found[path.stem] = None
-                print(f"  {path.stem}: not run ({type(error).__name__}: {error})", file=sys.stderr)
-                continue
-            result = match_family(derived, instances)
-            found[path.stem] = result["family"]
-            detail = result["family_match"]["adapter"] if result["family"] else "no family"
-            print(f"  {path.stem}: {result['family'] or '-'} [{detail}]", file=sys.stderr)
+        found = matched(LEVEL1)
         for name in MUST_MATCH:
             with self.subTest(problem=name):
                 self.assertTrue(found.get(name), f"{name} matched no family")
@@ -92,6 +85,31 @@ class KernelBenchLevel1Test(unittest.TestCase):
             with self.subTest(problem=name):
                 self.assertIn(name, found)
                 self.assertFalse(found[name], f"{name} matched {found[name]}")
+
+    @unittest.skipUnless(LEVEL2.is_dir(), f"{LEVEL2} is not here")
+    def test_level2_problems(self):
+        found = matched(LEVEL2)
+        for name, family in MUST_MATCH_2.items():
+            with self.subTest(problem=name):
+                self.assertEqual(found.get(name), family)
+
+
+def matched(folder: pathlib.Path) -> dict:
+    """Problem name -> the family it matched ("" none, None when it could not be built)."""
+    found = {}
+    for path in sorted(folder.glob("*.py")):
+        try:
+            instances = build(path)
+            derived = make_derived(path.stem, instances)  # runs forward once per instance
+        except Exception as error:  # small sizes it does not take, an op this torch lacks
+            found[path.stem] = None
+            print(f"  {path.stem}: not run ({type(error).__name__}: {error})", file=sys.stderr)
+            continue
+        result = match_family(derived, instances)
+        found[path.stem] = result["family"]
+        detail = result["family_match"]["adapter"] if result["family"] else "no family"
+        print(f"  {path.stem}: {result['family'] or '-'} [{detail}]", file=sys.stderr)
+    return found
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ class GemmEpilogueMatchTest(unittest.TestCase):
             (lambda s, y: y * y, "mul of 2 tensors"),
             (lambda s, y: y + y.relu(), "two tensors other than v * s + v"),
             (lambda s, y: torch.softmax(y, dim=-1), "not an element-wise op"),
-            (lambda s, y: y.relu() + s.linear.weight.sum(), "reads a tensor other than"),
+            (lambda s, y: y.relu() + s.linear.weight.sum(), "reads parameter linear.weight other"),
         ]
         for then, why in cases:
             with self.subTest(why=why):
@@ -144,6 +144,24 @@ class GemmEpilogueMatchTest(unittest.TestCase):
         result = match(module(then))
         self.assertEqual(result["family"], "")
         self.assertIn("torch.fx", result["family_misses"]["gemm_epilogue"])
+
+    def test_a_per_column_parameter_is_a_channel_tensor(self):
+        # y = gelu(x W^T + b) * self.gain, gain [N] (or [1, N]): one value per output column.
+        def make_with(shape, then=lambda s, y: F.gelu(y) * s.gain):
+            def make(sizes):
+                model = module(then)(sizes)[0]
+                model.gain = nn.Parameter(torch.rand(*shape(sizes)) + 0.5)
+                return model, [torch.rand(sizes["m"], sizes["k"])]
+            return make
+        for shape in (lambda sizes: (sizes["n"],), lambda sizes: (1, sizes["n"])):
+            result = self.check(match(make_with(shape)), ["gelu", "mul_channel:gain"])
+            tensors = result["signature"]["tensors"]
+            self.assertEqual([(t["name"], t["shape"]) for t in tensors[2:]],
+                             [("bias", ["N"]), ("gain", ["N"]), ("y", ["M", "N"])])
+        # A [M, 1] parameter would scale rows, not columns: a miss with the reason.
+        result = match(make_with(lambda sizes: (sizes["m"], 1), lambda s, y: y * s.gain))
+        self.assertEqual(result["family"], "")
+        self.assertIn("not one value per output channel", result["family_misses"]["gemm_epilogue"])
 
     def test_trace_chain_needs_the_linear_first(self):
         class ScaledInput(nn.Module):

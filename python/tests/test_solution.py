@@ -192,8 +192,10 @@ class PlanPiecesTest(unittest.TestCase):
         self.assertEqual(plan.ranks, ((0, 2),))  # parameters are not forward arguments
 
     def test_an_output_size_no_dim_gives_is_refused_by_name(self):
-        # A convolution's output height is a formula of the input's, not one of its dims.
-        derived = derive(str(PROBLEMS / "grouped_conv.py"), match_family=match_family)
+        # A pooled convolution's output height is a formula of the input's, not one of its dims,
+        # and no family's extent rule gives it.
+        derived = derive(str(PROBLEMS / "conv_pool.py"), match_family=match_family)
+        self.assertEqual(derived["family"], "")
         with self.assertRaisesRegex(ValueError, "signature symbol .out_d2.: no group of the dims"):
             make_plan(derived)
 

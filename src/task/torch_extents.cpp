@@ -1,4 +1,4 @@
-// torch_extents (torch_extents.h): the linear extent rules of a PyTorch task, checked.
+// torch_extents (torch_extents.h): the extent rules of a PyTorch task, checked.
 #include "task/torch_extents.h"
 
 #include <set>
@@ -21,6 +21,9 @@ std::set<std::string> shape_symbols(const Task& task) {
 
 bool whole(const json& value) { return value.is_number_integer(); }
 
+// floor(a / b) for b >= 1 (Python's //, which the solution's rule uses too).
+int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && a < 0 ? 1 : 0); }
+
 }  // namespace
 
 void validate_extents(const Task& task, const json& extents, const std::string& where) {
@@ -32,11 +35,15 @@ void validate_extents(const Task& task, const json& extents, const std::string& 
     if (!symbols.count(symbol)) {
       throw Error(here + ": not a symbol of the signature's shapes");
     }
+    const bool has_div = rule.is_object() && rule.contains("div");
     if (!rule.is_object() || !rule.contains("const") || !whole(rule.at("const")) ||
-        !rule.contains("terms") || !rule.at("terms").is_array() || rule.size() != 2) {
+        !rule.contains("terms") || !rule.at("terms").is_array() ||
+        rule.size() != (has_div ? 3u : 2u) ||
+        (has_div && (!whole(rule.at("div")) || rule.at("div").get<int64_t>() < 1))) {
       throw Error(here + ": expected {const = <whole number>, terms = [[<whole number>, "
-                         "\"<symbol>\"], ...]}");
+                         "\"<symbol>\"], ...], div = <whole number >= 1, optional>}");
     }
+    const int64_t div = has_div ? rule.at("div").get<int64_t>() : 1;
     for (const json& term : rule.at("terms")) {
       if (!term.is_array() || term.size() != 2 || !whole(term[0]) || !term[1].is_string()) {
         throw Error(here + ".terms: expected [<whole number>, \"<symbol>\"] pairs, got " +
@@ -54,6 +61,7 @@ void validate_extents(const Task& task, const json& extents, const std::string& 
       for (const json& term : rule.at("terms")) {
         value += term[0].get<int64_t>() * workload.dims.at(term[1].get<std::string>());
       }
+      value = floor_div(value, div);
       const int64_t bound = workload.dims.at(symbol);
       if (value != bound) {
         throw Error(here + ": the rule gives " + std::to_string(value) + " at workload '" +

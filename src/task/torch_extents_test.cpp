@@ -43,6 +43,21 @@ TEST(TorchExtents, ARuleThatHoldsAtEveryWorkloadPasses) {
   EXPECT_EQ(failure(json::parse(R"({"oh": {"const": -1, "terms": [[2, "h"]]}})")), "");
 }
 
+// A convolution's output extent floors: oh = floor((4 h - 1) / 2) is 9 at h = 5 (19 / 2 = 9.5) and
+// 127 at h = 64, where rounding up or to nearest would give 10 and 128.
+TEST(TorchExtents, ADivisorFloorsTheRule) {
+  EXPECT_EQ(failure(json::parse(R"({"oh": {"const": -1, "terms": [[4, "h"]], "div": 2}})")), "");
+  EXPECT_NE(failure(json::parse(R"({"oh": {"const": 1, "terms": [[4, "h"]], "div": 2}})"))
+                .find("the rule gives 10 at workload 'gate'"),
+            std::string::npos);
+  EXPECT_NE(failure(json::parse(R"({"oh": {"const": -1, "terms": [[4, "h"]], "div": 0}})"))
+                .find("div = <whole number >= 1"),
+            std::string::npos);
+  EXPECT_NE(failure(json::parse(R"({"oh": {"const": -1, "terms": [[4, "h"]], "step": 2}})"))
+                .find("expected {const"),
+            std::string::npos);
+}
+
 TEST(TorchExtents, ARuleAWorkloadContradictsNamesIt) {
   const std::string why = failure(json::parse(R"({"oh": {"const": 0, "terms": [[2, "h"]]}})"));
   EXPECT_NE(why.find("task.toml: torch.extents.oh: the rule gives 10 at workload 'gate', which "
