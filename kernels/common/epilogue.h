@@ -203,6 +203,59 @@ struct Swish {
   }
 };
 
+/// v * relu6(v + 3) / 6 (torch.nn.Hardswish; Howard et al. 2019, "Searching for MobileNetV3").
+struct Hardswish {
+  static constexpr bool kf_epilogue_op = true;
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
+    const float r = v + 3.0f;
+    const float r6 = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
+    return v * r6 / 6.0f;
+  }
+};
+
+/// relu6(v + 3) / 6 (torch.nn.Hardsigmoid).
+struct Hardsigmoid {
+  static constexpr bool kf_epilogue_op = true;
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
+    const float r = v + 3.0f;
+    return (r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r)) / 6.0f;
+  }
+};
+
+/// log(1 + exp(v)), and v itself above 20 (torch.nn.Softplus with beta 1, threshold 20).
+struct Softplus {
+  static constexpr bool kf_epilogue_op = true;
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
+    return v > 20.0f ? v : log1pf(expf(v));
+  }
+};
+
+/// v * tanh(softplus(v)) (torch.nn.Mish; Misra 2019).
+struct Mish {
+  static constexpr bool kf_epilogue_op = true;
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t ch) const {
+    return v * tanhf(Softplus{}(v, o, ch));
+  }
+};
+
+/// v for v > 0, else s[alpha] * (exp(v) - 1) (torch.nn.ELU).
+struct Elu {
+  static constexpr bool kf_epilogue_op = true;
+  int alpha;
+  KF_EP_HD float operator()(float v, const Operands& o, int64_t) const {
+    return v > 0.0f ? v : o.v[alpha] * expm1f(v);
+  }
+};
+
+/// scale * (v for v > 0, else alpha * (exp(v) - 1)) with SELU's fixed constants (torch.nn.SELU;
+/// Klambauer et al. 2017, "Self-Normalizing Neural Networks").
+struct Selu {
+  static constexpr bool kf_epilogue_op = true;
+  KF_EP_HD float operator()(float v, const Operands&, int64_t) const {
+    return 1.0507009873554804934f * (v > 0.0f ? v : 1.6732632423543772848f * expm1f(v));
+  }
+};
+
 /// v + t[tensor][channel]: a per-channel tensor added (KernelBench L2/1's `x + self.bias` with
 /// bias [C, 1, 1] after a convolution).
 struct AddChannel {

@@ -216,12 +216,29 @@ def _op_of(node, modules, value, model, chain, anchor="nn.Linear",
         getattr(node.target, "__name__", "") if node.op == "call_function" else ""
     if name.endswith("_") and not name.startswith("_"):
         name = name[:-1]  # relu_ -> relu: allowed above only where nothing else sees the change
-    unary = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "swish"}
-    if isinstance(module, torch.nn.ReLU) or name in unary:
+    unary = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "swish",
+             "hardswish": "hardswish", "hardsigmoid": "hardsigmoid", "mish": "mish",
+             "selu": "selu"}
+    if isinstance(module, torch.nn.ReLU) or (name in unary and len(args) == 1):
         return base + [unary.get(name, "relu")]
-    if isinstance(module, (torch.nn.Sigmoid, torch.nn.Tanh, torch.nn.SiLU)):
-        return base + [{torch.nn.Sigmoid: "sigmoid", torch.nn.Tanh: "tanh",
-                        torch.nn.SiLU: "swish"}[type(module)]]
+    unary_modules = {torch.nn.Sigmoid: "sigmoid", torch.nn.Tanh: "tanh", torch.nn.SiLU: "swish",
+                     torch.nn.Hardswish: "hardswish", torch.nn.Hardsigmoid: "hardsigmoid",
+                     torch.nn.Mish: "mish", torch.nn.SELU: "selu"}
+    if type(module) in unary_modules:
+        return base + [unary_modules[type(module)]]
+    if isinstance(module, torch.nn.Softplus) or name == "softplus":
+        beta = module.beta if module is not None else node.kwargs.get(
+            "beta", numbers[0] if numbers else 1)
+        threshold = module.threshold if module is not None else node.kwargs.get(
+            "threshold", numbers[1] if len(numbers) > 1 else 20)
+        if beta != 1 or threshold != 20:
+            return f"{what} with beta {beta}, threshold {threshold} (the epilogue's softplus " \
+                   f"has beta 1, threshold 20)"
+        return base + ["softplus"]
+    if isinstance(module, torch.nn.ELU) or name == "elu":
+        alpha = module.alpha if module is not None else node.kwargs.get(
+            "alpha", numbers[0] if numbers else 1.0)
+        return base + ["elu:" + _scalar_name(model, float(alpha), chain, "alpha")]
     if isinstance(module, torch.nn.GELU) or name == "gelu":
         approximate = module.approximate if module is not None else \
             node.kwargs.get("approximate", "none")
@@ -301,6 +318,18 @@ def apply_chain(v: torch.Tensor, ops: Sequence[str], scalars: Dict[str, float],
             v = torch.tanh(v)
         elif name == "swish":
             v = v * torch.sigmoid(v)
+        elif name == "hardswish":
+            v = F.hardswish(v)
+        elif name == "hardsigmoid":
+            v = F.hardsigmoid(v)
+        elif name == "softplus":
+            v = F.softplus(v)
+        elif name == "mish":
+            v = v * torch.tanh(F.softplus(v))
+        elif name == "elu":
+            v = torch.where(v > 0, v, s[0] * torch.expm1(v))
+        elif name == "selu":
+            v = F.selu(v)
         elif name == "mul":
             v = v * s[0]
         elif name == "div":

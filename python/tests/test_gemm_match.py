@@ -14,7 +14,7 @@ from torch import nn
 
 from kforge_torch.derive_tolerance import tensor_core_ops
 from kforge_torch.families import match_family
-from kforge_torch.gemm_match import trace_chain
+from kforge_torch.gemm_match import apply_chain, trace_chain
 from tests.torch_fixtures import build_instances, make_derived
 
 # Two gate bindings: odd sizes, so M, K and N cannot be confused.
@@ -92,6 +92,27 @@ class GemmEpilogueMatchTest(unittest.TestCase):
                    ["sub:subtrahend", "sigmoid", "tanh"], {"subtrahend": 0.25})
         self.check(match(module(lambda s, y: F.silu(y) * 3.0 + 1.0)),
                    ["swish", "mul:multiplier", "add:addend"], {"multiplier": 3.0, "addend": 1.0})
+
+    def test_activations_of_kernelbench_level2(self):
+        # Modules and functional forms of the activations level 2's GEMM / conv problems chain.
+        self.check(match(module(lambda s, y: F.mish(F.hardswish(y)))), ["hardswish", "mish"])
+        self.check(match(module(lambda s, y: F.softplus(F.hardsigmoid(y)))),
+                   ["hardsigmoid", "softplus"])
+        self.check(match(module(lambda s, y: s.act(y), act=nn.Mish())), ["mish"])
+        # ELU and SELU are read, but PyTorch 1.13's cpu kernels compute exp(v) - 1 in fp32, whose
+        # cancellation near 0 misses the probes' bound on small inputs: checked by reading here.
+        model = module(lambda s, y: F.selu(s.act(F.elu(y, alpha=0.5))), act=nn.ELU())(
+            SIZES[0])[0]
+        chain = trace_chain(model)
+        self.assertEqual(chain.ops, ["elu:alpha", "elu:alpha2", "selu"])
+        self.assertEqual({n: v for n, (v, _) in chain.scalars.items()},
+                         {"alpha": 0.5, "alpha2": 1.0})
+        v = torch.linspace(-4, 4, 101, dtype=torch.float64)
+        self.assertTrue(torch.allclose(apply_chain(v, chain.ops, {"alpha": 0.5, "alpha2": 1.0}),
+                                       F.selu(F.elu(F.elu(v, alpha=0.5)))))
+        result = match(module(lambda s, y: F.softplus(y, beta=2.0)))
+        self.assertEqual(result["family"], "")
+        self.assertIn("beta 2.0", result["family_misses"]["gemm_epilogue"])
 
     def test_batched_input_is_a_view(self):
         result = self.check(match(module(lambda s, y: y.relu(), rank3=True)), ["relu"])

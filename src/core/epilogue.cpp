@@ -24,6 +24,9 @@ const std::map<std::string, OpInfo>& op_table() {
       {"mul", {"Mul", 1}},             {"div", {"Div", 1}},
       {"add", {"Add", 1}},             {"sub", {"Sub", 1}},
       {"leaky_relu", {"LeakyRelu", 1}}, {"scale_residual", {"ScaleResidual", 1}},
+      {"hardswish", {"Hardswish", 0}}, {"hardsigmoid", {"Hardsigmoid", 0}},
+      {"softplus", {"Softplus", 0}},   {"mish", {"Mish", 0}},
+      {"elu", {"Elu", 1}},             {"selu", {"Selu", 0}},
       {"clamp", {"", 2}},  // ClampMin{lo}|ClampMax{hi}
       {"add_channel", {"AddChannel", 0, true}}, {"sub_channel", {"SubChannel", 0, true}},
       {"mul_channel", {"MulChannel", 0, true}}, {"div_channel", {"DivChannel", 0, true}},

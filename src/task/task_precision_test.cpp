@@ -136,8 +136,8 @@ TEST_F(TaskPrecisionTest, RejectsMalformedFp32Models) {
 }
 
 TEST_F(TaskPrecisionTest, EpilogueErrorsNameTheEntryAndWhatIsExpected) {
-  std::string message = error_of("epilogue = [\"relu\", \"softplus\"]");
-  EXPECT_NE(message.find("epilogue[1] 'softplus': unknown op"), std::string::npos) << message;
+  std::string message = error_of("epilogue = [\"relu\", \"softsign\"]");
+  EXPECT_NE(message.find("epilogue[1] 'softsign': unknown op"), std::string::npos) << message;
   EXPECT_NE(message.find("leaky_relu:scalar"), std::string::npos) << message;
   message = error_of("epilogue = [\"div\"]");
   EXPECT_NE(message.find("takes 1 scalar name"), std::string::npos) << message;
