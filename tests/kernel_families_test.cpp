@@ -48,7 +48,8 @@ const char* const kTasks[] = {"softmax",   "log_softmax",      "rmsnorm", "gemv"
                               "relu",      "gelu",             "silu",
                               "silu_f16",  "gelu_bf16",        "rmsnorm_bf16",
                               "softmax_f16", "log_softmax_bf16", "layernorm_bf16",
-                              "gemm_relu_div", "conv_transpose3d", "attention"};
+                              "gemm_relu_div", "conv_transpose3d", "conv3d_bias_relu",
+                              "attention"};
 
 struct FamilyPoint {
   std::string backend, task, family, dtype;

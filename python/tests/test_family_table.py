@@ -20,10 +20,11 @@ def load(name: str) -> dict:
 
 class FamilyTableTest(unittest.TestCase):
     # Families whose computation is not fixed but read from each task: gemm_epilogue's
-    # element-wise chain (the task's `epilogue`), grouped_conv_transpose's geometry (stride,
-    # padding, dilation, groups). A fixed entry cannot describe them; a PyTorch problem of their
-    # form is matched by reading its module's graph (gemm_match.py, conv_match.py).
-    PER_TASK_FORM = ["gemm_epilogue", "grouped_conv_transpose"]
+    # element-wise chain (the task's `epilogue`), grouped_conv's and grouped_conv_transpose's
+    # geometry (stride, padding, dilation, groups). A fixed entry cannot describe them; a PyTorch
+    # problem of their form is matched by reading its module's graph (gemm_match.py,
+    # conv_match.py).
+    PER_TASK_FORM = ["gemm_epilogue", "grouped_conv", "grouped_conv_transpose"]
 
     def test_every_cpu_kernel_family_has_an_entry(self):
         kernels = EXAMPLES.parent / "kernels" / "cpu"
