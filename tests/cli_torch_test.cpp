@@ -309,13 +309,81 @@ TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheO
   EXPECT_GE(expect_every_candidate_ok(run), 2);
   // oh = (h - 1) * 2 - 2 * 1 + 1 * (kh - 1) + 1 + 1 = 2 h + kh - 3; co = groups * cog = 2 cog
   const std::string solution = read(run / "solution.py");
-  EXPECT_NE(solution.find("('oh', ('linear', -3, ((2, 'h'), (1, 'kh'))))"), std::string::npos)
+  EXPECT_NE(solution.find("('oh', ('linear', -3, ((2, 'h'), (1, 'kh')), 1))"),
+            std::string::npos)
       << solution.substr(0, 400);
-  EXPECT_NE(solution.find("('co', ('linear', 0, ((2, 'cog'),)))"), std::string::npos);
+  EXPECT_NE(solution.find("('co', ('linear', 0, ((2, 'cog'),), 1))"), std::string::npos);
   // The chain's scalars follow the ten geometry scalars; a kernel built without the chain
   // (Identity) would have failed the gate above.
   EXPECT_NE(read(run / "best.cpp").find("#define KF_EPILOGUE kf::ep::LeakyRelu{10}|kf::ep::Mul{11}"),
             std::string::npos);
+}
+
+// A depthwise, strided, padded 2-D convolution, ReLU, then a per-channel bias parameter of shape
+// [C, 1, 1] (kforge's own problem, of KernelBench L2/1's and L1/82's forms).
+const char* const kDepthwise = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels, kernel_size, stride, padding):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, kernel_size, stride=stride, padding=padding,
+                              groups=channels)
+        self.bias = nn.Parameter(torch.randn(channels, 1, 1))
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + self.bias
+
+
+batch = 2
+channels = 12
+height = 19
+width = 23
+
+
+def get_inputs():
+    return [torch.rand(batch, channels, height, width)]
+
+
+def get_init_inputs():
+    return [channels, 3, 2, 1]
+)";
+
+// issue 20: a forward convolution and the element-wise ops after it are served by grouped_conv;
+// the per-channel parameter is the chain's channel tensor (the kernels' last input), and the
+// solution sizes its output by floored extent rules.
+TEST_F(CliTorchTest, OptimizeServesADepthwiseConvolutionWithAChannelBias) {
+  const fs::path problem = write("depthwise.py", kDepthwise);
+  const fs::path run = dir_ / "run";
+  process::CommandResult result =
+      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
+              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto read = [](const fs::path& path) {
+    std::ifstream file(path);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  };
+  const std::string task_text = read(run / "task.toml");
+  EXPECT_NE(task_text.find("family = \"grouped_conv\""), std::string::npos) << task_text;
+  EXPECT_NE(task_text.find("epilogue = [\"relu\", \"add_channel:channel_bias\"]"),
+            std::string::npos)
+      << task_text;
+  // The derivation keeps `channels` (an __init__ argument) at every workload, so groups stay 12.
+  EXPECT_NE(task_text.find("name = \"groups\"\ndtype = \"i64\"\nvalue = 12\n"),
+            std::string::npos)
+      << task_text;
+  EXPECT_GE(expect_every_candidate_ok(run), 2);
+  // oh = floor((h + 2 - 1 * (kh - 1) - 1) / 2) + 1 = floor((h - kh + 4) / 2)
+  const std::string solution = read(run / "solution.py");
+  EXPECT_NE(solution.find("('oh', ('linear', 4, ((1, 'h'), (-1, 'kh')), 2))"),
+            std::string::npos)
+      << solution.substr(0, 600);
+  const std::string best = read(run / "best.cpp");
+  EXPECT_NE(best.find("#define KF_EPILOGUE kf::ep::Relu{}|kf::ep::AddChannel{0}"),
+            std::string::npos)
+      << best.substr(0, 400);
+  EXPECT_NE(best.find("#define KF_EPILOGUE_TENSORS 1"), std::string::npos);
 }
 
 TEST_F(CliTorchTest, ProblemThatNoFamilyComputesSaysItNeedsAnLlm) {

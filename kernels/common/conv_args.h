@@ -95,8 +95,7 @@ inline int read_geometry(const kforge_args* args, ConvArgs& c) {
     c.dim[i].dil = geometry[6 + i];
     if (c.dim[i].stride < 1 || c.dim[i].dil < 1) return -5;
   }
-  c.groups = geometry[9];
-  if (c.groups < 1) return -5;
+  c.groups = geometry[9];  // 0: from the shapes (conv_forward_args only)
   if (args->inputs[0].ndim != 5 || args->inputs[1].ndim != 5 || args->outputs[0].ndim != 5) {
     return -2;
   }
@@ -145,6 +144,7 @@ inline int conv_transpose_args(const kforge_args* args, ConvArgs& c) {
   if (const int code = conv_detail::read_geometry(args, c); code != 0) return code;
   const DLTensor& x = args->inputs[0];
   const DLTensor& w = args->inputs[1];
+  if (c.groups < 1) return -5;
   c.n = x.shape[0];
   c.c = x.shape[1];
   c.cog = static_cast<int>(w.shape[1]);
@@ -163,8 +163,9 @@ KF_CONV_HD int64_t conv_forward_extent(int64_t in, int64_t k, int64_t stride, in
   return span < 0 ? 0 : span / stride + 1;
 }
 
-/// Fills `c` from `args` for a forward convolution (weight [co, cig, kd, kh, kw]). Returns what
-/// conv_transpose_args does, and -2 also when y's spatial extents are not conv_forward_extent's.
+/// Fills `c` from `args` for a forward convolution (weight [co, cig, kd, kh, kw]); groups 0 means
+/// c / cig. Returns what conv_transpose_args does, and -2 also when y's spatial extents are not
+/// conv_forward_extent's.
 inline int conv_forward_args(const kforge_args* args, ConvArgs& c) {
   if (const int code = conv_detail::read_geometry(args, c); code != 0) return code;
   const DLTensor& x = args->inputs[0];
@@ -173,6 +174,10 @@ inline int conv_forward_args(const kforge_args* args, ConvArgs& c) {
   c.c = x.shape[1];
   c.co = w.shape[0];
   c.cig = static_cast<int>(w.shape[1]);
+  // groups 0: as many as the shapes say, c / cig (a depthwise convolution whose channel count
+  // varies across a task's workloads; python/kforge_torch/conv_match.py).
+  if (c.groups == 0 && c.cig > 0 && c.c % c.cig == 0) c.groups = static_cast<int>(c.c / c.cig);
+  if (c.groups < 1) return -5;
   if (c.co % c.groups != 0 || c.c != static_cast<int64_t>(c.groups) * c.cig) return -2;
   c.cog = static_cast<int>(c.co / c.groups);
   if (const int code = conv_detail::read_tensors(args, c); code != 0) return code;
