@@ -319,8 +319,9 @@ TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheO
             std::string::npos);
 }
 
-// A depthwise, strided, padded 2-D convolution, ReLU, then a per-channel bias parameter of shape
-// [C, 1, 1] (kforge's own problem, of KernelBench L2/1's and L1/82's forms).
+// A depthwise, strided, padded 2-D convolution, ReLU, a per-channel bias parameter of shape
+// [C, 1, 1], then a hand-written swish (kforge's own problem, of KernelBench L2/1's, L1/82's
+// and L2/59's forms).
 const char* const kDepthwise = R"(import torch
 import torch.nn as nn
 
@@ -333,7 +334,8 @@ class Model(nn.Module):
         self.bias = nn.Parameter(torch.randn(channels, 1, 1))
 
     def forward(self, x):
-        return torch.relu(self.conv(x)) + self.bias
+        y = torch.relu(self.conv(x)) + self.bias
+        return y * torch.sigmoid(y)
 
 
 batch = 2
@@ -351,8 +353,8 @@ def get_init_inputs():
 )";
 
 // issue 20: a forward convolution and the element-wise ops after it are served by grouped_conv;
-// the per-channel parameter is the chain's channel tensor (the kernels' last input), and the
-// solution sizes its output by floored extent rules.
+// the per-channel parameter is the chain's channel tensor (the kernels' last input), x *
+// sigmoid(x) a branch op, and the solution sizes its output by floored extent rules.
 TEST_F(CliTorchTest, OptimizeServesADepthwiseConvolutionWithAChannelBias) {
   const fs::path problem = write("depthwise.py", kDepthwise);
   const fs::path run = dir_ / "run";
@@ -366,7 +368,8 @@ TEST_F(CliTorchTest, OptimizeServesADepthwiseConvolutionWithAChannelBias) {
   };
   const std::string task_text = read(run / "task.toml");
   EXPECT_NE(task_text.find("family = \"grouped_conv\""), std::string::npos) << task_text;
-  EXPECT_NE(task_text.find("epilogue = [\"relu\", \"add_channel:channel_bias\"]"),
+  EXPECT_NE(task_text.find("epilogue = [\"relu\", \"add_channel:channel_bias\", "
+                           "\"mul_branch(sigmoid)\"]"),
             std::string::npos)
       << task_text;
   // The derivation keeps `channels` (an __init__ argument) at every workload, so groups stay 12.
@@ -380,7 +383,8 @@ TEST_F(CliTorchTest, OptimizeServesADepthwiseConvolutionWithAChannelBias) {
             std::string::npos)
       << solution.substr(0, 600);
   const std::string best = read(run / "best.cpp");
-  EXPECT_NE(best.find("#define KF_EPILOGUE kf::ep::Relu{}|kf::ep::AddChannel{0}"),
+  EXPECT_NE(best.find("#define KF_EPILOGUE kf::ep::Relu{}|kf::ep::AddChannel{0}|"
+                      "kf::ep::MulBranch{kf::ep::Sigmoid{}}"),
             std::string::npos)
       << best.substr(0, 400);
   EXPECT_NE(best.find("#define KF_EPILOGUE_TENSORS 1"), std::string::npos);

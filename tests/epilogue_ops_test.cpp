@@ -89,4 +89,23 @@ TEST(EpilogueOps, ChannelOpsReadTheOutputsChannel) {
   }
 }
 
+TEST(EpilogueOps, BranchOpsCombineTheValueWithAChainOfIt) {
+  const Operands o = operands_with({0.5f});
+  const auto mish = kf::ep::MulBranch{kf::ep::Softplus{} | kf::ep::Tanh{}};
+  const auto hardswish =
+      kf::ep::MulBranch{kf::ep::Hardsigmoid{}};  // x * clamp((x + 3) / 6, 0, 1)
+  const auto residual = kf::ep::AddBranch{kf::ep::Sigmoid{} | kf::ep::Mul{0}};
+  for (float v : {-4.0f, -0.5f, 0.0f, 0.75f, 3.5f}) {
+    EXPECT_FLOAT_EQ(mish(v, o, 0), kf::ep::Mish{}(v, o, 0)) << v;
+    EXPECT_FLOAT_EQ(hardswish(v, o, 0), kf::ep::Hardswish{}(v, o, 0)) << v;
+    EXPECT_FLOAT_EQ(residual(v, o, 0), v + 0.5f / (1.0f + std::exp(-v))) << v;
+    EXPECT_FLOAT_EQ(kf::ep::RsubBranch{kf::ep::Sigmoid{}}(v, o, 0),
+                    1.0f / (1.0f + std::exp(-v)) - v)
+        << v;
+    if (v != 0.0f) {
+      EXPECT_FLOAT_EQ(kf::ep::RdivBranch{kf::ep::Tanh{}}(v, o, 0), std::tanh(v) / v) << v;
+    }
+  }
+}
+
 }  // namespace

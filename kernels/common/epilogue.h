@@ -302,6 +302,30 @@ struct Then {
   }
 };
 
+// Branch ops: the running value combined with a chain `f` of it, "v * f(v)" (KernelBench's
+// x * torch.sigmoid(x), x * torch.clamp((x + 3) / 6, 0, 1), x + s * sigmoid(x)). Written
+// `MulBranch{Softplus{} | Tanh{}}` (no comma; the deduction guides give the template argument).
+#define KF_EP_BRANCH(NAME, EXPR)                                         \
+  template <class F>                                                     \
+  struct NAME {                                                          \
+    static constexpr bool kf_epilogue_op = true;                         \
+    F f;                                                                 \
+    KF_EP_HD float operator()(float v, const Operands& o, int64_t ch) const { \
+      const float b = f(v, o, ch);                                       \
+      return EXPR;                                                       \
+    }                                                                    \
+  };                                                                     \
+  template <class F>                                                     \
+  NAME(F) -> NAME<F>;
+
+KF_EP_BRANCH(AddBranch, v + b)   // v + f(v)
+KF_EP_BRANCH(MulBranch, v * b)   // v * f(v)
+KF_EP_BRANCH(SubBranch, v - b)   // v - f(v)
+KF_EP_BRANCH(RsubBranch, b - v)  // f(v) - v
+KF_EP_BRANCH(DivBranch, v / b)   // v / f(v)
+KF_EP_BRANCH(RdivBranch, b / v)  // f(v) / v
+#undef KF_EP_BRANCH
+
 template <class T, class = void>
 struct is_op : std::false_type {};
 template <class T>

@@ -30,8 +30,8 @@ import torch.nn.functional as F
 
 from .family_probe import DISTRIBUTIONS, ProbeSet, compare
 from .family_search import Natural, probe_keys
-from .gemm_match import (GATE_DISTRIBUTIONS, Chain, apply_chain, channel_slot,
-                         finish_rewrite, trace_chain)
+from .epilogue_chain import Chain, apply_chain, trace_chain
+from .gemm_match import GATE_DISTRIBUTIONS, channel_slot, finish_rewrite
 
 GEOMETRY = ("stride_d", "stride_h", "stride_w", "padding_d", "padding_h", "padding_w",
             "dilation_d", "dilation_h", "dilation_w", "groups")  # kernels/common/conv_args.h

@@ -14,7 +14,7 @@ from torch import nn
 
 from kforge_torch.derive_tolerance import tensor_core_ops
 from kforge_torch.families import match_family
-from kforge_torch.gemm_match import apply_chain, trace_chain
+from kforge_torch.epilogue_chain import apply_chain, trace_chain
 from tests.torch_fixtures import build_instances, make_derived
 
 # Two gate bindings: odd sizes, so M, K and N cannot be confused.
@@ -114,6 +114,22 @@ class GemmEpilogueMatchTest(unittest.TestCase):
         self.assertEqual(result["family"], "")
         self.assertIn("beta 2.0", result["family_misses"]["gemm_epilogue"])
 
+    def test_a_value_combined_with_a_chain_of_it_is_a_branch_op(self):
+        # KernelBench level 2's hand-written activations: x * torch.sigmoid(x) (59, 81, 95),
+        # x * torch.clamp((x + 3) / 6, 0, 1) (57), x + s * sigmoid(x) (70), f(x) - x.
+        self.check(match(module(lambda s, y: y * torch.sigmoid(y))), ["mul_branch(sigmoid)"])
+        self.check(match(module(lambda s, y: torch.relu(y) * torch.clamp((torch.relu(y) + 3.0) /
+                                                                         6.0, 0.0, 1.0))),
+                   ["relu", "mul_branch(add:addend,div:divisor,clamp:clamp_min:clamp_max)"],
+                   {"addend": 3.0, "divisor": 6.0, "clamp_min": 0.0, "clamp_max": 1.0})
+        self.check(match(module(lambda s, y: y + torch.sigmoid(y) * 0.5)),
+                   ["add_branch(sigmoid,mul:multiplier)"], {"multiplier": 0.5})
+        self.check(match(module(lambda s, y: torch.sigmoid(y) - y)), ["rsub_branch(sigmoid)"])
+        # Two chains of which neither continues the other are a miss, with the reason.
+        result = match(module(lambda s, y: torch.sigmoid(y) * torch.tanh(y)))
+        self.assertEqual(result["family"], "")
+        self.assertIn("neither continues the other's chain", result["family_misses"]["gemm_epilogue"])
+
     def test_batched_input_is_a_view(self):
         result = self.check(match(module(lambda s, y: y.relu(), rank3=True)), ["relu"])
         self.assertEqual(result["workloads"][0]["dims"], {"M": 10, "K": 37, "N": 3})
@@ -121,8 +137,7 @@ class GemmEpilogueMatchTest(unittest.TestCase):
     def test_near_misses_say_why(self):
         cases = [
             (lambda s, y: 2.0 / y, "tensor on the right"),
-            (lambda s, y: y * y, "mul of 2 tensors"),
-            (lambda s, y: y + y.relu(), "two tensors other than v * s + v"),
+            (lambda s, y: y * y, "neither continues the other's chain"),
             (lambda s, y: torch.softmax(y, dim=-1), "not an element-wise op"),
             (lambda s, y: y.relu() + s.linear.weight.sum(), "reads parameter linear.weight other"),
         ]

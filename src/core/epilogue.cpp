@@ -11,9 +11,10 @@ namespace kforge {
 namespace {
 
 struct OpInfo {
-  const char* cpp;  // the kf::ep type
-  int scalars;      // how many scalar names follow the op's name
+  const char* cpp;       // the kf::ep type
+  int scalars;           // how many scalar names follow the op's name
   bool channel = false;  // reads one channel tensor (named after ':') instead of scalars
+  bool branch = false;   // combines the value with a chain of it: "mul_branch(softplus,tanh)"
 };
 
 const std::map<std::string, OpInfo>& op_table() {
@@ -30,6 +31,9 @@ const std::map<std::string, OpInfo>& op_table() {
       {"clamp", {"", 2}},  // ClampMin{lo}|ClampMax{hi}
       {"add_channel", {"AddChannel", 0, true}}, {"sub_channel", {"SubChannel", 0, true}},
       {"mul_channel", {"MulChannel", 0, true}}, {"div_channel", {"DivChannel", 0, true}},
+      {"add_branch", {"AddBranch", 0, false, true}}, {"mul_branch", {"MulBranch", 0, false, true}},
+      {"sub_branch", {"SubBranch", 0, false, true}}, {"rsub_branch", {"RsubBranch", 0, false, true}},
+      {"div_branch", {"DivBranch", 0, false, true}}, {"rdiv_branch", {"RdivBranch", 0, false, true}},
   };
   return table;
 }
@@ -89,6 +93,8 @@ std::vector<std::string> epilogue_op_patterns() {
       pattern += ":lo:hi";
     } else if (info.channel) {
       pattern += ":tensor";
+    } else if (info.branch) {
+      pattern += "(op,op,...)";
     } else if (info.scalars == 1) {
       pattern += ":scalar";
     }
@@ -97,29 +103,63 @@ std::vector<std::string> epilogue_op_patterns() {
   return patterns;
 }
 
-std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
-                                       const Signature& signature) {
-  std::string known;
-  for (const std::string& pattern : epilogue_op_patterns()) {
-    known += (known.empty() ? "" : ", ") + pattern;
+namespace {
+
+// The ops of a branch's chain, "softplus,tanh" in "mul_branch(softplus,tanh)": split at the
+// commas outside parentheses.
+std::vector<std::string> branch_chain(const std::string& inner) {
+  std::vector<std::string> chain;
+  int depth = 0;
+  std::string current;
+  for (char ch : inner) {
+    if (ch == ',' && depth == 0) {
+      chain.push_back(current);
+      current.clear();
+      continue;
+    }
+    depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+    current += ch;
   }
-  // kernels/common/epilogue.h hands a kernel at most kf::ep::kMaxScalars (24) scalars.
-  constexpr size_t kMaxScalars = 24;
-  if (!chain.empty() && signature.scalars.size() > kMaxScalars) {
-    throw Error("epilogue: the task has " + std::to_string(signature.scalars.size()) +
-                " scalars; a kernel with an epilogue takes at most " +
-                std::to_string(kMaxScalars));
-  }
+  chain.push_back(current);
+  return chain;
+}
+
+// Parses `chain` (entries named `where_prefix`[i]), appending the channel tensors it reads to
+// `tensors` in order of first use; a branch's chain is parsed in place, so its tensors count
+// where the branch stands.
+std::vector<EpilogueOp> parse_ops(const std::vector<std::string>& chain, const Signature& signature,
+                                  const std::string& where_prefix, const std::string& known,
+                                  std::vector<std::string>& tensors) {
   std::vector<EpilogueOp> ops;
-  std::vector<std::string> tensors;  // channel tensors in order of first use
   for (size_t i = 0; i < chain.size(); ++i) {
-    const std::string where = "epilogue[" + std::to_string(i) + "] '" + chain[i] + "'";
+    const std::string where = where_prefix + "[" + std::to_string(i) + "] '" + chain[i] + "'";
+    const size_t open = chain[i].find('(');
+    if (open != std::string::npos) {
+      const std::string name = chain[i].substr(0, open);
+      const auto found = op_table().find(name);
+      if (found == op_table().end() || !found->second.branch) {
+        throw Error(where + ": only a branch op (add_branch, mul_branch, sub_branch, "
+                            "rsub_branch, div_branch, rdiv_branch) takes a chain in parentheses");
+      }
+      if (chain[i].back() != ')' || open + 2 > chain[i].size() - 1) {
+        throw Error(where + ": expected " + name + "(op,op,...) with a non-empty chain");
+      }
+      EpilogueOp op{name, {}, -1, {}};
+      op.branch = parse_ops(branch_chain(chain[i].substr(open + 1, chain[i].size() - open - 2)),
+                            signature, where + " branch", known, tensors);
+      ops.push_back(std::move(op));
+      continue;
+    }
     const std::vector<std::string> parts = split(chain[i], ':');
     const auto found = parts.empty() ? op_table().end() : op_table().find(parts[0]);
     if (found == op_table().end()) {
       throw Error(where + ": unknown op (expected one of " + known + ")");
     }
-    EpilogueOp op{parts[0], {}, -1};
+    if (found->second.branch) {
+      throw Error(where + ": '" + parts[0] + "' takes a chain in parentheses (expected " +
+                  parts[0] + "(op,op,...))");
+    }
+    EpilogueOp op{parts[0], {}, -1, {}};
     if (found->second.channel) {
       op.tensor = channel_tensor(where, parts, signature, tensors);
       ops.push_back(std::move(op));
@@ -144,6 +184,26 @@ std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
     }
     ops.push_back(std::move(op));
   }
+  return ops;
+}
+
+}  // namespace
+
+std::vector<EpilogueOp> parse_epilogue(const std::vector<std::string>& chain,
+                                       const Signature& signature) {
+  std::string known;
+  for (const std::string& pattern : epilogue_op_patterns()) {
+    known += (known.empty() ? "" : ", ") + pattern;
+  }
+  // kernels/common/epilogue.h hands a kernel at most kf::ep::kMaxScalars (24) scalars.
+  constexpr size_t kMaxScalars = 24;
+  if (!chain.empty() && signature.scalars.size() > kMaxScalars) {
+    throw Error("epilogue: the task has " + std::to_string(signature.scalars.size()) +
+                " scalars; a kernel with an epilogue takes at most " +
+                std::to_string(kMaxScalars));
+  }
+  std::vector<std::string> tensors;  // channel tensors in order of first use
+  std::vector<EpilogueOp> ops = parse_ops(chain, signature, "epilogue", known, tensors);
   check_channel_tensors_last(tensors, signature);
   return ops;
 }
@@ -159,6 +219,10 @@ std::string epilogue_define(const std::vector<EpilogueOp>& ops) {
       continue;
     }
     const OpInfo& info = op_table().at(op.name);
+    if (info.branch) {  // kf::ep::MulBranch{kf::ep::Softplus{}|kf::ep::Tanh{}}
+      define += std::string("kf::ep::") + info.cpp + "{" + epilogue_define(op.branch) + "}";
+      continue;
+    }
     const int index = info.channel ? op.tensor : op.scalars.empty() ? -1 : op.scalars.front();
     define += std::string("kf::ep::") + info.cpp + "{" +
               (index < 0 ? "" : std::to_string(index)) + "}";
@@ -168,7 +232,9 @@ std::string epilogue_define(const std::vector<EpilogueOp>& ops) {
 
 int channel_tensor_count(const std::vector<EpilogueOp>& ops) {
   int count = 0;
-  for (const EpilogueOp& op : ops) count = std::max(count, op.tensor + 1);
+  for (const EpilogueOp& op : ops) {
+    count = std::max({count, op.tensor + 1, channel_tensor_count(op.branch)});
+  }
   return count;
 }
 

@@ -22,12 +22,15 @@ struct EpilogueOp {
   std::string name;
   std::vector<int> scalars;
   int tensor = -1;
+  /// A branch op's chain ("mul_branch(softplus,tanh)": v * tanh(softplus(v))), else empty.
+  std::vector<EpilogueOp> branch;
 };
 
 /// The ops kforge knows, as "name" or "name:scalar[:scalar]" patterns, for messages and docs.
 std::vector<std::string> epilogue_op_patterns();
 
-/// Parses `chain` ("relu", "div:divisor", "clamp:lo:hi", "add_channel:bias2", ...). Throws Error
+/// Parses `chain` ("relu", "div:divisor", "clamp:lo:hi", "add_channel:bias2",
+/// "mul_branch(sigmoid)" for v * sigmoid(v), ...; a branch's chain is itself a chain). Throws Error
 /// naming the entry when an op is unknown, has the wrong number of scalars, names a scalar or
 /// input tensor the signature lacks, when the channel tensors are not the signature's last
 /// inputs in the order the chain first reads them, when more than kMaxChannelTensors are read,

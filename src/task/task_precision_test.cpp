@@ -211,6 +211,39 @@ TEST_F(TaskPrecisionTest, AChainWithAChannelTensorDefinesHowManyKernelsRead) {
   EXPECT_NE(error_of("epilogue = [\"add_channel:x\"]").find("last inputs"), std::string::npos);
 }
 
+// A branch op combines the value with a chain of it (x * torch.sigmoid(x)); its chain's scalars
+// and channel tensors count where the branch stands.
+TEST(EpilogueDefine, BranchOpsNestAChainAndItsOperands) {
+  const Signature signature = channel_signature({"x", "weight", "shift", "scale"});
+  const std::vector<EpilogueOp> ops = parse_epilogue(
+      {"mul_branch(add_channel:shift,sigmoid)", "rsub_branch(mul_channel:scale,add_branch(tanh))",
+       "div:divisor"},
+      signature);
+  EXPECT_EQ(epilogue_define(ops),
+            "kf::ep::MulBranch{kf::ep::AddChannel{0}|kf::ep::Sigmoid{}}|"
+            "kf::ep::RsubBranch{kf::ep::MulChannel{1}|kf::ep::AddBranch{kf::ep::Tanh{}}}|"
+            "kf::ep::Div{0}");
+  EXPECT_EQ(channel_tensor_count(ops), 2);
+  auto message = [&](const std::vector<std::string>& chain) -> std::string {
+    try {
+      parse_epilogue(chain, signature);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message({"mul_branch"}).find("takes a chain in parentheses"), std::string::npos);
+  EXPECT_NE(message({"mul_branch()"}).find("non-empty chain"), std::string::npos);
+  EXPECT_NE(message({"relu(tanh)"}).find("only a branch op"), std::string::npos);
+  EXPECT_NE(message({"mul_branch(softsign)"}).find("epilogue[0] 'mul_branch(softsign)' branch[0] "
+                                                   "'softsign': unknown op"),
+            std::string::npos)
+      << message({"mul_branch(softsign)"});
+  // A channel tensor first read inside a branch must still be among the last inputs, in order.
+  EXPECT_NE(message({"mul_branch(mul_channel:scale)", "add_channel:shift"}).find("last inputs"),
+            std::string::npos);
+}
+
 TEST(EpilogueDefine, EmptyChainIsTheIdentity) {
   EXPECT_EQ(epilogue_define({}), "kf::ep::Identity{}");
 }
