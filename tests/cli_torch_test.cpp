@@ -102,6 +102,13 @@ class CliTorchTest : public ::testing::Test {
     return process::run_command(argv, 600);
   }
 
+  /// A short cpu `kforge optimize` of `problem` into `run` (one step, two proposals, two final
+  /// rounds).
+  process::CommandResult optimize_briefly(const fs::path& problem, const fs::path& run) {
+    return kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
+                   "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  }
+
   fs::path dir_;
 };
 
@@ -149,9 +156,7 @@ TEST_F(CliTorchTest, TaskOutputNeverReplacesTheProblemAndMakesItsFolder) {
 TEST_F(CliTorchTest, OptimizeRunsTheModuleAsReferenceAndTheFamilyAsCandidates) {
   const fs::path problem = write("my_softmax.py", kOwnSoftmax);
   const fs::path run = dir_ / "run";
-  process::CommandResult result =
-      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
-              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  process::CommandResult result = optimize_briefly(problem, run);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("speedup:"), std::string::npos) << result.output;
   ASSERT_TRUE(fs::exists(run / "result.json"));
@@ -209,6 +214,12 @@ def get_init_inputs():
     return [in_features, out_features, scale]
 )";
 
+/// The whole text of `path` ("" when it cannot be read).
+std::string read(const fs::path& path) {
+  std::ifstream file(path);
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
 /// Expects every candidate of the run directory `run` to have the verdict "ok"; returns how many
 /// there are.
 int expect_every_candidate_ok(const fs::path& run) {
@@ -227,9 +238,7 @@ int expect_every_candidate_ok(const fs::path& run) {
 TEST_F(CliTorchTest, OptimizeServesALinearWithAnEpilogueFromTheModulesGraph) {
   const fs::path problem = write("projection.py", kLinearGeluScale);
   const fs::path run = dir_ / "run";
-  process::CommandResult result =
-      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
-              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  process::CommandResult result = optimize_briefly(problem, run);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::string task_text = [&] {
     std::ifstream file(run / "task.toml");
@@ -289,14 +298,8 @@ def get_init_inputs():
 TEST_F(CliTorchTest, OptimizeServesATransposedConvolutionAndItsSolutionSizesTheOutput) {
   const fs::path problem = write("deconv.py", kDeconv);
   const fs::path run = dir_ / "run";
-  process::CommandResult result =
-      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
-              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  process::CommandResult result = optimize_briefly(problem, run);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const auto read = [](const fs::path& path) {
-    std::ifstream file(path);
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  };
   const std::string task_text = read(run / "task.toml");
   EXPECT_NE(task_text.find("family = \"grouped_conv_transpose\""), std::string::npos)
       << task_text;
@@ -358,14 +361,8 @@ def get_init_inputs():
 TEST_F(CliTorchTest, OptimizeServesADepthwiseConvolutionWithAChannelBias) {
   const fs::path problem = write("depthwise.py", kDepthwise);
   const fs::path run = dir_ / "run";
-  process::CommandResult result =
-      kforge({"optimize", problem.string(), "--backend", "cpu", "--run-dir", run.string(),
-              "--steps", "1", "--proposals", "2", "--final-rounds", "2"});
+  process::CommandResult result = optimize_briefly(problem, run);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const auto read = [](const fs::path& path) {
-    std::ifstream file(path);
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  };
   const std::string task_text = read(run / "task.toml");
   EXPECT_NE(task_text.find("family = \"grouped_conv\""), std::string::npos) << task_text;
   EXPECT_NE(task_text.find("epilogue = [\"relu\", \"add_channel:channel_bias\", "
