@@ -295,5 +295,8 @@ def _rewrite(derived, conv: Conv, order: List[Natural], shapes, probes: int, wor
     result["torch"]["scalars"] += [scalar_place(n, origin)
                                    for n, (_, origin) in conv.chain.scalars.items()]
     result["torch"]["extents"] = extents(conv)
+    # Products per output: cig x taps forward; at most c x taps transposed (a stride skips some,
+    # the groups divide it: fixed per task, so the ratio between workloads is what counts).
+    reduction = ["c", "kd", "kh", "kw"] if kind.transposed else ["cig", "kd", "kh", "kw"]
     return finish_rewrite(result, derived, order, names, shapes, kind.flops, kind.family,
-                          adapter)
+                          adapter, reduction)

@@ -90,6 +90,43 @@ def tolerance_of(tensors, gates, generate, distributions, shapes_at=None):
     return tolerance, notes
 
 
+def grow_for_reduction(result, reduction):
+    """Raises the timed workloads' atol (tolerance.workload_atol) of a family-matched task `result`
+    (changed in place) by the growth of its true reduction length, the product of the dims named
+    in `reduction` (a GEMM's ["K"], a convolution's ["cig", "kd", "kh", "kw"]), from the largest
+    gate workload's to the timed one's, when that gives more than the element-count estimate
+    tolerance_of made before the family was known (which misses a GEMM's: its weight is shared
+    by every row, so inputs / outputs is K / N + K / M, not K). Same scaling rule as
+    tolerance_of; the gate workloads keep their atol. Adds a note when it raises one."""
+    tolerance = result.get("tolerance") or {}
+    atol = float(tolerance.get("atol", 0.0))
+    if atol <= 0.0:
+        return
+
+    def length(workload):
+        value = 1
+        for name in reduction:
+            value *= int(workload["dims"].get(name, 1))
+        return value
+    gates = [w for w in result["workloads"] if not w.get("timed")]
+    if not gates:
+        return
+    gate_length = max(length(w) for w in gates)
+    for workload in result["workloads"]:
+        if not workload.get("timed"):
+            continue
+        growth = length(workload) / max(gate_length, 1)
+        grown = float(f"{atol * growth:.3g}")
+        current = tolerance.get("workload_atol", {}).get(workload["name"], atol)
+        if grown > current:
+            tolerance.setdefault("workload_atol", {})[workload["name"]] = grown
+            result.setdefault("notes", []).append(
+                f"on workload '{workload['name']}', atol x {growth:.3g} = {grown:g}: the growth "
+                f"of the family's reduction length ({' * '.join(reduction)}) from the gate "
+                f"workloads to this one")
+    result["tolerance"] = tolerance
+
+
 def double_reference(gate):
     """(True, None) when the model runs in float64 at `gate` with finite outputs (its float
     inputs upcast), else (False, a note why). The gate's own model is left as it was."""

@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from .derive_tolerance import grow_for_reduction
 from .epilogue_chain import Chain, apply_chain, trace_chain
 from .family_probe import DISTRIBUTIONS, ProbeSet, compare
 from .family_search import Natural, probe_keys
@@ -137,11 +138,13 @@ def _rewrite(derived, chain: Chain, order: List[Natural], has_bias: bool, shapes
     from .families import scalar_place  # families imports this module
     result["torch"]["scalars"] += [scalar_place(n, origin)
                                    for n, (_, origin) in chain.scalars.items()]
-    return finish_rewrite(result, derived, order, names, shapes, "2*M*N*K", FAMILY, adapter)
+    return finish_rewrite(result, derived, order, names, shapes, "2*M*N*K", FAMILY, adapter,
+                          reduction=["K"])
 
 
 def finish_rewrite(result: dict, derived: dict, order: List[Natural], names: List[str], shapes,
-                   flops: str, family: str, adapter: str) -> dict:
+                   flops: str, family: str, adapter: str,
+                   reduction: Sequence[str] = ()) -> dict:
     """The part of a graph-read family's rewrite that is the same for every such family:
     torch.tensors and each workload's module shapes in signature order (`order`, the natural
     tensors named `names`), flops, the gate distributions, input_rules renamed, the note.
@@ -156,4 +159,6 @@ def finish_rewrite(result: dict, derived: dict, order: List[Natural], names: Lis
                              for rule in derived.get("input_rules", [])
                              if rule.get("tensor") in renamed]
     result.setdefault("notes", []).append(f"family {family}: {adapter}")
+    if reduction:
+        grow_for_reduction(result, reduction)
     return result

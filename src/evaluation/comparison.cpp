@@ -429,6 +429,7 @@ OutputComparison compare_output(DType dtype, std::span<const std::byte> got,
   result.nonfinite_mismatches = totals.nonfinite_mismatches;
   const NormCheck norm = check_norm(totals, rule);
   result.normalized_error = norm.normalized_error;
+  result.norm_passed = norm.passes;
   if (totals.first_failure >= 0) {
     result.passed = false;
     result.failure = describe_element_failure(dtype, got.data(), expected.data(), shape, tolerance,

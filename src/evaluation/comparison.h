@@ -55,6 +55,7 @@ struct OutputComparison {
                                  // elements; 0 if both norms are 0, inf if only ||expected|| is
   int64_t mismatched_elements = 0;   // elements failing the per-element rule
   int64_t nonfinite_mismatches = 0;  // of those, the ones where got or expected is NaN or inf
+  bool norm_passed = true;           // the norm-wise bound held (whatever the elements did)
 };
 
 /// Compares the first element_count(shape) elements of `got` with `expected`, both of `dtype`.

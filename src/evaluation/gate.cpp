@@ -202,6 +202,24 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
               model->file.bytes(output.offset, output.bytes),
               worker::element_count(output.shape), task.precision_max_ratio);
         }
+        // An fp32 output whose failing elements are each within the precision rule's ratio of
+        // the fp32 model's own error there is as accurate as fp32 allows (a cancelling sum on
+        // the adversarial inputs), when the norm-wise bound and the RMS rule hold.
+        const bool element_only = !comparison.passed && comparison.norm_passed &&
+                                  comparison.nonfinite_mismatches == 0 &&
+                                  comparison.mismatched_elements > 0;
+        if (element_only && precision && precision->passed && precision->applied) {
+          const ToleranceSpec bound =
+              tolerance_for(task.tolerance, spec.dtype, gate_case.workload.name);
+          if (first_beyond_fp32_error(got.bytes(call * run.output_bytes + output.offset,
+                                                output.bytes),
+                                      expected.file.bytes(output.offset, output.bytes),
+                                      model->file.bytes(output.offset, output.bytes),
+                                      worker::element_count(output.shape), bound.rtol,
+                                      bound.atol, task.precision_max_ratio) < 0) {
+            continue;
+          }
+        }
         if (comparison.passed && (!precision || precision->passed)) continue;
         outcome.compare_seconds += seconds_since(start);
         const std::string call_label =

@@ -53,4 +53,18 @@ PrecisionCheck check_precision(std::span<const std::byte> got,
                                std::span<const std::byte> model, int64_t elements,
                                double max_ratio);
 
+/// Where an fp32 output fails the task's element-wise tolerance, whether every failing element
+/// is still within `max_ratio` times what the fp32 model errs at that same element:
+///   |got_i - ref_i| <= atol + rtol |ref_i| + max_ratio |model_i - ref_i|   for every finite ref_i,
+/// with got_i finite there. The per-element twin of check_precision: a dot product over inputs
+/// that cancel (the gate's pareto and spike cases) can leave an element whose honest fp32
+/// rounding exceeds a fixed tolerance; such an element is as accurate as fp32 allows, not
+/// wrong, and the RMS rule still rejects reduced precision. Returns the index of the first
+/// element beyond that, or -1 when none is. Throws Error when a span is shorter than `elements`
+/// floats, or rtol, atol or max_ratio is negative.
+int64_t first_beyond_fp32_error(std::span<const std::byte> got,
+                                std::span<const std::byte> reference,
+                                std::span<const std::byte> model, int64_t elements, double rtol,
+                                double atol, double max_ratio);
+
 }  // namespace kforge::evaluation

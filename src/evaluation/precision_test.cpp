@@ -153,6 +153,32 @@ TEST(PrecisionRule, IgnoresNonFiniteReferenceAndFailsNonFiniteCandidate) {
                    .passed);
 }
 
+// An element that a cancelling sum leaves beyond a fixed tolerance passes when the candidate errs
+// no more there than max_ratio times the fp32 model does; a wrong element does not.
+TEST(PrecisionRule, AnElementBeyondTheToleranceIsJudgedByTheModelsErrorThere) {
+  const std::vector<float> reference = {1.0f, -0.48279312f, 2.0f};
+  const std::vector<float> model = {1.0f, -0.48272f, 2.0f};  // fp32 errs 7.3e-5 at element 1
+  const double rtol = 1e-4, atol = 3.22e-5;                  // allows 8.0e-5 there
+  // 9.3e-5 off: beyond the tolerance, within 8x the model's error.
+  EXPECT_EQ(first_beyond_fp32_error(bytes_of({1.0f, -0.4826997f, 2.0f}), bytes_of(reference),
+                                    bytes_of(model), 3, rtol, atol, 8.0),
+            -1);
+  // 1e-3 off at element 1 (> 8 x 7.3e-5 + 8.0e-5), or 1e-3 off where the model is exact.
+  EXPECT_EQ(first_beyond_fp32_error(bytes_of({1.0f, -0.4818f, 2.0f}), bytes_of(reference),
+                                    bytes_of(model), 3, rtol, atol, 8.0),
+            1);
+  EXPECT_EQ(first_beyond_fp32_error(bytes_of({1.0f, -0.4826997f, 2.001f}), bytes_of(reference),
+                                    bytes_of(model), 3, rtol, atol, 8.0),
+            2);
+  // A non-finite candidate element where the reference is finite is never within.
+  EXPECT_EQ(first_beyond_fp32_error(bytes_of({std::nanf(""), -0.4826997f, 2.0f}),
+                                    bytes_of(reference), bytes_of(model), 3, rtol, atol, 8.0),
+            0);
+  EXPECT_THROW(first_beyond_fp32_error(bytes_of({1.0f}), bytes_of(reference), bytes_of(model), 3,
+                                       rtol, atol, 8.0),
+               Error);
+}
+
 TEST(PrecisionRule, RejectsShortSpansAndRatiosBelowOne) {
   const std::vector<std::byte> two = bytes_of({1.0f, 2.0f});
   EXPECT_THROW(check_precision(two, two, two, 3, 8.0), Error);
