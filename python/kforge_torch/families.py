@@ -16,6 +16,7 @@ from .family_probe import ProbeSet
 from .family_search import SEEDS, Match, Natural, adapter_text, binding_dims, natural_tensors, \
     probe_distributions, try_family
 from .family_table import FAMILIES, Family
+from .derive_tolerance import grow_for_reduction
 from .conv_match import FORWARD, TRANSPOSED, match_conv_forward, match_conv_transpose
 from .gemm_match import FAMILY as GEMM_FAMILY, match_gemm_epilogue
 
@@ -142,6 +143,8 @@ def _rewrite(derived: dict, family: Family, match: Match, natural: List[Natural]
             f"rtol raised to {family.min_rtol:g}, examples/{family.name}'s: an honest fp32 "
             f"{family.name} misses 1e-4 on the gate's pareto inputs; the fp32 precision rule "
             f"stays the tight check")
+    if family.reduction:
+        grow_for_reduction(result, family.reduction)
     renamed = {natural[i].name: t.name for t, i in zip(templates, order)}
     result["input_rules"] = [dict(rule, tensor=renamed[rule["tensor"]])
                              for rule in derived.get("input_rules", [])

@@ -360,3 +360,33 @@ class KernelBenchSampleTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReductionGrowthTest(unittest.TestCase):
+    """derive_tolerance.grow_for_reduction: a family's own reduction length sets a timed
+    workload's atol where inputs / outputs underestimates it (a GEMM's K)."""
+
+    def task(self):
+        return {"tolerance": {"rtol": 1e-4, "atol": 6.63e-6,
+                              "workload_atol": {"problem": 2.98e-5}},
+                "workloads": [{"name": "gate_small", "dims": {"M": 29, "K": 31, "N": 37}},
+                              {"name": "gate_tail", "dims": {"M": 3, "K": 5, "N": 4097}},
+                              {"name": "problem", "timed": True,
+                               "dims": {"M": 1024, "K": 8192, "N": 8192}}]}
+
+    def test_a_gemm_grows_by_k_from_the_largest_gate(self):
+        from kforge_torch.derive_tolerance import grow_for_reduction
+        task = self.task()
+        grow_for_reduction(task, ["K"])
+        self.assertAlmostEqual(task["tolerance"]["workload_atol"]["problem"],
+                               float(f"{6.63e-6 * 8192 / 31:.3g}"))
+        self.assertEqual(task["tolerance"]["atol"], 6.63e-6)  # the gates keep theirs
+        self.assertIn("reduction length (K)", task["notes"][-1])
+
+    def test_it_never_lowers_a_larger_atol(self):
+        from kforge_torch.derive_tolerance import grow_for_reduction
+        task = self.task()
+        task["tolerance"]["workload_atol"]["problem"] = 1.0
+        grow_for_reduction(task, ["K"])
+        self.assertEqual(task["tolerance"]["workload_atol"]["problem"], 1.0)
+        self.assertNotIn("notes", task)
