@@ -93,14 +93,14 @@ class SqliteStore final : public Store {
   void check_writable();
 
   /// Where a memory's rows end: its highest evidence id and run id (0 when it has none). Evidence
-  /// and runs are only ever appended (ids grow; no kforge command that writes a snapshot deletes),
-  /// so the rows past a mark are exactly those written after it.
+  /// and runs are only appended (each new id is the highest + 1; only reset() deletes, and a
+  /// suite's job never runs it), so the rows past a mark are exactly those written after it.
   struct Mark {
     int64_t evidence_id = 0;
     int64_t run_id = 0;
   };
-  /// The graph and the evidence and recorded runs whose ids are past `after` (all of them by
-  /// default) as JSON (format "kforge-memory", version 1; sqlite_transfer.cpp). Directions,
+  /// The graph and the evidence and recorded runs whose ids are past `after` (all of them
+  /// without a mark) as JSON (format "kforge-memory", version 1; sqlite_transfer.cpp). Directions,
   /// strategies and edges are always exported whole (a seed's worth of rows): import adds only
   /// those the importing memory lacks.
   nlohmann::json export_json(const Mark& after);
