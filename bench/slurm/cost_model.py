@@ -14,7 +14,7 @@ Inputs (all files of this repository; paths relative to its root):
                                                         job's rows; driver_costs_whole_file.json:
                                                         before marks; driver_costs_schema3.json:
                                                         before the index), by kforge_bench_driver_costs
-  bench/slurm/max_parallel_cpu.json                     the executor's overhead per task (2.55 s)
+  bench/slurm/max_parallel_cpu.json                     the executor's overhead per task (1.36 s)
   bench/slurm/squeue_cost_local.json                    sbatch and the executor's squeue on the
                                                         local Slurm (1-1000 job ids)
   bench/slurm/driver_costs_dedupe_index.json            the merge with an index on its lookup
@@ -169,7 +169,7 @@ def linear_fit(xs: list, ys: list) -> tuple:
 
 def load_driver_costs(root: str = ROOT) -> DriverCosts:
     """Driver costs from bench/slurm/driver_costs.json; Slurm's dispatch latency from the
-    executor overhead measured on the local Slurm (max_parallel_cpu.json: 2.55 s median per
+    executor overhead measured on the local Slurm (max_parallel_cpu.json: 1.36 s median per
     task), less what the driver itself spends there (snapshot and merge at a tiny memory, half a
     poll interval of detection delay on average)."""
     return load_driver_costs_from(root, "bench/slurm/driver_costs.json")
