@@ -286,6 +286,42 @@ TEST_F(SlurmSuiteTest, AKilledDriverIsFollowedAgainAndCtrlCCancelsTheJobsInFligh
   EXPECT_EQ(rows().size(), 2u);
 }
 
+TEST_F(SlurmSuiteTest, RetryFailedResubmitsAJobSlurmCancelledOnceAndTheTaskCompletes) {
+  add_task("softmax_a");
+  std::vector<std::string> args = suite_args(false);
+  args.push_back("--retry-failed");
+  process::SpawnOptions spawn;
+  spawn.argv = kforge_argv(args);
+  spawn.pipe_stdin = false;
+  spawn.merge_stderr = true;
+  process::Subprocess driver(spawn);
+  // scancel the first attempt once Slurm runs it (an administrator, or a preemption).
+  std::string first_job;
+  const Clock::time_point start = Clock::now();
+  while (first_job.empty() && Clock::now() - start < std::chrono::seconds(120)) {
+    for (const auto& [id, name] : running_jobs()) {
+      if (name != "kforge-softmax_a") continue;
+      ASSERT_TRUE(process::run_command({"scancel", id}, 30).succeeded());
+      first_job = id;
+      break;
+    }
+    if (driver.poll_exit()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(first_job.empty()) << "a's job was not seen running: " << driver.take_stdout();
+  std::optional<process::ExitStatus> exit = driver.wait(240);
+  const std::string output = driver.take_stdout();
+  ASSERT_TRUE(exit) << "the suite did not finish: " << output;
+  EXPECT_EQ(exit->exit_code, 0) << "the second attempt completes the task\n" << output;
+  EXPECT_NE(output.find("submitted once more (--retry-failed)"), std::string::npos) << output;
+  const nlohmann::json job = nlohmann::json::parse(read_file(suite() / "jobs/softmax_a/job.json"));
+  EXPECT_EQ(job.value("attempt", 0), 2) << job.dump(2);
+  EXPECT_NE(job.at("job_id").get<std::string>(), first_job) << "a new Slurm job, not the first";
+  nlohmann::json rows_now = rows();
+  ASSERT_EQ(rows_now.size(), 1u) << rows_now.dump(2);
+  EXPECT_EQ(row_of(rows_now, "softmax_a", "failure"), "") << rows_now.dump(2);
+}
+
 // These two need no Slurm: they run with the unit tests.
 TEST(CliSuiteExecutorOptions, SlurmOptionsWithTheLocalExecutorAreRefused) {
   const fs::path tasks = fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small";

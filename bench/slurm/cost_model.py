@@ -9,10 +9,12 @@ Inputs (all files of this repository; paths relative to its root):
   /work/shared/baselines/kernelbench_eager_h200.json   eager ms of the 250 KernelBench problems
   bench/torch/suite_l1_h200_s4.json, ..._overhead.json  6 served level-1 problems on the H200
                                                         (--steps 1): candidates, device s, wall s
-  bench/slurm/driver_costs.json                         snapshot / merge / squeue-parse seconds (schema 4;
-                                                        driver_costs_schema3.json: before the index)
-                                                        measured by kforge_bench_driver_costs
-  bench/slurm/max_parallel_cpu.json                     the executor's overhead per task (2.55 s)
+  bench/slurm/driver_costs.json                         snapshot / merge / squeue-parse seconds (schema 4,
+                                                        snapshots marked: a merge exports only the
+                                                        job's rows; driver_costs_whole_file.json:
+                                                        before marks; driver_costs_schema3.json:
+                                                        before the index), by kforge_bench_driver_costs
+  bench/slurm/max_parallel_cpu.json                     the executor's overhead per task (1.36 s)
   bench/slurm/squeue_cost_local.json                    sbatch and the executor's squeue on the
                                                         local Slurm (1-1000 job ids)
   bench/slurm/driver_costs_dedupe_index.json            the merge with an index on its lookup
@@ -167,7 +169,7 @@ def linear_fit(xs: list, ys: list) -> tuple:
 
 def load_driver_costs(root: str = ROOT) -> DriverCosts:
     """Driver costs from bench/slurm/driver_costs.json; Slurm's dispatch latency from the
-    executor overhead measured on the local Slurm (max_parallel_cpu.json: 2.55 s median per
+    executor overhead measured on the local Slurm (max_parallel_cpu.json: 1.36 s median per
     task), less what the driver itself spends there (snapshot and merge at a tiny memory, half a
     poll interval of detection delay on average)."""
     return load_driver_costs_from(root, "bench/slurm/driver_costs.json")
@@ -376,10 +378,13 @@ def main() -> None:
                (statistics.fmean(t.wall_s for t in tasks250) + driver.dispatch_s) / n,
                "max_memory_rows": memory_limit(tasks250, driver, base, n)} for n in gpus]
     indexed = load_driver_costs_from(ROOT, "bench/slurm/driver_costs_dedupe_index.json")
+    whole_file = load_driver_costs_from(ROOT, "bench/slurm/driver_costs_whole_file.json")
     jobs1000 = make_tasks(all_eager * 4, model, base, args.seed)
     remedies = []
     for label, costs, drivers in [("1 driver", driver, 1), ("4 drivers", driver, 4),
                                   ("16 drivers", driver, 16),
+                                  ("1 driver, whole-file merge (before snapshot marks)",
+                                   whole_file, 1),
                                   ("1 driver, dedupe index (what-if)", indexed, 1),
                                   ("16 drivers, dedupe index (what-if)", indexed, 16)]:
         run = simulate_split(jobs1000, 1000, drivers, costs, base)

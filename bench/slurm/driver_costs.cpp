@@ -3,7 +3,12 @@
 //   snapshot  executor::snapshot_memory (VACUUM INTO) of a suite memory holding N evidence rows:
 //             seconds and bytes; every job's submission pays it
 //   merge     executor::merge_memory of one finished job's file (the snapshot it started from
-//             plus its own new rows) into that suite memory: seconds; serial in the driver
+//             plus its own new rows) into that suite memory: seconds; serial in the driver.
+//             Since snapshots carry a mark, only the job's rows are exported; merge_whole_s is
+//             the merge as it was before (the job's whole file exported, its duplicates skipped
+//             by import) on a copy of the same suite memory, and rebuild_s the part of either
+//             that still grows with the suite memory: import's recomputation of the statistics
+//             from all evidence (schema::rebuild_stats, timed alone and rolled back)
 //   squeue    executor::parse_squeue of M lines: seconds; every poll pays it once
 // The evidence rows are copies of a real memory's rows (`kforge memory export` of a run's memory,
 // --evidence), each copy with its own created_at and task hash so that none is a duplicate.
@@ -31,6 +36,8 @@
 
 #include "executor/job_memory.h"
 #include "executor/slurm_client.h"
+#include "memory/sqlite_schema.h"
+#include "memory/sqlite_statement.h"
 #include "memory/sqlite_store.h"
 
 namespace {
@@ -102,15 +109,35 @@ void add_dedupe_index(const fs::path& memory) {
   sqlite3_close(db);
 }
 
+/// The merge before snapshot marks: the job's whole file exported, imported into `suite`.
+double merge_whole(const fs::path& job, const fs::path& suite, const fs::path& seed) {
+  const auto start = std::chrono::steady_clock::now();
+  const nlohmann::json rows = SqliteStore::open(job, "")->export_json();
+  SqliteStore::open(suite, seed)->import_json(rows, job.string());
+  return seconds_since(start);
+}
+
+/// schema::rebuild_stats on `suite` alone, in a transaction rolled back (nothing changes).
+double rebuild_stats_s(const fs::path& suite) {
+  kforge::memory::sqlite::Database db(suite.string(), 5000);
+  const auto start = std::chrono::steady_clock::now();
+  {
+    kforge::memory::sqlite::Transaction transaction(db);
+    kforge::memory::schema::rebuild_stats(db);
+  }
+  return seconds_since(start);
+}
+
 /// One suite-memory size: builds the memory, then `repeats` times snapshots it (a job starts),
-/// adds the job's rows to the snapshot (the job runs), merges it back (the job ended).
+/// adds the job's rows to the snapshot (the job runs), merges it back (the job ended), the old
+/// way into a copy of the suite memory and the new way into the suite memory itself.
 nlohmann::json measure_size(const Options& options, const nlohmann::json& export_doc, int size,
                             const fs::path& work) {
   const fs::path suite = work / fmt::format("suite-{}.sqlite", size);
   SqliteStore::open(suite, options.seed)
       ->import_json(evidence_document(export_doc, size, options.job_rows, "suite"), "suite");
   if (options.dedupe_index) add_dedupe_index(suite);
-  std::vector<double> snapshot_s, merge_s;
+  std::vector<double> snapshot_s, merge_s, merge_whole_s, rebuild_s;
   std::uintmax_t snapshot_bytes = 0;
   for (int r = 0; r < options.repeats; ++r) {
     const fs::path job = work / fmt::format("job-{}-{}.sqlite", size, r);
@@ -122,20 +149,37 @@ nlohmann::json measure_size(const Options& options, const nlohmann::json& export
         evidence_document(export_doc, options.job_rows, options.job_rows,
                           fmt::format("job{}-{}", size, r)),
         "job");
+    const fs::path suite_copy = work / "suite-copy.sqlite";
+    fs::copy_file(suite, suite_copy, fs::copy_options::overwrite_existing);
+    merge_whole_s.push_back(merge_whole(job, suite_copy, options.seed));
+    fs::remove(suite_copy);
+    rebuild_s.push_back(rebuild_stats_s(suite));
     start = std::chrono::steady_clock::now();
     const auto merged = kforge::executor::merge_memory(job, suite, options.seed);
     merge_s.push_back(seconds_since(start));
-    if (merged.evidence_added != options.job_rows) {
-      throw std::runtime_error(fmt::format("merge added {} rows, expected {}",
-                                           merged.evidence_added, options.job_rows));
+    if (merged.evidence_added != options.job_rows || !merged.past_mark_only ||
+        merged.evidence_skipped != 0) {
+      throw std::runtime_error(fmt::format("merge added {} rows, skipped {}, expected {} and 0",
+                                           merged.evidence_added, merged.evidence_skipped,
+                                           options.job_rows));
     }
     fs::remove(job);
   }
-  std::cerr << fmt::format("suite rows {:6d}: snapshot {:.4f} s ({} bytes), merge {:.4f} s\n",
-                           size, median(snapshot_s), snapshot_bytes, median(merge_s));
-  return {{"suite_evidence_rows", size},       {"snapshot_s_median", median(snapshot_s)},
-          {"snapshot_s", snapshot_s},          {"snapshot_bytes", snapshot_bytes},
-          {"merge_s_median", median(merge_s)}, {"merge_s", merge_s}};
+  std::cerr << fmt::format(
+      "suite rows {:6d}: snapshot {:.4f} s ({} bytes), merge {:.4f} s (whole file: {:.4f} s; "
+      "statistics rebuild alone {:.4f} s)\n",
+      size, median(snapshot_s), snapshot_bytes, median(merge_s), median(merge_whole_s),
+      median(rebuild_s));
+  return {{"suite_evidence_rows", size},
+          {"snapshot_s_median", median(snapshot_s)},
+          {"snapshot_s", snapshot_s},
+          {"snapshot_bytes", snapshot_bytes},
+          {"merge_s_median", median(merge_s)},
+          {"merge_s", merge_s},
+          {"merge_whole_s_median", median(merge_whole_s)},
+          {"merge_whole_s", merge_whole_s},
+          {"rebuild_stats_s_median", median(rebuild_s)},
+          {"rebuild_stats_s", rebuild_s}};
 }
 
 /// parse_squeue on `lines` synthetic lines in the format the executor asks squeue for.

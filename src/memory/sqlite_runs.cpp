@@ -97,11 +97,15 @@ int64_t SqliteStore::record_run(const RecordedRun& run) {
 }
 
 std::vector<RecordedRun> SqliteStore::runs(const std::string& task_hash) {
+  return runs_after(task_hash, 0);
+}
+
+std::vector<RecordedRun> SqliteStore::runs_after(const std::string& task_hash, int64_t after_id) {
   sqlite::Statement rows(*db_,
                          "SELECT id, created_at, kind, task, command, backend, device, "
                          "compute_capability, toolchain, family, task_hash FROM runs "
-                         "WHERE ?1 = '' OR task_hash = ?1 ORDER BY id");
-  rows.bind(1, task_hash);
+                         "WHERE (?1 = '' OR task_hash = ?1) AND id > ?2 ORDER BY id");
+  rows.bind(1, task_hash).bind(2, after_id);
   std::vector<RecordedRun> out;
   while (rows.step()) {
     RecordedRun run;

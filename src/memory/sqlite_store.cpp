@@ -356,12 +356,17 @@ std::vector<Edge> SqliteStore::edges() {
 }
 
 std::vector<Evidence> SqliteStore::evidence(const std::string& backend) {
+  return evidence_after(backend, 0);
+}
+
+std::vector<Evidence> SqliteStore::evidence_after(const std::string& backend, int64_t after_id) {
   sqlite::Statement query(*db_,
                           "SELECT created_at, direction_id, strategy_id, prefix, verdict, "
                           "log_gain, speedup_vs_baseline, candidate_id, excerpt, failure_reason, "
                           "diagnosis, backend, device, compute_capability, toolchain, family, "
-                          "task_hash FROM evidence WHERE ?1 = '' OR backend = ?1 ORDER BY id");
-  query.bind(1, backend);
+                          "task_hash FROM evidence WHERE (?1 = '' OR backend = ?1) AND id > ?2 "
+                          "ORDER BY id");
+  query.bind(1, backend).bind(2, after_id);
   std::vector<Evidence> result;
   while (query.step()) result.push_back(evidence_from(*db_, query));
   return result;

@@ -92,7 +92,18 @@ class SqliteStore final : public Store {
   /// rather than fail to record it after. Writes nothing.
   void check_writable();
 
-  /// The graph and all evidence as JSON (format "kforge-memory", version 1; sqlite_transfer.cpp).
+  /// Where a memory's rows end: its highest evidence id and run id (0 when it has none). Evidence
+  /// and runs are only appended (each new id is the highest + 1; only reset() deletes, and a
+  /// suite's job never runs it), so the rows past a mark are exactly those written after it.
+  struct Mark {
+    int64_t evidence_id = 0;
+    int64_t run_id = 0;
+  };
+  /// The graph and the evidence and recorded runs whose ids are past `after` (all of them
+  /// without a mark) as JSON (format "kforge-memory", version 1; sqlite_transfer.cpp). Directions,
+  /// strategies and edges are always exported whole (a seed's worth of rows): import adds only
+  /// those the importing memory lacks.
+  nlohmann::json export_json(const Mark& after);
   nlohmann::json export_json();
   /// What import_json changed.
   struct ImportSummary {
@@ -119,9 +130,15 @@ class SqliteStore final : public Store {
   ImportSummary import_json(const nlohmann::json& document, const std::string& source_name);
   /// Writes a consistent copy of this whole database to `target` (SQLite's VACUUM INTO: one
   /// read transaction, so concurrent writers neither block it nor tear it), for a process that
-  /// must work on its own file (a Slurm job of a suite; cli/suite_command.h). Throws Error
-  /// naming `target` when it already exists or cannot be written.
-  void write_snapshot(const std::filesystem::path& target);
+  /// must work on its own file (a Slurm job of a suite; cli/suite_command.h), and stores in the
+  /// copy where it ends (its Mark, in table snapshot_mark; sqlite_snapshot.cpp) so that merging
+  /// the copy back later can export only the rows written into it after the snapshot. Returns
+  /// that mark. Throws Error naming `target` when it already exists or cannot be written.
+  Mark write_snapshot(const std::filesystem::path& target);
+  /// The mark write_snapshot stored in this file: nullopt when the file is not a snapshot, or a
+  /// snapshot written by a kforge from before marks (merge it whole then). Throws Error naming
+  /// the file when its snapshot_mark table does not hold exactly one row of two integers.
+  std::optional<Mark> snapshot_mark();
   /// Deletes every evidence row, statistic and recorded run, then restores the seed (reset), in
   /// one transaction. `seed` replaces the graph's nodes and edges.
   void reset(const Knowledge& seed);
@@ -146,6 +163,8 @@ class SqliteStore final : public Store {
   void insert_strategy(const Strategy& s);
   void insert_edge(const Edge& e);
   void insert_evidence(const Evidence& e, const std::string& created_at);
+  std::vector<Evidence> evidence_after(const std::string& backend, int64_t after_id);
+  std::vector<RecordedRun> runs_after(const std::string& task_hash, int64_t after_id);
   int64_t insert_run(const RecordedRun& run);  // inside the caller's transaction
   void update_stats(const std::string& table, const std::string& where,
                     const std::vector<std::string>& keys, const Evidence& evidence,

@@ -128,7 +128,9 @@ bool exists(sqlite::Database& db, const std::string& sql, const std::vector<std:
 
 }  // namespace
 
-nlohmann::json SqliteStore::export_json() {
+nlohmann::json SqliteStore::export_json() { return export_json(Mark{}); }
+
+nlohmann::json SqliteStore::export_json(const Mark& after) {
   nlohmann::json document = {
       {"format", kFormat}, {"version", kFormatVersion}, {"schema_version", kSchemaVersion}};
   nlohmann::json& directions_json = document["directions"] = nlohmann::json::array();
@@ -170,7 +172,7 @@ nlohmann::json SqliteStore::export_json() {
                           {"lags", lags}});
   }
   nlohmann::json& evidence_json = document["evidence"] = nlohmann::json::array();
-  for (const Evidence& e : evidence("")) {
+  for (const Evidence& e : evidence_after("", after.evidence_id)) {
     const Provenance& p = e.provenance;
     evidence_json.push_back({{"created_at", e.created_at},
                              {"direction", e.direction_id},
@@ -186,7 +188,7 @@ nlohmann::json SqliteStore::export_json() {
                              {"provenance", provenance_json(p)}});
   }
   nlohmann::json& runs_json = document["runs"] = nlohmann::json::array();
-  for (const RecordedRun& run : runs()) runs_json.push_back(to_json(run));
+  for (const RecordedRun& run : runs_after("", after.run_id)) runs_json.push_back(to_json(run));
   return document;
 }
 
@@ -344,18 +346,6 @@ SqliteStore::ImportSummary SqliteStore::import_json(const nlohmann::json& docume
   schema::rebuild_stats(*db_);
   transaction.commit();
   return summary;
-}
-
-void SqliteStore::write_snapshot(const std::filesystem::path& target) {
-  // VACUUM INTO refuses an existing file itself, but with a message that names neither file.
-  if (std::filesystem::exists(target)) {
-    throw Error("memory snapshot " + target.string() + ": already exists (expected a new file)");
-  }
-  with_context("writing a snapshot of memory " + path_.string() + " to " + target.string(), [&] {
-    sqlite::Statement copy(*db_, "VACUUM INTO ?1");
-    copy.bind(1, target.string());
-    copy.step();
-  });
 }
 
 }  // namespace kforge::memory
