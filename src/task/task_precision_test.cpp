@@ -169,6 +169,16 @@ Signature channel_signature(const std::vector<std::string>& inputs) {
   return signature;
 }
 
+// What parse_epilogue throws for `chain`, or "" when it parses.
+std::string parse_error(const std::vector<std::string>& chain, const Signature& signature) {
+  try {
+    parse_epilogue(chain, signature);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(EpilogueDefine, ChannelOpsIndexTheLastInputsInTheOrderTheChainReadsThem) {
   const Signature signature = channel_signature({"x", "weight", "bias", "shift", "scale"});
   const std::vector<EpilogueOp> ops = parse_epilogue(
@@ -183,13 +193,8 @@ TEST(EpilogueDefine, ChannelOpsIndexTheLastInputsInTheOrderTheChainReadsThem) {
 
 TEST(EpilogueDefine, ChannelOpErrorsNameTheTensorAndWhereItMustBe) {
   const Signature signature = channel_signature({"x", "weight", "shift", "scale"});
-  auto message = [&](const std::vector<std::string>& chain) -> std::string {
-    try {
-      parse_epilogue(chain, signature);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
+  auto message = [&](const std::vector<std::string>& chain) {
+    return parse_error(chain, signature);
   };
   // Not the last inputs, or not in the order of first use.
   EXPECT_NE(message({"add_channel:shift"}).find("must be the signature's last inputs"),
@@ -224,13 +229,8 @@ TEST(EpilogueDefine, BranchOpsNestAChainAndItsOperands) {
             "kf::ep::RsubBranch{kf::ep::MulChannel{1}|kf::ep::AddBranch{kf::ep::Tanh{}}}|"
             "kf::ep::Div{0}");
   EXPECT_EQ(channel_tensor_count(ops), 2);
-  auto message = [&](const std::vector<std::string>& chain) -> std::string {
-    try {
-      parse_epilogue(chain, signature);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
+  auto message = [&](const std::vector<std::string>& chain) {
+    return parse_error(chain, signature);
   };
   EXPECT_NE(message({"mul_branch"}).find("takes a chain in parentheses"), std::string::npos);
   EXPECT_NE(message({"mul_branch()"}).find("non-empty chain"), std::string::npos);
