@@ -21,6 +21,9 @@ import torch.nn.functional as F
 
 # The families' tensor names, which no scalar or channel tensor may take.
 TENSOR_NAMES = ("x", "weight", "bias", "y")
+# The binary arithmetic functions a chain reads, by their epilogue op name.
+ARITHMETIC = {operator.mul: "mul", torch.mul: "mul", operator.truediv: "div", torch.div: "div",
+              operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub"}
 
 
 @dataclass
@@ -136,10 +139,7 @@ def _channel_op(node, model, chain, value, attributes) -> Union[List[str], str, 
     if not read:
         return None
     what = _describe(node)
-    arithmetic = {operator.mul: "mul", torch.mul: "mul", operator.truediv: "div",
-                  torch.div: "div", operator.add: "add", torch.add: "add", operator.sub: "sub",
-                  torch.sub: "sub"}
-    op = arithmetic.get(node.target, node.target if node.op == "call_method" else None)
+    op = ARITHMETIC.get(node.target, node.target if node.op == "call_method" else None)
     if op not in ("mul", "div", "add", "sub") or len(args) != 2 or node.kwargs or \
             args[0] is args[1]:
         return f"{what} reads parameter {attributes[read[0]]} other than as v + p, v - p, v * p " \
@@ -175,14 +175,10 @@ def _channel_op(node, model, chain, value, attributes) -> Union[List[str], str, 
     return list(value[other]) + [f"{op}_channel:{name}"]
 
 
-_BRANCH_OPS = {operator.mul: "mul", torch.mul: "mul", operator.truediv: "div", torch.div: "div",
-               operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub"}
-
-
 def _branch_op(node, value, what) -> Union[List[str], str]:
     """`v op f(v)` or `f(v) op v` (two operands, one the other's chain continued: x *
     torch.sigmoid(x), x * torch.clamp((x + 3) / 6, 0, 1)) as a branch op, or why not."""
-    op = _BRANCH_OPS.get(node.target, node.target if node.op == "call_method" else None)
+    op = ARITHMETIC.get(node.target, node.target if node.op == "call_method" else None)
     if op not in ("mul", "div", "add", "sub") or len(node.args) != 2 or node.kwargs:
         return f"{what} of two tensors other than v op f(v) (op one of + - * /)"
     a, b = value[node.args[0]], value[node.args[1]]
@@ -271,11 +267,8 @@ def _op_of(node, modules, value, model, chain, anchor="nn.Linear",
             return f"{what} with one bound (clamp takes both here)"
         return base + ["clamp:" + _scalar_name(model, float(lo), chain, "clamp_min") + ":" +
                        _scalar_name(model, float(hi), chain, "clamp_max")]
-    arithmetic = {operator.mul: "mul", torch.mul: "mul", operator.truediv: "div",
-                  torch.div: "div", operator.add: "add", torch.add: "add", operator.sub: "sub",
-                  torch.sub: "sub"}
-    if node.target in arithmetic or name in ("mul", "div", "add", "sub"):
-        op = arithmetic.get(node.target, name)
+    if node.target in ARITHMETIC or name in ("mul", "div", "add", "sub"):
+        op = ARITHMETIC.get(node.target, name)
         if len(numbers) != 1 or numbers[0] is None or node.kwargs:
             return f"{what} by something other than one number"
         if op in ("div", "sub") and not isinstance(args[0], torch.fx.Node):

@@ -186,10 +186,11 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     for (int call = 0; call < run.calls_completed; ++call) {
       for (const OutputLayout& output : output_layout(task.signature, gate_case.workload)) {
         const TensorSpec& spec = task.signature.tensors[output.tensor];
+        const ToleranceSpec bound =
+            tolerance_for(task.tolerance, spec.dtype, gate_case.workload.name);
         const OutputComparison comparison = compare_output(
             spec.dtype, got.bytes(call * run.output_bytes + output.offset, output.bytes),
-            expected.file.bytes(output.offset, output.bytes), output.shape,
-            tolerance_for(task.tolerance, spec.dtype, gate_case.workload.name));
+            expected.file.bytes(output.offset, output.bytes), output.shape, bound);
         case_errors.max_abs_error = std::max(case_errors.max_abs_error, comparison.max_abs_error);
         case_errors.max_rel_error = std::max(case_errors.max_rel_error, comparison.max_rel_error);
         case_errors.max_normalized_error =
@@ -209,8 +210,6 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
                                   comparison.nonfinite_mismatches == 0 &&
                                   comparison.mismatched_elements > 0;
         if (element_only && precision && precision->passed && precision->applied) {
-          const ToleranceSpec bound =
-              tolerance_for(task.tolerance, spec.dtype, gate_case.workload.name);
           if (first_beyond_fp32_error(got.bytes(call * run.output_bytes + output.offset,
                                                 output.bytes),
                                       expected.file.bytes(output.offset, output.bytes),
