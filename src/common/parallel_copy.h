@@ -9,15 +9,17 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpus.h"
+
 namespace kforge {
 
-/// memcpy of `bytes` bytes, split over up to 8 threads from 8 MiB on (page faults on a fresh
-/// file mapping are the cost, and they run in parallel).
+/// memcpy of `bytes` bytes, split from 8 MiB on over up to 8 threads, at most usable_cpus()
+/// (page faults on a fresh file mapping are the cost, and they run in parallel).
 inline void parallel_copy(std::byte* dst, const std::byte* src, int64_t bytes) {
   constexpr int64_t kParallelFrom = int64_t{8} << 20;
   const int threads = bytes < kParallelFrom
                           ? 1
-                          : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+                          : std::min(8, usable_cpus());
   if (threads == 1) {
     std::memcpy(dst, src, static_cast<size_t>(bytes));
     return;

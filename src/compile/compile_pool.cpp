@@ -1,9 +1,11 @@
 #include "compile/compile_pool.h"
 
+#include "common/cpus.h"
+
 namespace kforge::compile {
 
 CompilePool::CompilePool(Compiler& compiler, int depth) : compiler_(compiler) {
-  if (depth <= 0) depth = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (depth <= 0) depth = usable_cpus();
   for (int i = 0; i < depth; ++i) threads_.emplace_back([this] { run(); });
 }
 

@@ -1,4 +1,4 @@
-// The `compile` concurrency pool: builds several candidates at once (depth = cores by default)
+// The `compile` concurrency pool: builds several candidates at once (depth = usable CPUs by default)
 // while the worker times others.
 #pragma once
 
@@ -30,8 +30,8 @@ class BuildQueue {
 
 class CompilePool : public BuildQueue {
  public:
-  /// `depth` threads share `compiler` (which must be thread-safe); depth <= 0 means the number
-  /// of hardware threads.
+  /// `depth` threads share `compiler` (which must be thread-safe); depth <= 0 means one per CPU
+  /// this process may use (usable_cpus(), common/cpus.h).
   CompilePool(Compiler& compiler, int depth);
   ~CompilePool() override;
   CompilePool(const CompilePool&) = delete;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <thread>
 
+#include "common/cpus.h"
 #include "common/error.h"
 #include "worker/host_data.h"
 
@@ -220,7 +221,7 @@ Totals check_range(const std::byte* got, const std::byte* expected, int64_t begi
   return totals;
 }
 
-/// Splits [0, elements) into fixed chunks, checks them on hardware_concurrency() threads and
+/// Splits [0, elements) into fixed chunks, checks them on usable_cpus() threads and
 /// combines the per-chunk totals in index order (so the first failure is the smallest index).
 template <typename Decoder>
 Totals check_parallel(const std::byte* got, const std::byte* expected, int64_t elements,
@@ -236,7 +237,7 @@ Totals check_parallel(const std::byte* got, const std::byte* expected, int64_t e
     }
   };
   const int64_t threads =
-      std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
+      std::min<int64_t>(chunks, usable_cpus());
   {
     std::vector<std::jthread> helpers;  // joined when this scope ends, even on an exception
     for (int64_t t = 1; t < threads; ++t) helpers.emplace_back(work);

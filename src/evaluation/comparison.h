@@ -74,7 +74,7 @@ struct OutputComparison {
 /// every element, which each element alone would allow.
 ///
 /// Spans longer than the shape needs are fine (the tail is ignored). Runs on
-/// std::thread::hardware_concurrency() threads over fixed-size chunks, so every field of the
+/// usable_cpus() threads (common/cpus.h) over fixed-size chunks, so every field of the
 /// result (sums included) is identical whatever the number of threads.
 /// Throws Error if a span is shorter than the shape needs, a dimension is negative, or a
 /// tolerance is negative or NaN.

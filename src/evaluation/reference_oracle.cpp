@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "common/cpus.h"
 #include "common/error.h"
 #include "evaluation/comparison.h"
 #include "evaluation/tolerance.h"
@@ -77,7 +78,7 @@ int64_t first_poisoned_words(const std::byte* data, int64_t elements) {
       }
     }
   };
-  const unsigned threads = elements < kChunk ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = elements < kChunk ? 1 : static_cast<unsigned>(usable_cpus());
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(scan);
   scan();

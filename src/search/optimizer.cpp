@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/backend.h"
+#include "common/cpus.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "memory/policy.h"
@@ -432,7 +433,7 @@ RealPlane make_real_plane(const Task& task, const std::string& backend,
   int compile_jobs = options.compile_jobs;
   if (compile_jobs == 0 && backends::get_backend(backend).can.builds_overlap_timing &&
       candidate_workers.size() > 1) {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    const int cores = usable_cpus();
     compile_jobs = std::max(1, cores - static_cast<int>(candidate_workers.size()) - 1);
   }
   plane.pool = std::make_unique<compile::CompilePool>(compiler, compile_jobs);

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "common/cpus.h"
 #include "common/error.h"
 
 // Generated inputs must be bit-identical on every machine, so their arithmetic uses correctly
@@ -329,7 +330,7 @@ void fill_input(std::span<std::byte> out, DType dtype, uint64_t seed, int tensor
   if (thread_count <= 0) {
     thread_count = elements < kParallelMinimumElements
                        ? 1
-                       : std::max<int64_t>(1, std::thread::hardware_concurrency());
+                       : usable_cpus();
   }
   const int64_t per_thread = (elements + thread_count - 1) / thread_count;
   const int64_t chunk = (per_thread + kChunkAlignmentElements - 1) / kChunkAlignmentElements *

@@ -92,7 +92,7 @@ InputDistribution distribution_for_case(uint64_t seed_index);
 /// OOPSLA 2014); the 1.2% of normal draws that the ziggurat rejects draw again from a second
 /// stream. Only correctly rounded operations are used (no libm transcendentals, no fused
 /// multiply-add), so the bytes are the same on every machine and standard library. Inputs of 2^20
-/// elements or more are filled by hardware_concurrency threads over contiguous chunks.
+/// elements or more are filled by usable_cpus() threads (common/cpus.h) over contiguous chunks.
 std::vector<std::byte> make_input(DType dtype, int64_t elements, uint64_t seed, int tensor_index,
                                   InputDistribution distribution);
 /// make_input with InputDistribution::uniform.

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <utility>
 
+#include "common/cpus.h"
 #include "common/error.h"
 
 namespace kforge::worker {
@@ -88,6 +90,9 @@ std::vector<std::string> scrubbed_environment() {
            });
     if (keep) kept.push_back(text);
   }
+  const std::string cpus = std::to_string(usable_cpus());
+  kept.push_back("KFORGE_CPUS=" + cpus);
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) kept.push_back("OMP_NUM_THREADS=" + cpus);
   return kept;
 }
 

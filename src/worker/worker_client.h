@@ -66,8 +66,11 @@ struct ProcessWorkerConfig {
 };
 
 /// The environment a worker gets by default: only what running kernels needs (PATH, HOME, LANG
-/// and LC_*, TMPDIR, LD_LIBRARY_PATH, CUDA_* and NVIDIA_* device selection, OMP_NUM_THREADS).
-/// Everything else, API keys included, is dropped.
+/// and LC_*, TMPDIR, LD_LIBRARY_PATH, CUDA_* and NVIDIA_* device selection, OMP_NUM_THREADS),
+/// plus this process's CPU share: KFORGE_CPUS = usable_cpus() (common/cpus.h), and
+/// OMP_NUM_THREADS = the same when it is not set, so that a worker inside a Slurm job whose
+/// variables are dropped here, and the OpenMP threads of a cpu kernel, keep to the job's CPUs.
+/// Everything else, API keys included, is dropped. Throws Error when $KFORGE_CPUS is malformed.
 std::vector<std::string> scrubbed_environment();
 
 class ProcessWorker final : public Worker {

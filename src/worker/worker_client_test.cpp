@@ -11,11 +11,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/mapped_file.h"
 #include "common/scratch_dir.h"
@@ -271,6 +274,25 @@ TEST_F(ProcessWorkerTest, WorkerEnvironmentIsScrubbed) {
   for (const std::string& entry : scrubbed_environment()) {
     EXPECT_EQ(entry.find("OPENAI_API_KEY"), std::string::npos);
   }
+}
+
+// A worker of a task that Slurm gave one CPU keeps to it: the job's variables are dropped from
+// its environment, so its share travels as KFORGE_CPUS and OpenMP's thread count.
+TEST(ScrubbedEnvironment, CarriesTheCpuShareOfASlurmJob) {
+  ::setenv("SLURM_JOB_ID", "41", 1);
+  ::setenv("SLURM_JOB_CPUS_PER_NODE", "1", 1);
+  ::unsetenv("SLURM_CPUS_PER_TASK");
+  ::unsetenv("KFORGE_CPUS");
+  ::unsetenv("OMP_NUM_THREADS");
+  const std::vector<std::string> env = scrubbed_environment();
+  ::unsetenv("SLURM_JOB_ID");
+  ::unsetenv("SLURM_JOB_CPUS_PER_NODE");
+  auto has = [&](const std::string& entry) {
+    return std::find(env.begin(), env.end(), entry) != env.end();
+  };
+  EXPECT_TRUE(has("KFORGE_CPUS=1"));
+  EXPECT_TRUE(has("OMP_NUM_THREADS=1"));
+  for (const std::string& entry : env) EXPECT_NE(entry.rfind("SLURM_", 0), 0u) << entry;
 }
 
 TEST_F(ProcessWorkerTest, MemoryHogIsKilledAtTheLimit) {

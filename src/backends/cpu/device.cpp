@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu.h"
+#include "common/cpus.h"
 #include "worker/device_backend.h"
 
 namespace kforge::worker {
@@ -58,7 +59,7 @@ class CpuBackend final : public DeviceBackend {
     info.backend = "cpu";
     info.device_index = device_index_;
     info.name = cpu_model_name();
-    info.multiprocessor_count = static_cast<int>(std::thread::hardware_concurrency());
+    info.multiprocessor_count = usable_cpus();
     info.l2_bytes = cache_bytes_;
     info.memory_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
     return info;
@@ -126,7 +127,7 @@ class CpuBackend final : public DeviceBackend {
     // Every hardware thread copies its own slice, as a parallel kernel would; the buffers are
     // 4x the cache (at most 256 MiB) so the copy runs from memory. Best of 2 after an untimed
     // pass.
-    const int threads = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = usable_cpus();
     const size_t bytes =
         static_cast<size_t>(std::clamp<int64_t>(4 * cache_bytes_, 64 << 20, 256 << 20));
     std::vector<unsigned char> source(bytes, 1), target(bytes, 0);
