@@ -215,7 +215,8 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
                                       expected.file.bytes(output.offset, output.bytes),
                                       model->file.bytes(output.offset, output.bytes),
                                       worker::element_count(output.shape), bound.rtol,
-                                      bound.atol, task.precision_max_ratio) < 0) {
+                                      bound.atol, task.precision_max_ratio,
+                                      precision->model_rms_error) < 0) {
             continue;
           }
         }

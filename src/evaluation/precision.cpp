@@ -86,14 +86,14 @@ PrecisionCheck check_precision(std::span<const std::byte> got,
 int64_t first_beyond_fp32_error(std::span<const std::byte> got,
                                 std::span<const std::byte> reference,
                                 std::span<const std::byte> model, int64_t elements, double rtol,
-                                double atol, double max_ratio) {
+                                double atol, double max_ratio, double model_rms_error) {
   const auto needed = static_cast<size_t>(elements) * sizeof(float);
   if (elements < 0 || got.size() < needed || reference.size() < needed || model.size() < needed) {
     throw Error("first_beyond_fp32_error: a span is shorter than " + std::to_string(elements) +
                 " floats");
   }
-  if (!(rtol >= 0.0) || !(atol >= 0.0) || !(max_ratio >= 0.0)) {
-    throw Error("first_beyond_fp32_error: rtol, atol and max_ratio must be >= 0");
+  if (!(rtol >= 0.0) || !(atol >= 0.0) || !(max_ratio >= 0.0) || !(model_rms_error >= 0.0)) {
+    throw Error("first_beyond_fp32_error: rtol, atol, max_ratio and model_rms_error must be >= 0");
   }
   for (int64_t i = 0; i < elements; ++i) {
     const double r = float_at(reference, i);
@@ -101,7 +101,7 @@ int64_t first_beyond_fp32_error(std::span<const std::byte> got,
     const double g = float_at(got, i);
     const double m = float_at(model, i);
     if (!std::isfinite(g)) return i;
-    const double model_error = std::isfinite(m) ? std::abs(m - r) : 0.0;
+    const double model_error = std::max(std::isfinite(m) ? std::abs(m - r) : 0.0, model_rms_error);
     if (std::abs(g - r) > atol + rtol * std::abs(r) + max_ratio * model_error) return i;
   }
   return -1;

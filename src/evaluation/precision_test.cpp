@@ -161,21 +161,43 @@ TEST(PrecisionRule, AnElementBeyondTheToleranceIsJudgedByTheModelsErrorThere) {
   const double rtol = 1e-4, atol = 3.22e-5;                  // allows 8.0e-5 there
   // 9.3e-5 off: beyond the tolerance, within 8x the model's error.
   EXPECT_EQ(first_beyond_fp32_error(bytes_of({1.0f, -0.4826997f, 2.0f}), bytes_of(reference),
-                                    bytes_of(model), 3, rtol, atol, 8.0),
+                                    bytes_of(model), 3, rtol, atol, 8.0, 0.0),
             -1);
   // 1e-3 off at element 1 (> 8 x 7.3e-5 + 8.0e-5), or 1e-3 off where the model is exact.
   EXPECT_EQ(first_beyond_fp32_error(bytes_of({1.0f, -0.4818f, 2.0f}), bytes_of(reference),
-                                    bytes_of(model), 3, rtol, atol, 8.0),
+                                    bytes_of(model), 3, rtol, atol, 8.0, 0.0),
             1);
   EXPECT_EQ(first_beyond_fp32_error(bytes_of({1.0f, -0.4826997f, 2.001f}), bytes_of(reference),
-                                    bytes_of(model), 3, rtol, atol, 8.0),
+                                    bytes_of(model), 3, rtol, atol, 8.0, 0.0),
             2);
   // A non-finite candidate element where the reference is finite is never within.
   EXPECT_EQ(first_beyond_fp32_error(bytes_of({std::nanf(""), -0.4826997f, 2.0f}),
-                                    bytes_of(reference), bytes_of(model), 3, rtol, atol, 8.0),
+                                    bytes_of(reference), bytes_of(model), 3, rtol, atol, 8.0, 0.0),
             0);
   EXPECT_THROW(first_beyond_fp32_error(bytes_of({1.0f}), bytes_of(reference), bytes_of(model), 3,
-                                       rtol, atol, 8.0),
+                                       rtol, atol, 8.0, 0.0),
+               Error);
+}
+
+// The model can be lucky at the one element where the candidate is not: there the model's RMS
+// error over the output is the floor of what fp32 errs, and a wrong element stays wrong.
+TEST(PrecisionRule, AnElementWhereTheModelIsLuckyIsJudgedByTheModelsRmsError) {
+  const std::vector<float> reference = {1.0f, -0.036651824f, 2.0f};
+  const std::vector<float> model = {1.0f, -0.036651824f, 2.0f};  // exact at element 1
+  const double rtol = 1e-4, atol = 1.61e-5;                      // allows 2.0e-5 there
+  const std::vector<std::byte> got = bytes_of({1.0f, -0.03668817f, 2.0f});  // 3.6e-5 off
+  EXPECT_EQ(first_beyond_fp32_error(got, bytes_of(reference), bytes_of(model), 3, rtol, atol, 8.0,
+                                    0.0),
+            1);
+  EXPECT_EQ(first_beyond_fp32_error(got, bytes_of(reference), bytes_of(model), 3, rtol, atol, 8.0,
+                                    4e-6),
+            -1);
+  // 1e-3 off is beyond 8 x 4e-6 + the tolerance.
+  EXPECT_EQ(first_beyond_fp32_error(bytes_of({1.0f, -0.0356f, 2.0f}), bytes_of(reference),
+                                    bytes_of(model), 3, rtol, atol, 8.0, 4e-6),
+            1);
+  EXPECT_THROW(first_beyond_fp32_error(got, bytes_of(reference), bytes_of(model), 3, rtol, atol,
+                                       8.0, -1.0),
                Error);
 }
 
