@@ -194,7 +194,7 @@ Outcome judge(Harness& harness, const Entry& entry) {
       !violations.empty()) {
     return {Verdict::rejected_by_policy, violations};
   }
-  const compile::Artifact artifact = compiler().compile({entry.backend, source, name, {}});
+  const compile::Artifact artifact = compiler().compile({entry.backend, source, name, {}, ""});
   if (artifact.verdict != Verdict::ok) return {artifact.verdict, artifact.log};
   const evaluation::CandidateEvaluation evaluation = harness.evaluator->evaluate(artifact);
   // A candidate that passes may still be flagged: its message is then the quick rung's warning.

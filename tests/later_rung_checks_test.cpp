@@ -63,7 +63,7 @@ class LaterRungChecks : public ::testing::Test {
   }
 
   compile::Artifact compile(const std::string& name, const std::string& source) {
-    compile::Artifact artifact = compiler_->compile({"cpu", source, name, {}});
+    compile::Artifact artifact = compiler_->compile({"cpu", source, name, {}, ""});
     EXPECT_EQ(artifact.verdict, Verdict::ok) << artifact.log;
     return artifact;
   }

@@ -128,7 +128,7 @@ std::pair<Verdict, std::string> evaluate(Harness& harness, const std::string& ba
   compile::ToolchainOptions options;
   options.cache_dir = worker::testing::scratch_dir() + "/python-candidates-cache";
   compile::ToolchainCompiler compiler(options, &backends::toolchain_for);
-  compile::CompileJob job{backend, source, name, {}};
+  compile::CompileJob job{backend, source, name, {}, ""};
   const compile::Artifact artifact = compiler.compile(job);
   if (artifact.verdict != Verdict::ok) return {artifact.verdict, artifact.log};
   const evaluation::CandidateEvaluation outcome = harness.evaluator->evaluate(artifact);

@@ -27,7 +27,7 @@ from typing import List, Optional, Sequence
 
 from .solution_plan import make_plan
 from .solution_problem import problem_parts
-from .solution_source import BUILDS, solution_sources
+from .solution_source import BUILDS, build_for, solution_sources
 from .solution_template import render
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # python/kforge_torch -> repo
@@ -71,10 +71,12 @@ def solution_text(run_dir: Path, include_dirs: Sequence[Path]) -> str:
         parts = problem_parts(problem_source, str(problem_path))
     except ValueError as e:
         raise ExportError(f"{run_dir / 'reference.torch.json'}: {e}") from None
-    sources = solution_sources(kernel_path.read_text(), BUILDS[backend], include_dirs,
-                               str(derived.get("name", "task")), str(best.get("id", "best")))
+    kernel = kernel_path.read_text()
+    build = build_for(kernel, BUILDS[backend])
+    sources = solution_sources(kernel, build, include_dirs, str(derived.get("name", "task")),
+                               str(best.get("id", "best")))
     return render(_header(run_dir, derived, result, best, backend, problem_path, kernel_path),
-                  parts, sources, BUILDS[backend], plan)
+                  parts, sources, build, plan)
 
 
 def write_solution(run_dir: Path, output: Path, include_dirs: Sequence[Path]) -> Path:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -51,6 +51,21 @@ class Build:
     device_check: str
     device_words: str
     stream: str
+
+
+# The line a kernel source that needs an architecture-specific nvcc target opens with (kforge's
+# TemplatesGenerator::standalone_source writes it for family.toml's `cuda_arch`).
+_TARGET = re.compile(r"^// kforge: nvcc target (sm_(\d+)a)\b", re.M)
+
+
+def build_for(kernel: str, build: Build) -> Build:
+    """`build` with the nvcc target `kernel` declares (e.g. wgmma needs sm_90a, which PyTorch's
+    arch list does not give) added to its CUDA flags; `build` itself otherwise."""
+    target = _TARGET.search(kernel)
+    if target is None:
+        return build
+    flag = f"-gencode=arch=compute_{target.group(2)}a,code={target.group(1)}"
+    return replace(build, extra_cuda_cflags=build.extra_cuda_cflags + (flag,))
 
 
 BUILDS: Dict[str, Build] = {

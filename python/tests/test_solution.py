@@ -224,3 +224,21 @@ class PlanPiecesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ArchitectureTargetTest(unittest.TestCase):
+    """A kernel that declares an architecture-specific nvcc target (a wgmma family variant's
+    `cuda_arch = "sm_90a"`) gets it in load_inline's CUDA flags; any other keeps PyTorch's."""
+
+    def test_a_declared_target_is_added_to_the_cuda_flags(self):
+        from kforge_torch.solution_source import BUILDS, build_for
+        kernel = ("// kforge: nvcc target sm_90a (build with -gencode=arch=compute_90a,code=sm_90a)\n"
+                  "// kforge candidate tf32x3_wgmma[BN=128] (family gemm_epilogue, backend cuda)\n")
+        build = build_for(kernel, BUILDS["cuda"])
+        self.assertEqual(build.extra_cuda_cflags[-1], "-gencode=arch=compute_90a,code=sm_90a")
+        self.assertEqual(build.extra_cuda_cflags[:-1], BUILDS["cuda"].extra_cuda_cflags)
+
+    def test_a_kernel_without_one_keeps_the_build(self):
+        from kforge_torch.solution_source import BUILDS, build_for
+        kernel = "// mentions sm_90a in passing\n__global__ void k() {}\n"
+        self.assertIs(build_for(kernel, BUILDS["cuda"]), BUILDS["cuda"])

@@ -185,7 +185,8 @@ KernelEvaluation evaluate_kernel(const Task& task, const EvalCommandOptions& opt
     toolchain.cuda_arch = options.cuda_arch;
     compile::ToolchainCompiler compiler(toolchain, &backends::toolchain_for);
     result.toolchain = compiler.toolchain(backend);
-    result.artifact = compiler.compile({backend, source, source_name, {}});
+    result.artifact =
+        compiler.compile({backend, source, source_name, {}, compile::declared_cuda_arch(source)});
     if (result.artifact.verdict != Verdict::ok) {
       result.verdict = result.artifact.verdict;
       result.message = result.artifact.log;

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "core/verdict.h"
 
@@ -18,7 +19,17 @@ struct CompileJob {
   std::string source;                        // full source text
   std::string source_name;                   // for messages, e.g. "warp_per_row.cu"
   std::map<std::string, std::string> defines;
+  /// cuda: the nvcc target this source needs when it is not the toolchain's (ToolchainOptions::
+  /// cuda_arch), e.g. "sm_90a" for Hopper's wgmma and setmaxnreg (family.toml `cuda_arch`);
+  /// empty for the toolchain's own. Part of the artifact key through the command line.
+  std::string cuda_arch;
 };
+
+/// The architecture-specific nvcc target a standalone kernel source declares on a line of its
+/// own, "// kforge: nvcc target sm_90a ..." (TemplatesGenerator::standalone_source writes it for
+/// a variant with family.toml `cuda_arch`), or "" when it declares none. So best.cu builds the
+/// same way wherever it goes: kforge eval, kforge verify, solution.py.
+std::string declared_cuda_arch(std::string_view source);
 
 /// The result of one build.
 struct Artifact {

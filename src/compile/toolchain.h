@@ -16,7 +16,10 @@ struct ToolchainOptions {
   /// -I directories: the ABI (kforge/kernel.h), the kernel libraries and dlpack/dlpack.h
   /// (kernel_include_dirs() in paths.h).
   std::vector<std::string> include_dirs;
-  std::string cuda_arch = "sm_90";   // nvcc -arch
+  /// nvcc target: "sm_90" builds with -arch=sm_90 (Hopper machine code and compute_90 PTX); an
+  /// architecture-specific target such as "sm_90a" (wgmma) with -gencode=arch=compute_90a,
+  /// code=sm_90a, which runs on that architecture only.
+  std::string cuda_arch = "sm_90";
   double timeout_s = 120.0;          // per compiler run; a hang is a compile_error
   std::string gxx = "g++";           // overridable: $KFORGE_CXX
   std::string nvcc;                  // empty: $KFORGE_NVCC, else PATH, else $CUDA_HOME/bin/nvcc

@@ -93,7 +93,9 @@ std::vector<std::string> ToolchainCompiler::command(const CompileJob& job,
                                                     const std::string& source_path,
                                                     const std::string& output) {
   std::vector<std::string> argv = {compiler_path(job.backend)};
-  for (std::string& flag : toolchains_(job.backend).flags(options_)) argv.push_back(std::move(flag));
+  ToolchainOptions options = options_;
+  if (!job.cuda_arch.empty()) options.cuda_arch = job.cuda_arch;
+  for (std::string& flag : toolchains_(job.backend).flags(options)) argv.push_back(std::move(flag));
   for (const std::string& dir : options_.include_dirs) argv.push_back("-I" + dir);
   for (const auto& [key, value] : job.defines) argv.push_back("-D" + key + "=" + value);
   argv.push_back(source_path);

@@ -40,6 +40,10 @@ struct TemplateVariant {
   /// of halves, where f32 stops at 4). Keys are types in `dtypes`; every parameter named is one
   /// of `params`. for_dtype() applies them.
   std::map<std::string, std::vector<TemplateParam>> params_by_dtype;
+  /// cuda: the nvcc target the source needs when the toolchain's will not do (family.toml
+  /// `cuda_arch`, e.g. "sm_90a" for wgmma); empty for the toolchain's. Passed as
+  /// CompileJob::cuda_arch.
+  std::string cuda_arch;
 
   /// The parameter called `name`, or nullptr.
   const TemplateParam* param(const std::string& name) const;

@@ -111,6 +111,27 @@ TEST_F(KernelFamilyTest, MalformedParamsByDtypeNameTheField) {
             std::string::npos);
 }
 
+TEST_F(KernelFamilyTest, AVariantMayNameItsOwnCudaTarget) {
+  write_family("cuda_arch = \"sm_90a\"\n");
+  EXPECT_EQ(load_family(root_.string(), "cuda", "toy").variants.at(0).cuda_arch, "sm_90a");
+  write_family("");
+  EXPECT_EQ(load_family(root_.string(), "cuda", "toy").variants.at(0).cuda_arch, "");
+  write_family("cuda_arch = 90\n");
+  EXPECT_NE(load_error().find("variants[0].cuda_arch: expected an nvcc target"), std::string::npos);
+  write_family("cuda_arch = \"\"\n");
+  EXPECT_NE(load_error().find("variants[0].cuda_arch: expected an nvcc target"), std::string::npos);
+}
+
+// The wgmma GEMM builds for Hopper's architecture-specific target; the others for the toolchain's.
+TEST(BundledFamilies, OnlyTheWgmmaGemmNeedsSm90a) {
+  const std::string kernels = (fs::path(KFORGE_SOURCE_DIR) / "kernels").string();
+  const KernelFamily gemm = load_family(kernels, "cuda", "gemm_epilogue");
+  for (const TemplateVariant& variant : gemm.variants) {
+    EXPECT_EQ(variant.cuda_arch, variant.name == "tf32x3_wgmma" ? "sm_90a" : "") << variant.name;
+  }
+  ASSERT_NE(gemm.variant("warpgroup_mma"), nullptr);
+}
+
 // The row-wise CUDA families move halves 8 at a time (16 bytes) and f32 at most 4 (16 bytes);
 // the family tests (tests/kernel_families_test.cpp) and the search enumerate these lists.
 TEST(BundledFamilies, RowWiseCudaFamiliesOfferVec8ForHalvesOnly) {

@@ -106,6 +106,7 @@ Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
   proposal.job.backend = family_.backend;
   proposal.job.source = read_file(variant->source_path);
   proposal.job.source_name = variant->source_path.substr(variant->source_path.rfind('/') + 1);
+  proposal.job.cuda_arch = variant->cuda_arch;
   for (const auto& [name, value] : point.params) {
     const TemplateParam* param = variant->param(name);
     if (param == nullptr ||
@@ -174,6 +175,12 @@ std::optional<Proposal> TemplatesGenerator::apply(const Proposal& parent,
 std::string TemplatesGenerator::standalone_source(const Proposal& proposal) const {
   if (!model_new_shell_.empty()) return proposal.job.source;  // a whole module, knobs written in
   std::ostringstream text;
+  // An architecture-specific target first: python/kforge_torch/solution_source.py reads it.
+  if (!proposal.job.cuda_arch.empty()) {
+    text << "// kforge: nvcc target " << proposal.job.cuda_arch << " (build with "
+         << "-gencode=arch=compute_" << proposal.job.cuda_arch.substr(3) << ",code="
+         << proposal.job.cuda_arch << ")\n";
+  }
   text << "// kforge candidate " << proposal.id << " (family " << family_.family << ", backend "
        << family_.backend << ")\n";
   for (const auto& [name, value] : proposal.job.defines) {

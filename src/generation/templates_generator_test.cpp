@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "compile/compiler.h"
 
 namespace kforge::generation {
 namespace {
@@ -104,6 +105,21 @@ TEST_F(TemplatesGeneratorTest, StandaloneSourceCarriesTheDefines) {
   std::string text = generator.standalone_source(generator.initial_proposals()[1]);
   EXPECT_NE(text.find("#define KF_PARALLEL 0"), std::string::npos);
   EXPECT_NE(text.find("int b;"), std::string::npos);
+}
+
+// A variant that needs an architecture-specific target builds with it, and its standalone source
+// says so on its first line (kforge eval and solution.py read it there).
+TEST_F(TemplatesGeneratorTest, AVariantsCudaTargetReachesTheJobAndTheStandaloneSource) {
+  KernelFamily family = load_family(root_.string(), "cpu", "toy");
+  family.variants[1].cuda_arch = "sm_90a";
+  TemplatesGenerator generator(family);
+  const std::vector<Proposal> proposals = generator.initial_proposals();
+  EXPECT_EQ(proposals[0].job.cuda_arch, "");
+  EXPECT_EQ(proposals[1].job.cuda_arch, "sm_90a");
+  const std::string text = generator.standalone_source(proposals[1]);
+  EXPECT_EQ(text.rfind("// kforge: nvcc target sm_90a", 0), 0u) << text;
+  EXPECT_EQ(compile::declared_cuda_arch(text), "sm_90a");
+  EXPECT_EQ(compile::declared_cuda_arch(generator.standalone_source(proposals[0])), "");
 }
 
 TEST_F(TemplatesGeneratorTest, MissingFamilyIsAClearError) {

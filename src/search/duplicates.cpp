@@ -214,6 +214,7 @@ std::string duplicate_key(const compile::CompileJob& job) {
     field(name);
     field(value);
   }
+  if (!job.cuda_arch.empty()) field("cuda_arch=" + job.cuda_arch);  // another binary
   return sha256_hex(text);
 }
 

@@ -91,7 +91,7 @@ TEST_F(SimulationTest, AllPointsSpanEveryVariantsParameterProduct) {
   EXPECT_EQ(points[0].variant, "serial");
   EXPECT_EQ(points[1].id(), "simd[ACCUMULATORS=1,PARALLEL=0]");  // first values first
   EXPECT_EQ(points.back().variant, "tiled");
-  compile::CompileJob job{"cpu", "text", "simd.cpp", {{"KF_PARALLEL", "1"}, {"KF_ACCUMULATORS", "4"}}};
+  compile::CompileJob job{"cpu", "text", "simd.cpp", {{"KF_PARALLEL", "1"}, {"KF_ACCUMULATORS", "4"}}, ""};
   EXPECT_EQ(job_key(job), "simd.cpp;KF_ACCUMULATORS=4;KF_PARALLEL=1");
 }
 

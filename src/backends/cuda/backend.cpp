@@ -7,6 +7,21 @@
 #include "common/files.h"
 
 namespace kforge::backends {
+
+std::string nvcc_arch_flag(const std::string& arch) {
+  const bool specific = !arch.empty() && arch.back() == 'a';
+  const std::string digits = arch.size() > 3 ? arch.substr(3, arch.size() - 3 - (specific ? 1 : 0)) : "";
+  const bool valid = arch.rfind("sm_", 0) == 0 && !digits.empty() &&
+                     digits.find_first_not_of("0123456789") == std::string::npos;
+  if (!valid) {
+    throw Error("cuda architecture '" + arch +
+                "': expected sm_ followed by its compute capability, e.g. sm_90, or sm_90a for "
+                "Hopper's architecture-specific instructions");
+  }
+  if (!specific) return "-arch=" + arch;
+  return "-gencode=arch=compute_" + digits + "a,code=" + arch;
+}
+
 namespace {
 
 // nvcc with pinned flags: -lineinfo so that Nsight Compute maps its metrics to source lines.
@@ -34,7 +49,7 @@ class NvccToolchain final : public compile::Toolchain {
     return find_on_path(nvcc);
   }
   std::vector<std::string> flags(const compile::ToolchainOptions& options) const override {
-    return {"-std=c++17", "-O3",    "-arch=" + options.cuda_arch,  "-lineinfo",
+    return {"-std=c++17", "-O3",    nvcc_arch_flag(options.cuda_arch),  "-lineinfo",
             "-shared",    "-Xcompiler", "-fPIC,-fvisibility=hidden"};
   }
 };
