@@ -29,6 +29,8 @@
 // matrix descriptor, swizzling modes); NVIDIA CUTLASS (the SM90 GMMA mainloops, 3xTF32
 // OpMultiplyAddFastF32); Ootomo & Yokota, IJHPCA 2022 (the split).
 //
+// The kernel became the gemm_epilogue family's tf32x3_wgmma variant (with bias and epilogue); this
+// program keeps the experiment, sharing its wgmma helpers (kernels/cuda/common/wgmma.cuh).
 // Build here (nvcc 13; the -gencode form: see ../.library HOPPER.md):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Ikernels \
 //     -I<dlpack include> bench/kernels/wgmma_tf32x3_probe.cu -o wgmma_tf32x3_probe
@@ -38,6 +40,7 @@
 // largest error of an fp32 loop (sequential sums) on the same outputs, on U[0, 1) inputs
 // (KernelBench's) and on normal inputs (sums that cancel).
 #include <cuda/gemm_epilogue/tf32x3_mma.cu>  // the family's mma.sync kernel: kforge_run
+#include <cuda/common/wgmma.cuh>
 
 #include <cuda_runtime.h>
 
@@ -52,7 +55,6 @@
 namespace probe {
 
 using kf::tf32x3::cp_async_16;
-using kf::tf32x3::smem_addr;
 using kf::tf32x3::to_tf32;
 
 void check(cudaError_t err, const char* what) {
@@ -64,77 +66,9 @@ void check(cudaError_t err, const char* what) {
 
 constexpr int kBM = 128, kBK = 32, kThreads = 256;
 
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-/// Keeps the compiler from moving reads or writes of `r` across a wgmma fence or wait.
-template <int R>
-__device__ __forceinline__ void fence_operands(float (&r)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-
-/// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address >> 4
-/// (bits 0-13), leading byte offset 16 >> 4 (bits 16-29; unused for K-major swizzled tiles whose
-/// K fits one swizzle row), stride byte offset 1024 >> 4 between 8-row groups (bits 32-45),
-/// base offset 0 (tiles 1024-byte aligned), swizzle mode 1 = 128-byte (bits 62-63).
-__device__ __forceinline__ uint64_t descriptor(const float* tile) {
-  const uint64_t addr = smem_addr(tile);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
-         (uint64_t{1} << 62);
-}
-
-/// d (+)= a * b for one m64n64k8 tile of the warpgroup: a, b shared-memory descriptors (K-major,
-/// 128-byte swizzle), d 32 fp32 registers a thread (layout in the header); scale_d 0 ignores d.
-__device__ __forceinline__ void wgmma_m64n64k8(float (&d)[32], uint64_t a, uint64_t b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b), "r"(scale_d));
-}
-
-/// d (+)= a * b for one m64n128k8 tile of the warpgroup: a, b shared-memory descriptors (K-major,
-/// 128-byte swizzle), d 64 fp32 registers a thread (layout in the header); scale_d 0 ignores d.
-__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], uint64_t a, uint64_t b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(a), "l"(b), "r"(scale_d));
-}
-
-template <int BN>
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], uint64_t a, uint64_t b, int scale_d) {
-  if constexpr (BN == 64) wgmma_m64n64k8(d, a, b, scale_d);
-  else wgmma_m64n128k8(d, a, b, scale_d);
-}
+using kf::wgmma::descriptor;
+using kf::wgmma::fence_operands;
+using kf::wgmma::fence_proxy_async;
 
 /// Issues the 16-byte copies of rows [row0, row0 + ROWS) x k-slice [k0, k0 + 32) of a K-major
 /// matrix (rows x K, K % 4 == 0) into `tile` in the 128-byte-swizzled layout, zero-filling what
@@ -225,14 +159,14 @@ gemm_wgmma_3xtf32(const float* __restrict__ x, const float* __restrict__ w, floa
     const float* b_hi = p + 2 * L::kTileA;
     const float* b_lo = b_hi + L::kTileB;
     fence_operands(part);
-    wgmma_fence();
+    kf::wgmma::fence();
 #pragma unroll
     for (int k = 0; k < kBK / 8; ++k) {
-      wgmma_tile<BN>(part, descriptor(a_lo + 8 * k), descriptor(b_hi + 8 * k), k > 0 ? 1 : 0);
-      wgmma_tile<BN>(part, descriptor(a_hi + 8 * k), descriptor(b_lo + 8 * k), 1);
-      wgmma_tile<BN>(part, descriptor(a_hi + 8 * k), descriptor(b_hi + 8 * k), 1);
+      kf::wgmma::tile<BN>(part, descriptor(a_lo + 8 * k), descriptor(b_hi + 8 * k), k > 0 ? 1 : 0);
+      kf::wgmma::tile<BN>(part, descriptor(a_hi + 8 * k), descriptor(b_lo + 8 * k), 1);
+      kf::wgmma::tile<BN>(part, descriptor(a_hi + 8 * k), descriptor(b_hi + 8 * k), 1);
     }
-    wgmma_commit();
+    kf::wgmma::commit();
     // 2-5. While the tensor cores work: slice kt+1 lands and is split, slice kt+STAGES-1 goes in
     // flight into the buffer of slice kt-1 (every warpgroup finished it: step 6 came before the
     // barrier). No accumulator register is touched until the wait (ptxas would serialize the
@@ -247,7 +181,7 @@ gemm_wgmma_3xtf32(const float* __restrict__ x, const float* __restrict__ w, floa
       fence_proxy_async();
     }
     // 6. Slice kt out of the tensor cores: add it to the running fp32 sum.
-    wgmma_wait<0>();
+    kf::wgmma::wait_all();
     fence_operands(part);
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] += part[i];
