@@ -205,11 +205,19 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
         }
         // An fp32 output whose failing elements are each within the precision rule's ratio of
         // the fp32 model's own error there is as accurate as fp32 allows (a cancelling sum on
-        // the adversarial inputs), when the norm-wise bound and the RMS rule hold.
+        // the adversarial inputs), when the norm-wise bound and the RMS rule hold. On the gate's
+        // own heavy-tailed cases (pareto, spike) that aggregate judgement is the whole one: terms
+        // of 1e2-1e4 that cancel leave single elements whose fp32 error depends on the order of
+        // the sum, and the fp32 model's order may be lucky exactly there (on an H100, KernelBench
+        // L1/73's two honest transposed convolutions gave the same value, 4.7e-5 off where cuDNN
+        // was within 1e-6; L1/97's fp32 and 3xTF32 attentions 1.4e-3 relative on rows whose
+        // logits were ~1e4). The uniform and normal cases of the same workloads keep every
+        // element to the tolerance, so a wrong element is still caught there.
         const bool element_only = !comparison.passed && comparison.norm_passed &&
                                   comparison.nonfinite_mismatches == 0 &&
                                   comparison.mismatched_elements > 0;
         if (element_only && precision && precision->passed && precision->applied) {
+          if (gate_case.adversarial) continue;
           if (first_beyond_fp32_error(got.bytes(call * run.output_bytes + output.offset,
                                                 output.bytes),
                                       expected.file.bytes(output.offset, output.bytes),
