@@ -29,8 +29,11 @@
 // matrix descriptor, swizzling modes); NVIDIA CUTLASS (the SM90 GMMA mainloops, 3xTF32
 // OpMultiplyAddFastF32); Ootomo & Yokota, IJHPCA 2022 (the split).
 //
-// The kernel became the gemm_epilogue family's tf32x3_wgmma variant (with bias and epilogue); this
-// program keeps the experiment, sharing its wgmma helpers (kernels/cuda/common/wgmma.cuh).
+// The wgmma kernel became the gemm_epilogue family's tf32x3_wgmma variant (bias, epilogue chain,
+// 4-byte copies for K % 4 != 0); the numbers in compute_bound_h100_s9.md came from this file's
+// first form at 8a01824, which held its own copy of that kernel (BN 64 with 4 stages as well).
+// It now times the family's sources themselves through their kforge_run entry points, each
+// included in a namespace of its own.
 // Build here (nvcc 13; the -gencode form: see ../.library HOPPER.md):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Ikernels \
 //     -I<dlpack include> bench/kernels/wgmma_tf32x3_probe.cu -o wgmma_tf32x3_probe
@@ -39,8 +42,12 @@
 // the median), and on 4096 sampled outputs the largest error against float64 next to the
 // largest error of an fp32 loop (sequential sums) on the same outputs, on U[0, 1) inputs
 // (KernelBench's) and on normal inputs (sums that cancel).
-#include <cuda/gemm_epilogue/tf32x3_mma.cu>  // the family's mma.sync kernel: kforge_run
+#include <common/epilogue.h>
+#include <common/gemm_args.h>
+#include <cuda/common/elem.cuh>
+#include <cuda/common/tf32x3.cuh>
 #include <cuda/common/wgmma.cuh>
+#include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
 
@@ -52,10 +59,31 @@
 #include <random>
 #include <vector>
 
-namespace probe {
+// Each family source defines kforge_run and its constants in an anonymous namespace: one named
+// namespace and one entry-point name per included point.
+#define kforge_run kforge_run_mma_sync
+namespace mma_sync {
+#include <cuda/gemm_epilogue/tf32x3_mma.cu>  // default point: BM 128, BN 64, BK 32, 3 stages
+}  // namespace mma_sync
+#undef kforge_run
+#undef KF_BM
+#undef KF_BN
+#undef KF_BK
+#undef KF_STAGES
+#define kforge_run kforge_run_wgmma_bn128
+namespace wgmma_bn128 {
+#include <cuda/gemm_epilogue/tf32x3_wgmma.cu>  // default point: BN 128
+}  // namespace wgmma_bn128
+#undef kforge_run
+#undef KF_BN
+#define KF_BN 64
+#define kforge_run kforge_run_wgmma_bn64
+namespace wgmma_bn64 {
+#include <cuda/gemm_epilogue/tf32x3_wgmma.cu>
+}  // namespace wgmma_bn64
+#undef kforge_run
 
-using kf::tf32x3::cp_async_16;
-using kf::tf32x3::to_tf32;
+namespace probe {
 
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) {
@@ -64,159 +92,9 @@ void check(cudaError_t err, const char* what) {
   }
 }
 
-constexpr int kBM = 128, kBK = 32, kThreads = 256;
-
-using kf::wgmma::descriptor;
-using kf::wgmma::fence_operands;
-using kf::wgmma::fence_proxy_async;
-
-/// Issues the 16-byte copies of rows [row0, row0 + ROWS) x k-slice [k0, k0 + 32) of a K-major
-/// matrix (rows x K, K % 4 == 0) into `tile` in the 128-byte-swizzled layout, zero-filling what
-/// lies outside.
-template <int ROWS>
-__device__ __forceinline__ void load_swizzled(float* tile, const float* src, int64_t rows,
-                                              int64_t K, int64_t row0, int64_t k0, int tid) {
-  constexpr int kChunks = ROWS * 8;  // 8 chunks of 16 bytes a row
-  static_assert(kChunks % kThreads == 0, "whole copies per thread");
-#pragma unroll
-  for (int i = 0; i < kChunks / kThreads; ++i) {
-    const int idx = tid + i * kThreads, r = idx >> 3, q = idx & 7;
-    const int64_t k = k0 + q * 4;
-    const bool inside = row0 + r < rows && k < K;
-    const float* p = inside ? src + (row0 + r) * K + k : src;
-    cp_async_16(tile + r * kBK + ((q ^ (r & 7)) << 2), p, inside ? 16 : 0);
-  }
-}
-
-template <int BN, int STAGES>
-struct Layout {
-  static constexpr int kTileA = kBM * kBK, kTileB = BN * kBK;  // floats
-  // A hi (raw), A lo, B hi (raw), B lo: every part a multiple of 1024 bytes.
-  static constexpr int kStage = 2 * (kTileA + kTileB);
-  static constexpr size_t kSmemBytes = sizeof(float) * STAGES * kStage + 1024;  // + alignment
-};
-
-template <int BN, int STAGES>
-__global__ void __launch_bounds__(kThreads, 1)
-gemm_wgmma_3xtf32(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
-                  int64_t M, int64_t N, int64_t K) {
-  using L = Layout<BN, STAGES>;
-  static_assert(STAGES >= 3, "the ring holds the slice in the tensor cores, the one being split "
-                             "and the one loading");
-  extern __shared__ unsigned char smem_raw[];
-  float* smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
-  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM, n0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int ktiles = static_cast<int>((K + kBK - 1) / kBK);
-
-  auto stage = [&](int s) { return smem + s * L::kStage; };
-  auto load = [&](int s, int kt) {
-    float* p = stage(s);
-    load_swizzled<kBM>(p, x, M, K, m0, static_cast<int64_t>(kt) * kBK, tid);
-    load_swizzled<BN>(p + 2 * L::kTileA, w, N, K, n0, static_cast<int64_t>(kt) * kBK, tid);
-  };
-  // raw -> hi in place, lo into the twin buffer (same layout: the swizzle is within a row).
-  auto split = [&](float* p) {
-    constexpr int kVecA = L::kTileA / 4, kVecAll = (L::kTileA + L::kTileB) / 4;
-    static_assert(kVecAll % kThreads == 0, "whole float4s per thread");
-#pragma unroll
-    for (int i = 0; i < kVecAll / kThreads; ++i) {
-      const int v = tid + i * kThreads;
-      float* raw = v < kVecA ? p + 4 * v : p + 2 * L::kTileA + 4 * (v - kVecA);
-      float* lo = raw + (v < kVecA ? L::kTileA : L::kTileB);
-      float4 value = *reinterpret_cast<float4*>(raw), h, l;
-      h.x = __uint_as_float(to_tf32(value.x)); l.x = __uint_as_float(to_tf32(value.x - h.x));
-      h.y = __uint_as_float(to_tf32(value.y)); l.y = __uint_as_float(to_tf32(value.y - h.y));
-      h.z = __uint_as_float(to_tf32(value.z)); l.z = __uint_as_float(to_tf32(value.z - h.z));
-      h.w = __uint_as_float(to_tf32(value.w)); l.w = __uint_as_float(to_tf32(value.w - h.w));
-      *reinterpret_cast<float4*>(raw) = h;
-      *reinterpret_cast<float4*>(lo) = l;
-    }
-  };
-
-  float acc[BN / 2], part[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.0f;
-
-  // Slices 0 .. STAGES-2 in flight; slice 0 split before the loop.
-#pragma unroll
-  for (int st = 0; st < STAGES - 1; ++st) {
-    if (st < ktiles) load(st, st);
-    kf::tf32x3::cp_async_commit();
-  }
-  kf::tf32x3::cp_async_wait<STAGES - 2>();
-  __syncthreads();
-  split(stage(0));
-  fence_proxy_async();
-  __syncthreads();
-
-#pragma unroll 1
-  for (int kt = 0; kt < ktiles; ++kt) {
-    // 1. The 12 products of slice kt into `part` (the small terms first; scale-d 0 on the first).
-    const float* p = stage(kt % STAGES);
-    const float* a_hi = p + wg * 64 * kBK;
-    const float* a_lo = a_hi + L::kTileA;
-    const float* b_hi = p + 2 * L::kTileA;
-    const float* b_lo = b_hi + L::kTileB;
-    fence_operands(part);
-    kf::wgmma::fence();
-#pragma unroll
-    for (int k = 0; k < kBK / 8; ++k) {
-      kf::wgmma::tile<BN>(part, descriptor(a_lo + 8 * k), descriptor(b_hi + 8 * k), k > 0 ? 1 : 0);
-      kf::wgmma::tile<BN>(part, descriptor(a_hi + 8 * k), descriptor(b_lo + 8 * k), 1);
-      kf::wgmma::tile<BN>(part, descriptor(a_hi + 8 * k), descriptor(b_hi + 8 * k), 1);
-    }
-    kf::wgmma::commit();
-    // 2-5. While the tensor cores work: slice kt+1 lands and is split, slice kt+STAGES-1 goes in
-    // flight into the buffer of slice kt-1 (every warpgroup finished it: step 6 came before the
-    // barrier). No accumulator register is touched until the wait (ptxas would serialize the
-    // wgmmas otherwise, C7514).
-    kf::tf32x3::cp_async_wait<STAGES - 3>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    if (next < ktiles) load(next % STAGES, next);
-    kf::tf32x3::cp_async_commit();
-    if (kt + 1 < ktiles) {
-      split(stage((kt + 1) % STAGES));
-      fence_proxy_async();
-    }
-    // 6. Slice kt out of the tensor cores: add it to the running fp32 sum.
-    kf::wgmma::wait_all();
-    fence_operands(part);
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] += part[i];
-    // 7. Slice kt+1's split is visible to every warpgroup before its products are issued.
-    __syncthreads();
-  }
-  kf::tf32x3::cp_async_wait<0>();
-
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int64_t row = m0 + wg * 64 + warp * 16 + g + 8 * half;
-      const int64_t col = n0 + 8 * j + 2 * t;
-      if (row >= M) continue;
-      if (col < N) y[row * N + col] = acc[4 * j + 2 * half];
-      if (col + 1 < N) y[row * N + col + 1] = acc[4 * j + 2 * half + 1];
-    }
-}
-
-template <int BN, int STAGES>
-cudaError_t launch_wgmma(const float* x, const float* w, float* y, int64_t M, int64_t N, int64_t K) {
-  using L = Layout<BN, STAGES>;
-  auto kernel = gemm_wgmma_3xtf32<BN, STAGES>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(L::kSmemBytes));
-  if (err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((N + BN - 1) / BN), static_cast<unsigned>((M + kBM - 1) / kBM));
-  kernel<<<grid, kThreads, L::kSmemBytes>>>(x, w, y, M, N, K);
-  return cudaGetLastError();
-}
-
-/// The family's mma.sync kernel through its kforge ABI entry point.
-cudaError_t launch_mma_sync(const float* x, const float* w, float* y, int64_t M, int64_t N, int64_t K) {
+/// Y = X W^T through a family point's entry point (no bias, the identity epilogue).
+cudaError_t run_point(int (*entry)(const kforge_args*), const float* x, const float* w, float* y,
+                      int64_t M, int64_t N, int64_t K) {
   int64_t xs[2] = {M, K}, ws[2] = {N, K}, ys[2] = {M, N};
   DLTensor in[2] = {}, out[1] = {};
   auto fill = [](DLTensor& t, const float* p, int64_t* shape) {
@@ -225,20 +103,22 @@ cudaError_t launch_mma_sync(const float* x, const float* w, float* y, int64_t M,
     t.ndim = 2;
     t.dtype = {kDLFloat, 32, 1};
     t.shape = shape;
-    t.strides = nullptr;
-    t.byte_offset = 0;
   };
   fill(in[0], x, xs);
   fill(in[1], w, ws);
   fill(out[0], y, ys);
-  kforge_args args{KFORGE_ABI_VERSION, 2, in, 1, out, 0, nullptr, nullptr};
-  const int rc = kforge_run(&args);
+  const kforge_args args{KFORGE_ABI_VERSION, 2, in, 1, out, 0, nullptr, nullptr};
+  const int rc = entry(&args);
   return rc == 0 ? cudaSuccess : static_cast<cudaError_t>(rc > 0 ? rc : 1);
 }
 
 struct Kernel {
   const char* name;
-  cudaError_t (*launch)(const float*, const float*, float*, int64_t, int64_t, int64_t);
+  int (*entry)(const kforge_args*);
+  cudaError_t launch(const float* x, const float* w, float* y, int64_t M, int64_t N,
+                     int64_t K) const {
+    return run_point(entry, x, w, y, M, N, K);
+  }
 };
 
 }  // namespace probe
@@ -254,10 +134,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Kernel kernels[] = {
-      {"mma_sync tf32x3 (family default)", launch_mma_sync},
-      {"wgmma tf32x3 BN64 STAGES3", launch_wgmma<64, 3>},
-      {"wgmma tf32x3 BN64 STAGES4", launch_wgmma<64, 4>},
-      {"wgmma tf32x3 BN128 STAGES3", launch_wgmma<128, 3>},
+      {"mma_sync tf32x3_mma (default)", mma_sync::kforge_run_mma_sync},
+      {"wgmma tf32x3_wgmma BN128", wgmma_bn128::kforge_run_wgmma_bn128},
+      {"wgmma tf32x3_wgmma BN64", wgmma_bn64::kforge_run_wgmma_bn64},
   };
   std::printf("M %lld N %lld K %lld, %d timed calls each\n", static_cast<long long>(M),
               static_cast<long long>(N), static_cast<long long>(K), iters);
