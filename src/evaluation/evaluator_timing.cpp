@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -103,7 +104,34 @@ TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Work
   return verdict;
 }
 
+TimingVerdict Evaluator::time_quick_in_window(worker::Worker& on, int handle,
+                                              std::optional<QuickReference>& window) {
+  const auto started = std::chrono::steady_clock::now();
+  QuickReference reference;
+  reference.before_ms = time_reference_samples(policy_.quick_reference).samples_ms;
+  const auto candidate_started = std::chrono::steady_clock::now();
+  TimingVerdict quick = time_checked(on, handle, timed_workload_, policy_.quick, timing_seed_,
+                                     policy_.checks_per_request, Rung::quick);
+  const auto candidate_ended = std::chrono::steady_clock::now();
+  if (quick.verdict != Verdict::ok || quick.samples_ms.empty()) return quick;
+  reference.after_ms = time_reference_samples(policy_.quick_reference).samples_ms;
+  std::vector<double> both = reference.before_ms;
+  both.insert(both.end(), reference.after_ms.begin(), reference.after_ms.end());
+  reference.median_ms = median(both);
+  reference.speedup = estimate_speedup(both, quick.samples_ms, policy_.acceptance_level, 2000,
+                                       policy_.gate.base_seed);
+  reference.outcome = judge_speedup(reference.speedup, policy_.min_gain);
+  const auto seconds = [](auto from, auto to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
+  reference.seconds = seconds(started, std::chrono::steady_clock::now()) -
+                      seconds(candidate_started, candidate_ended);
+  window = std::move(reference);
+  return quick;
+}
+
 worker::TimeResult Evaluator::time_reference_samples(const worker::MeasurementPolicy& measurement) {
+  std::lock_guard lock(reference_timing_);
   worker::TimeResult result = reference_worker_.time(
       time_request(oracle_->handle(), timed_workload_, measurement, timing_seed_),
       policy_.time_timeout_s);
@@ -134,6 +162,7 @@ void Evaluator::prime_full_rung_reference() {
   for (const Workload& workload : task_.workloads) {
     if (!workload.timed || reference_full_ms_.contains(workload.name)) continue;
     prime_check_outputs(workload);
+    std::lock_guard lock(reference_timing_);
     worker::TimeResult reference = reference_worker_.time(
         time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
         policy_.time_timeout_s);

@@ -44,7 +44,7 @@ void Optimizer::promote_cohort(int step) {
     Contender c;
     c.id = r.id;
     c.score = r.quick_score;
-    c.optimistic = quick_score_upper(r.quick_samples_ms, reference_ms_,
+    c.optimistic = quick_score_upper(r.quick_samples_ms, quick_reference_ms(r),
                                      evaluation_policy().acceptance_level);
     c.is_best = best_ && best_->id == r.id;
     c.decomposition = decomposition_of(r.id);
@@ -288,9 +288,8 @@ AcceptanceDecision Optimizer::confirm_full_rung(const CandidateRecord& best,
     decided.ci_low = std::min(ratios[0], ratios[1]);
     decided.ci_high = std::max(ratios[0], ratios[1]);
     // Faster only when both halves agree: the slower half must still clear min_gain.
-    decided.outcome = decided.ci_low > 1.0 + min_gain           ? ComparisonOutcome::faster
-                      : decided.ci_high < 1.0 / (1.0 + min_gain) ? ComparisonOutcome::slower
-                                                                 : ComparisonOutcome::tie;
+    decided.outcome = evaluation::judge_speedup(
+        {decided.speedup, decided.ci_low, decided.ci_high, 1.0}, min_gain);
   }
   journal_->record_comparison(decided, seconds);
   nlohmann::json event = decided;

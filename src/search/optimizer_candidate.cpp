@@ -21,6 +21,7 @@ namespace {
 // A build log kept in the run database for a repair prompt: the head, where errors start.
 constexpr size_t kBuildLogBytes = 64 * 1024;
 
+// `reference_ms`: the reference median its quick speedup is over (Optimizer::quick_reference_ms).
 std::string describe(const CandidateRecord& record, double reference_ms) {
   if (record.verdict != Verdict::ok) {
     std::string message = record.message.substr(0, 160);
@@ -119,8 +120,8 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   record.found_device_s = spend.device_s;
   record.found_wall_s = spend.wall_s;
   if (record.median_ms) {
-    record.quick_score =
-        quick_score(record.quick_samples_ms, reference_ms_, evaluation_policy().acceptance_level);
+    record.quick_score = quick_score(record.quick_samples_ms, quick_reference_ms(record),
+                                     evaluation_policy().acceptance_level);
   }
   consider(record);
   generation::Feedback feedback;
@@ -128,7 +129,7 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   feedback.message = record.message;
   feedback.build_log = record.build_log;
   feedback.median_ms = record.median_ms;
-  feedback.reference_ms = reference_ms_;
+  feedback.reference_ms = quick_reference_ms(record);
   feedback.is_best = best_ && best_->id == record.id;
   generator_.observe(proposal, feedback);
   if (feedback_out != nullptr) *feedback_out = feedback;
@@ -145,12 +146,12 @@ CandidateRecord Optimizer::new_record(const generation::Proposal& proposal, int 
   return record;
 }
 
-void Optimizer::take_move(CandidateRecord& record, const Move* move) {
+void Optimizer::take_move(CandidateRecord& record, const Move* move) const {
   if (move == nullptr) return;
   record.direction_id = move->direction_id;
   record.strategy_id = move->strategy_id;
   record.parent_id = move->parent_id;
-  if (record.median_ms) record.log_gain = std::log(move->parent_ms / *record.median_ms);
+  if (record.median_ms) record.log_gain = std::log(quick_speedup(record) / move->parent_speedup);
 }
 
 void Optimizer::write_source(const generation::Proposal& proposal, const fs::path& dir,
@@ -183,6 +184,7 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
   if (outcome.verdict == Verdict::ok) {
     record.median_ms = outcome.timing.median_ms;
     record.quick_samples_ms = outcome.samples_ms;
+    record.quick_reference = outcome.quick_reference;
     std::lock_guard<std::mutex> lock(handles_mutex_);
     handles_[proposal.id][evaluated.worker] = outcome.handle;
     homes_[proposal.id] = evaluated.worker;
@@ -205,6 +207,8 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
                                {"rungs", outcome.rungs},
                                {"samples_ms", outcome.samples_ms},
                                {"timing", outcome.timing}};
+  // What a resumed run reads the rung-1 speedup back from (restore).
+  if (record.quick_reference) evaluation["quick_reference"] = *record.quick_reference;
   run_dir_.write_json(dir / "evaluation.json", evaluation);
 
   // The run database's row, written before anything is decided about the candidate: a crash
@@ -251,6 +255,10 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   record.device_s = recorded.device_s;
   record.quick_samples_ms =
       row.evaluation.value("samples_ms", std::vector<double>{});
+  // Runs recorded before rung 1 timed its own reference have none: reference_ms_ stands in.
+  if (row.evaluation.contains("quick_reference")) {
+    record.quick_reference = row.evaluation.at("quick_reference").get<evaluation::QuickReference>();
+  }
   record.rung = recorded.reached_quick ? Rung::quick : Rung::gate;
   record.duplicate_of = row.evaluation.value("duplicate_of", "");
   if (!record.duplicate_of.empty()) {
@@ -320,7 +328,8 @@ AcceptanceDecision Optimizer::compare_paired(const CandidateRecord& incumbent,
 }
 
 void Optimizer::consider(CandidateRecord& record) {
-  progress_(fmt::format("  [{:03d}] {}{}{}", record.index, describe(record, reference_ms_),
+  progress_(fmt::format("  [{:03d}] {}{}{}", record.index,
+                        describe(record, quick_reference_ms(record)),
                         record.duplicate_of.empty()
                             ? ""
                             : fmt::format("  same as #{} (not evaluated again)",
@@ -345,9 +354,14 @@ void Optimizer::consider(CandidateRecord& record) {
   } else if (!best_) {
     outcome = AcceptanceOutcome::accepted;
     reason = "first correct candidate";
-  } else if (*record.median_ms >= *best_->median_ms * (1.0 - min_gain)) {
-    reason = fmt::format("quick median {:.4f} ms is not {:.0f}% below the best's ({}, {:.4f} ms)",
-                         *record.median_ms, 100 * min_gain, best_->id, *best_->median_ms);
+  } else if (quick_speedup(record) * (1.0 - min_gain) <= quick_speedup(*best_)) {
+    // Speedups, not medians: each is over the reference timed in its own window, so a best
+    // timed on a quiet machine does not hide a faster candidate timed under load (issue 21).
+    // With one reference for both this is "median not min_gain below the best's".
+    reason = fmt::format("quick speedup {:.3f}x ({:.4f} ms) is not {:.0f}% above the best's ({}, "
+                         "{:.3f}x, {:.4f} ms), each over the reference timed in its window",
+                         quick_speedup(record), *record.median_ms, 100 * min_gain, best_->id,
+                         quick_speedup(*best_), *best_->median_ms);
   } else {
     // Looks faster on the quick rung: accepted only if a paired, interleaved comparison with
     // the best shows the gain beyond noise.
@@ -405,6 +419,7 @@ void Optimizer::consider(CandidateRecord& record) {
                           // the run's spend so far, for the report's best-so-far curves
                           {"spent_device_s", budget_->spend().device_s},
                           {"spent_wall_s", budget_->spend().wall_s}};
+  if (record.quick_reference) event["quick_reference_ms"] = record.quick_reference->median_ms;
   if (!record.duplicate_of.empty()) {
     event["duplicate_of"] = record.duplicate_of;
     event["duplicate_of_index"] = record.duplicate_of_index;
@@ -441,7 +456,7 @@ void Optimizer::record_evidence(const Move& move, const CandidateRecord& record,
   if (measured != nullptr && measured->full_geomean_speedup) {
     evidence.speedup_vs_baseline = *measured->full_geomean_speedup;
   } else if (record.median_ms) {
-    evidence.speedup_vs_baseline = reference_ms_ / *record.median_ms;
+    evidence.speedup_vs_baseline = quick_speedup(record);
   }
   evidence.candidate_id = record.artifact_key;
   evidence.excerpt = proposals_.at(record.id).change;

@@ -11,13 +11,18 @@
 //
 //   S(p, 1) = reference_ms / t_hi(p)
 //
-// where reference_ms is the reference's quick-rung median and t_hi(p) is the upper end of the
+// where reference_ms is the median of the reference timed in p's own rung-1 window (a short
+// round just before and one just after p's quick timing: evaluation::QuickReference; on a
+// loaded 2-core machine a reference timed once at the start of the run made the reference
+// itself score 2.17x over itself, issue 21) and t_hi(p) is the upper end of the
 // distribution-free confidence interval of p's median quick-rung time: the order statistic
 // x_(u) of its n sorted samples, u the smallest rank with P(Binomial(n, 1/2) <= u - 1) >=
 // (1 + level) / 2 (the order-statistic interval of a quantile, Conover, "Practical
 // Nonparametric Statistics", 3rd ed., 1999, ch. 3). A candidate that is fast but noisy (few
 // samples, wide spread) scores below one that is as fast and steady, so noise alone does not
 // earn the expensive rung. With 8 samples or fewer u = n (the slowest sample) at level 0.95.
+// The reference's window median is taken as exact in S (20 samples by default); its own noise
+// is in QuickReference's interval, which the run records but the rule does not use.
 //
 // Per step (a "cohort" = the correct candidates that finished rung 1 since the last promotion):
 //   ladder  the top ceil(n / eta) by S(p, 1) are promoted (ties: the earlier candidate first),
