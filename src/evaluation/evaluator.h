@@ -265,6 +265,11 @@ class EvaluationPlane {
   /// Acceptance: `incumbent` and `challenger`, both loaded in `on`, timed interleaved and judged
   /// at acceptance_level and min_gain; without `paired` when either fails.
   virtual CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) = 0;
+  /// compare() on the timed workload named `workload` instead of the primary one: rung 2's
+  /// challenge of the best (Optimizer::confirm_full_rung), one such comparison per timed
+  /// workload. Throws Error when `workload` is not a timed workload of the task.
+  virtual CompareOutcome compare_on(const std::string& workload, int incumbent, int challenger,
+                                    worker::Worker& on) = 0;
   /// The primary timed workload (rung 1's, rung 3's and the profile's).
   virtual const Workload& timed_workload() const = 0;
   /// The policy this plane measures with: the run's only copy.
@@ -336,6 +341,9 @@ class Evaluator : public EvaluationPlane {
   /// judge_paired at acceptance_level and min_gain. Without `paired` when either fails.
   CompareOutcome compare(int incumbent, int challenger);
   CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) override;
+  /// compare() on timed workload `workload` (its checked calls named "rung-2 challenge").
+  CompareOutcome compare_on(const std::string& workload, int incumbent, int challenger,
+                            worker::Worker& on) override;
 
   const Workload& timed_workload() const override { return timed_workload_; }
   ProfileInputs profile_inputs() const override;
@@ -384,6 +392,9 @@ class Evaluator : public EvaluationPlane {
       worker::Worker& on, int handle, const Workload& workload,
       const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
       const std::string& timing_name);
+  /// compare()'s rounds on `workload`, its checked calls' failures naming `timing_name`.
+  CompareOutcome compare_rounds(const Workload& workload, int incumbent, int challenger,
+                                worker::Worker& on, const std::string& timing_name);
   /// Input sets a timing request of `workload` asks for (rotation below rotation_limit_bytes).
   int input_sets_for(const Workload& workload) const;
   /// Computes (in the reference worker) the expected outputs of every input a check of

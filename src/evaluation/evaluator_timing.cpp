@@ -254,6 +254,21 @@ CompareOutcome Evaluator::compare(int incumbent, int challenger) {
 }
 
 CompareOutcome Evaluator::compare(int incumbent, int challenger, worker::Worker& on) {
+  return compare_rounds(timed_workload_, incumbent, challenger, on, "acceptance");
+}
+
+CompareOutcome Evaluator::compare_on(const std::string& workload, int incumbent, int challenger,
+                                     worker::Worker& on) {
+  for (const Workload& w : task_.workloads) {
+    if (w.name != workload || !w.timed) continue;
+    prime_check_outputs(w);  // done by rung 2 already: a cache hit
+    return compare_rounds(w, incumbent, challenger, on, "rung-2 challenge");
+  }
+  throw Error("compare_on: '" + workload + "' is not a timed workload of task " + task_.name);
+}
+
+CompareOutcome Evaluator::compare_rounds(const Workload& workload, int incumbent, int challenger,
+                                         worker::Worker& on, const std::string& timing_name) {
   CompareOutcome outcome;
   std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
   for (int round = 0; round < policy_.compare_rounds; ++round) {
@@ -262,9 +277,9 @@ CompareOutcome Evaluator::compare(int incumbent, int challenger, worker::Worker&
     for (int turn = 0; turn < 2; ++turn) {
       const bool incumbent_turn = (turn == 0) == incumbent_first;
       const int handle = incumbent_turn ? incumbent : challenger;
-      const CheckedTiming timing = time_with_checks(on, handle, timed_workload_, policy_.round,
+      const CheckedTiming timing = time_with_checks(on, handle, workload, policy_.round,
                                                     timing_seed_, policy_.checks_per_round,
-                                                    "acceptance");
+                                                    timing_name);
       if (timing.result.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
         outcome.failed_handle = handle;
         const bool checked = timing.verdict != Verdict::ok;

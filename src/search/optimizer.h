@@ -24,7 +24,8 @@
 //            pruned. Then each move's feedback is written back into the HTG: its log gain over
 //            its parent (quick rung) and its speedup, from rung 2 when it was promoted.
 //   final    rung 3 takes the best by rung-2 geomean (the search's best unless another is
-//            faster by more than min_gain over every timed workload); it and the reference are
+//            faster by more than min_gain over every timed workload and confirms it when both
+//            are timed in interleaved rounds on every timed workload); it and the reference are
 //            timed interleaved (paired rounds) and the speedup is reported with a bootstrap
 //            confidence interval; a second Ctrl-C skips it
 //
@@ -451,12 +452,17 @@ class Optimizer {
   /// The id the final rung takes: `best_id` unless another rung-2 candidate's geomean speedup
   /// over all timed workloads is higher by more than min_gain (or the best failed rung 2).
   std::string choose_final(const std::string& best_id);
-  /// A rung-2 challenger of the search's best, both timed at rung 2 again in one window, in
-  /// ABBA order (challenger, best, best, challenger): `speedup` the geometric mean of the two
-  /// pairs' geomean ratios (challenger over best), ci_low/ci_high the two ratios; faster only
-  /// when both exceed 1 + min_gain, slower when both fall below 1 / (1 + min_gain), else a tie;
-  /// failed when either full rung fails. The seconds are charged to the budget and recorded as
-  /// a "compare" rung row of the challenger; an event "final_challenge" is written.
+  /// A rung-2 challenger of the search's best, timed with it as acceptance times two
+  /// candidates (EvaluationPlane::compare_on: compare_rounds interleaved rounds, the order
+  /// alternating, checked calls), once on every timed workload; `speedup` the geometric mean of
+  /// the workloads' paired speedups (challenger over best), ci_low/ci_high its interval
+  /// (evaluation::geometric_mean), the outcome judge_speedup's at min_gain: faster, slower or
+  /// tie; failed when a timing of either fails. Until the identical-code run of
+  /// bench/ladder/identical_cpu.md it timed two full rungs of each in ABBA order and took the
+  /// two ratios for the interval: with a load noise far above min_gain, both ratios fall on the
+  /// same side of 1 +- min_gain about one time in four each way for identical code. The seconds
+  /// are charged to the budget and recorded as a "compare" rung row of the challenger; an event
+  /// "final_challenge" is written.
   AcceptanceDecision confirm_full_rung(const CandidateRecord& best,
                                        const CandidateRecord& challenger);
   /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu|py.
