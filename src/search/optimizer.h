@@ -409,6 +409,8 @@ class Optimizer {
   void sync_duplicates();
   /// The lineage of the best (lineage.h) from the run's records.
   std::vector<LineageStep> best_lineage() const;
+
+  // optimizer_acceptance.cpp: a candidate judged against the best
   /// Judges `record` against the best (the acceptance outcome; a new best when accepted),
   /// records the outcome and appends the record.
   void consider(CandidateRecord& record);
@@ -424,6 +426,8 @@ class Optimizer {
   /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
   /// later rung failed: its row in the run database, its record and an event say so.
   void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
+
+  // optimizer_candidate.cpp, continued
   void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
   CandidateRecord* find_record(const std::string& id);
   /// The handle of a correct candidate on worker `worker`, loading it there (on resume, after
