@@ -185,6 +185,8 @@ TEST(LoadIdenticalCode, IsATieAtEveryRungWhileTheLoadChanges) {
                                {"start_reference_score",
                                 search::quick_score(samples_ms, start_reference_ms)},
                                {"window_s", window["seconds"]},
+                               {"window_samples", window["before_ms"].size() +
+                                                      window["after_ms"].size()},
                                {"device_s", c["device_s"]}});
     if (!c["full_geomean_speedup"].is_null()) {
       record["rung2"].push_back({{"id", c["id"]}, {"geomean_speedup", c["full_geomean_speedup"]}});

@@ -48,6 +48,7 @@ def run_summary(run):
         "final": [final["speedup"], final["ci_low"], final["ci_high"], final_outcome],
         "best": run["best"],
         "window_s_mean": statistics.mean(c["window_s"] for c in rung1),
+        "window_samples_mean": statistics.mean(c.get("window_samples", 0) for c in rung1),
         "device_s_mean": statistics.mean(c["device_s"] for c in rung1),
         "wall_s": run["wall_s"],
     }
@@ -111,12 +112,13 @@ def main():
             f"| {'pass' if s['passed'] else 'FAIL'} |")
     window = statistics.mean(s["window_s_mean"] for s in summaries)
     device = statistics.mean(s["device_s_mean"] for s in summaries)
+    samples = statistics.mean(s["window_samples_mean"] for s in summaries)
     lines += [
         "",
-        f"Cost of the rung-1 windows: {window:.2f} s per candidate on average (two rounds of "
-        f"1 + 8 reference calls, each with the cpu backend's 256 MiB cache flush), "
-        f"{100 * window / device:.0f}% of the {device:.1f} s a candidate's rungs 0-1 took "
-        "(its device seconds, window included).",
+        f"Cost of the rung-1 windows: {window:.2f} s per candidate on average ({samples:.1f} "
+        "reference samples from two rounds of EvaluationPolicy::quick_reference, each call with "
+        f"the cpu backend's 256 MiB cache flush), {100 * window / device:.0f}% of the "
+        f"{device:.1f} s a candidate's rungs 0-1 took (its device seconds, window included).",
         "",
     ]
     with open(args.out + ".md", "w") as f:

@@ -60,13 +60,13 @@ struct EvaluationPolicy {
   /// candidate, reference), and the candidate's quick speedup is over the median of those two
   /// rounds, so both saw the same load. A reference timed once at the start of a run made the
   /// reference itself, run as a candidate, 2.17x "faster" than itself on a loaded 2-core
-  /// machine. Cost per candidate: 2 x (1 + 8) = 18 reference calls and two requests, each call
-  /// with its cache flush: on cuda 18 kernel calls (the L2 flush is microseconds); on the 2-core
-  /// cpu VM, whose every call also writes a 256 MiB flush buffer, about 1-3 s, comparable to
-  /// the candidate's own quick timing (bench/ladder/identical_cpu.md). One warm-up is enough:
-  /// the reference's worker has run it on these inputs since prepare(). 3 s caps a round as
-  /// the quick policy caps itself.
-  worker::MeasurementPolicy quick_reference{1, 8, 8, 1.0, 3.0};
+  /// machine. Cost per candidate: 2 x (1 + 5) = 12 reference calls and two requests, each call
+  /// with its cache flush: on cuda 12 kernel calls (the L2 flush is microseconds); on the 2-core
+  /// cpu VM, whose every call also writes a 256 MiB flush buffer (0.1-0.25 s under load), a
+  /// round stops at 1.5 s, so a window costs at most about 3 s there
+  /// (bench/ladder/identical_cpu.md). One warm-up is enough: the reference's worker has run it
+  /// on these inputs since prepare(); 10 pooled samples match the quick rung's least.
+  worker::MeasurementPolicy quick_reference{1, 5, 5, 1.0, 1.5};
   worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
   worker::MeasurementPolicy round{2, 10, 10, 1.0, 10.0};    // one round of rung 3 / compare()
   int final_rounds = 5;            // rung 3 rounds
