@@ -44,8 +44,7 @@ void Optimizer::promote_cohort(int step) {
     Contender c;
     c.id = r.id;
     c.score = r.quick_score;
-    c.optimistic = quick_score_upper(r.quick_samples_ms, quick_reference_ms(r),
-                                     evaluation_policy().acceptance_level);
+    c.optimistic = quick_score_of(r, true);
     c.is_best = best_ && best_->id == r.id;
     c.decomposition = decomposition_of(r.id);
     for (const CandidateRecord& other : records_) {

@@ -291,6 +291,19 @@ double Optimizer::quick_speedup(const CandidateRecord& record) const {
   return quick_reference_ms(record) / *record.median_ms;
 }
 
+double Optimizer::quick_score_of(const CandidateRecord& record, bool upper) const {
+  const double level = evaluation_policy().acceptance_level;
+  if (!record.quick_reference) {
+    return upper ? quick_score_upper(record.quick_samples_ms, reference_ms_, level)
+                 : quick_score(record.quick_samples_ms, reference_ms_, level);
+  }
+  std::vector<double> reference = record.quick_reference->before_ms;
+  reference.insert(reference.end(), record.quick_reference->after_ms.begin(),
+                   record.quick_reference->after_ms.end());
+  return upper ? quick_score_upper(record.quick_samples_ms, reference, level)
+               : quick_score(record.quick_samples_ms, reference, level);
+}
+
 std::array<int, kRungCount> Optimizer::rung_occupancy() const {
   std::array<int, kRungCount> occupancy = {0, 0, 0, 0};
   for (const CandidateRecord& r : records_) {

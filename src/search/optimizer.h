@@ -313,6 +313,9 @@ class Optimizer {
   /// parents' order, a move's log gain), so that two candidates timed under different loads
   /// are compared through their own windows' references.
   double quick_speedup(const CandidateRecord& record) const;
+  /// S(p, 1) of `record` (scheduler.h), or with `upper` the upper end of its quick speedup's
+  /// interval: over the reference samples of its window, else over reference_ms_.
+  double quick_score_of(const CandidateRecord& record, bool upper = false) const;
   /// Candidates at each highest rung reached, by rung number.
   std::array<int, kRungCount> rung_occupancy() const;
   /// The run's evaluation policy: the evaluation plane's.

@@ -108,8 +108,7 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   record.found_device_s = spend.device_s;
   record.found_wall_s = spend.wall_s;
   if (record.median_ms) {
-    record.quick_score = quick_score(record.quick_samples_ms, quick_reference_ms(record),
-                                     evaluation_policy().acceptance_level);
+    record.quick_score = quick_score_of(record);
   }
   consider(record);
   generation::Feedback feedback;
