@@ -116,6 +116,9 @@ struct QuickReference {
   /// bootstrap interval at acceptance_level (estimate_speedup: both sample sets resampled).
   SpeedupEstimate speedup;
   /// judge_speedup at min_gain: a tie when the interval reaches past 1 +- min_gain either way.
+  /// Recorded, not decided on: the interval counts the samples' noise only, and two worker
+  /// processes over one short window differ for identical code by up to 7% on the loaded cpu
+  /// VM (bench/ladder/README.md). The scheduler scores the samples' order-statistic bounds.
   ComparisonOutcome outcome = ComparisonOutcome::tie;
   double seconds = 0.0;           // wall time of the two rounds (part of the rung's seconds)
 };
