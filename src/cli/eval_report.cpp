@@ -28,6 +28,7 @@ nlohmann::json to_json(const KernelEvaluation& e) {
                    ? nlohmann::json{{"median_ms", e.quick->timing.median_ms},
                                     {"samples_ms", e.quick->samples_ms}}
                    : nlohmann::json();
+  if (e.quick && e.quick->quick_reference) j["quick"]["reference"] = *e.quick->quick_reference;
   if (e.full) {
     nlohmann::json workloads = nlohmann::json::array();
     for (const auto& w : e.full->workloads) {
@@ -75,6 +76,13 @@ std::string render_kernel_evaluation(const KernelEvaluation& e) {
   } else {
     text += fmt::format("  verdict: ok (gate passed: {} cases, max normalized error {:.3g})\n",
                         e.quick->gate.cases_checked, e.quick->gate.max_normalized_error);
+    if (const auto& window = e.quick->quick_reference) {
+      text += fmt::format("  quick timing (rung 1): {:.4f} ms, {:.3f}x ({:.0f}% CI {:.3f}-{:.3f}x, "
+                          "{}) over the reference timed just before and after it ({:.4f} ms)\n",
+                          e.quick->timing.median_ms, window->speedup.speedup,
+                          window->speedup.level * 100, window->speedup.ci_low,
+                          window->speedup.ci_high, to_string(window->outcome), window->median_ms);
+    }
     if (e.full && e.full->workloads.size() > 1) {
       std::string each;
       for (const auto& w : e.full->workloads) {

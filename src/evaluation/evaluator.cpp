@@ -110,6 +110,21 @@ void to_json(nlohmann::json& j, const RungRecord& record) {
        {"detail", record.detail}};
 }
 
+void to_json(nlohmann::json& j, const QuickReference& window) {
+  j = {{"before_ms", window.before_ms},     {"after_ms", window.after_ms},
+       {"median_ms", window.median_ms},     {"speedup", window.speedup},
+       {"outcome", to_string(window.outcome)}, {"seconds", window.seconds}};
+}
+
+void from_json(const nlohmann::json& j, QuickReference& window) {
+  j.at("before_ms").get_to(window.before_ms);
+  j.at("after_ms").get_to(window.after_ms);
+  j.at("median_ms").get_to(window.median_ms);
+  j.at("speedup").get_to(window.speedup);
+  window.outcome = parse_comparison_outcome(j.at("outcome").get<std::string>());
+  j.at("seconds").get_to(window.seconds);
+}
+
 std::vector<double> EvaluationPlane::PairedSamples::reference_ms() const {
   std::vector<double> all;
   for (const auto& round : reference_rounds) all.insert(all.end(), round.begin(), round.end());
@@ -425,10 +440,11 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
   }
 
   start = Clock::now();
-  result.quick = time_checked(on, loaded.handle, timed_workload_, policy_.quick, timing_seed_,
-                              policy_.checks_per_request, Rung::quick);
+  result.quick = time_quick_in_window(on, loaded.handle, result.quick_reference);
+  nlohmann::json quick_detail = timing_json(result.quick);
+  if (result.quick_reference) quick_detail["reference"] = *result.quick_reference;
   result.rungs.push_back({Rung::quick, result.quick.verdict, result.quick.message,
-                          seconds_since(start), timing_json(result.quick)});
+                          seconds_since(start), quick_detail});
   if (result.quick.verdict != Verdict::ok) return fail(result.quick.verdict, result.quick.message);
   result.samples_ms = result.quick.samples_ms;
   result.timing = result.quick.summary;

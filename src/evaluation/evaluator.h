@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,6 +55,18 @@ struct EvaluationPolicy {
   double run_timeout_s = 300.0;    // one gate case (both calls and read-backs)
   double time_timeout_s = 300.0;   // one timing request
   worker::MeasurementPolicy quick{2, 10, 40, 0.01, 3.0};    // rung 1
+  /// Rung 1's reference window (issue 21): the reference is timed with this policy in its
+  /// worker once just before and once just after each candidate's quick timing (reference,
+  /// candidate, reference), and the candidate's quick speedup is over the median of those two
+  /// rounds, so both saw the same load. A reference timed once at the start of a run made the
+  /// reference itself, run as a candidate, 2.17x "faster" than itself on a loaded 2-core
+  /// machine. Cost per candidate: 2 x (1 + 5) = 12 reference calls and two requests, each call
+  /// with its cache flush: on cuda 12 kernel calls (the L2 flush is microseconds); on the 2-core
+  /// cpu VM, whose every call also writes a 256 MiB flush buffer (0.1-0.25 s under load), a
+  /// round stops at 1.5 s, so a window costs at most about 3 s there
+  /// (bench/ladder/identical_cpu.md). One warm-up is enough: the reference's worker has run it
+  /// on these inputs since prepare(); 10 pooled samples match the quick rung's least.
+  worker::MeasurementPolicy quick_reference{1, 5, 5, 1.0, 1.5};
   worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
   worker::MeasurementPolicy round{2, 10, 10, 1.0, 10.0};    // one round of rung 3 / compare()
   int final_rounds = 5;            // rung 3 rounds
@@ -91,6 +104,28 @@ struct RungRecord {
 };
 void to_json(nlohmann::json& j, const RungRecord& record);
 
+/// Rung 1's reference, timed in the candidate's own window (EvaluationPolicy::quick_reference):
+/// one round just before the candidate's quick timing and one just after, in the reference's
+/// worker, on the same workload and inputs. Bracketing (A B A) cancels a load that is steady or
+/// changes linearly over the window; robust-kbench orders its timings the same way.
+struct QuickReference {
+  std::vector<double> before_ms;  // the reference's samples of the round before, in ms
+  std::vector<double> after_ms;   // ... of the round after
+  double median_ms = 0.0;         // median of both rounds' samples together
+  /// The candidate's rung-1 speedup: median_ms over its quick median, with a percentile-
+  /// bootstrap interval at acceptance_level (estimate_speedup: both sample sets resampled).
+  SpeedupEstimate speedup;
+  /// judge_speedup at min_gain: a tie when the interval reaches past 1 +- min_gain either way.
+  /// Recorded, not decided on: the interval counts the samples' noise only, and two worker
+  /// processes over one short window differ for identical code by up to 7% on the loaded cpu
+  /// VM (bench/ladder/README.md). The scheduler scores the samples' order-statistic bounds.
+  ComparisonOutcome outcome = ComparisonOutcome::tie;
+  double seconds = 0.0;           // wall time of the two rounds (part of the rung's seconds)
+};
+void to_json(nlohmann::json& j, const QuickReference& window);
+/// Reads what to_json wrote; throws nlohmann's exception for a missing or mistyped field.
+void from_json(const nlohmann::json& j, QuickReference& window);
+
 /// Everything learned about one candidate.
 struct CandidateEvaluation {
   Verdict verdict = Verdict::ok;
@@ -100,6 +135,9 @@ struct CandidateEvaluation {
   TimingVerdict quick;
   std::vector<double> samples_ms;  // quick-rung samples kept
   SampleSummary timing;            // their summary
+  /// The reference timed around the quick timing; empty when rung 1 did not pass, or from a
+  /// plane that times none (a test's fake, a replay of older records).
+  std::optional<QuickReference> quick_reference;
   std::vector<RungRecord> rungs;
 };
 
@@ -210,12 +248,15 @@ class EvaluationPlane {
     (void)source_name;
     return "";
   }
-  /// Rungs 0 and 1 of one compiled candidate, loaded into `on`.
+  /// Rungs 0 and 1 of one compiled candidate, loaded into `on`; rung 1 with the reference timed
+  /// in the same window (CandidateEvaluation::quick_reference) where the plane can.
   virtual CandidateEvaluation evaluate(const compile::Artifact& artifact, worker::Worker& on) = 0;
   /// Loads a compiled candidate into `on` without gating or timing it; a verdict other than ok
   /// says why it could not.
   virtual worker::LoadResult load(const compile::Artifact& artifact, worker::Worker& on) = 0;
-  /// The reference's rung-1 timing. Throws Error if it fails.
+  /// The reference's rung-1 timing at the start of a run (its floor check, the prompts' first
+  /// number; a candidate's quick speedup is over its own window's reference). Throws Error if
+  /// it fails.
   virtual TimingVerdict time_reference() = 0;
   /// Rung 2 of a candidate loaded in `on`: every timed workload against the reference's times.
   virtual FullRung full_rung(int handle, worker::Worker& on) = 0;
@@ -227,6 +268,11 @@ class EvaluationPlane {
   /// Acceptance: `incumbent` and `challenger`, both loaded in `on`, timed interleaved and judged
   /// at acceptance_level and min_gain; without `paired` when either fails.
   virtual CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) = 0;
+  /// compare() on the timed workload named `workload` instead of the primary one: rung 2's
+  /// challenge of the best (Optimizer::confirm_full_rung), one such comparison per timed
+  /// workload. Throws Error when `workload` is not a timed workload of the task.
+  virtual CompareOutcome compare_on(const std::string& workload, int incumbent, int challenger,
+                                    worker::Worker& on) = 0;
   /// The primary timed workload (rung 1's, rung 3's and the profile's).
   virtual const Workload& timed_workload() const = 0;
   /// The policy this plane measures with: the run's only copy.
@@ -260,7 +306,8 @@ class Evaluator : public EvaluationPlane {
                               const std::string& source_name) const override;
 
   /// Rung 0 and rung 1 of one compiled candidate, loaded into `on` (default: the candidate
-  /// worker given to the constructor). Every method that takes a worker may run concurrently
+  /// worker given to the constructor); rung 1 is the reference, the candidate's quick timing
+  /// and the reference again (time_quick_in_window). Every method that takes a worker may run concurrently
   /// with the others on *different* workers once prepare() and prime_full_rung_reference()
   /// have run (they fill the caches the calls read); one worker serves one call at a time.
   CandidateEvaluation evaluate(const compile::Artifact& artifact);
@@ -297,6 +344,9 @@ class Evaluator : public EvaluationPlane {
   /// judge_paired at acceptance_level and min_gain. Without `paired` when either fails.
   CompareOutcome compare(int incumbent, int challenger);
   CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) override;
+  /// compare() on timed workload `workload` (its checked calls named "rung-2 challenge").
+  CompareOutcome compare_on(const std::string& workload, int incumbent, int challenger,
+                            worker::Worker& on) override;
 
   const Workload& timed_workload() const override { return timed_workload_; }
   ProfileInputs profile_inputs() const override;
@@ -314,11 +364,17 @@ class Evaluator : public EvaluationPlane {
   /// front; this is the backstop).
   CompileProbe prepare_compile_baseline(std::vector<std::string>& warnings);
   /// The reference timed on the timed workload under `measurement`. Throws Error when it
-  /// fails: the reference is trusted, so its failure stops the run.
+  /// fails: the reference is trusted, so its failure stops the run. Serialized on
+  /// reference_timing_: concurrent rung-1 windows (a worker pool) share the reference's worker.
   worker::TimeResult time_reference_samples(const worker::MeasurementPolicy& measurement);
   /// One rung-3 turn of the compiled reference module: its samples, or nullopt with `failure`
   /// set ("<verdict>: <why>").
   std::optional<std::vector<double>> time_compiled_reference(std::string& failure);
+  /// Rung 1 of `handle` on `on`: the candidate's checked quick timing between two rounds of the
+  /// reference (EvaluationPolicy::quick_reference), `window` set to them when the candidate's
+  /// timing passed. Throws Error when the reference fails (as time_reference_samples).
+  TimingVerdict time_quick_in_window(worker::Worker& on, int handle,
+                                     std::optional<QuickReference>& window);
   /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing
   /// (rung `rung`: quick or full); a wrong checked output becomes wrong_answer.
   TimingVerdict time_checked(worker::Worker& on, int handle, const Workload& workload,
@@ -339,6 +395,9 @@ class Evaluator : public EvaluationPlane {
       worker::Worker& on, int handle, const Workload& workload,
       const worker::MeasurementPolicy& measurement, uint64_t seed, int checks,
       const std::string& timing_name);
+  /// compare()'s rounds on `workload`, its checked calls' failures naming `timing_name`.
+  CompareOutcome compare_rounds(const Workload& workload, int incumbent, int challenger,
+                                worker::Worker& on, const std::string& timing_name);
   /// Input sets a timing request of `workload` asks for (rotation below rotation_limit_bytes).
   int input_sets_for(const Workload& workload) const;
   /// Computes (in the reference worker) the expected outputs of every input a check of
@@ -358,6 +417,7 @@ class Evaluator : public EvaluationPlane {
   // The reference's worker, a crash of whose process is retried once (worker/crash_retry.h):
   // killing it in the middle of a timing used to end the whole run.
   worker::CrashRetry reference_worker_;
+  std::mutex reference_timing_;  // one timing request at a time in the reference's worker
   const Task& task_;
   EvaluationPolicy policy_;
   Workload timed_workload_;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -103,7 +104,34 @@ TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Work
   return verdict;
 }
 
+TimingVerdict Evaluator::time_quick_in_window(worker::Worker& on, int handle,
+                                              std::optional<QuickReference>& window) {
+  const auto started = std::chrono::steady_clock::now();
+  QuickReference reference;
+  reference.before_ms = time_reference_samples(policy_.quick_reference).samples_ms;
+  const auto candidate_started = std::chrono::steady_clock::now();
+  TimingVerdict quick = time_checked(on, handle, timed_workload_, policy_.quick, timing_seed_,
+                                     policy_.checks_per_request, Rung::quick);
+  const auto candidate_ended = std::chrono::steady_clock::now();
+  if (quick.verdict != Verdict::ok || quick.samples_ms.empty()) return quick;
+  reference.after_ms = time_reference_samples(policy_.quick_reference).samples_ms;
+  std::vector<double> both = reference.before_ms;
+  both.insert(both.end(), reference.after_ms.begin(), reference.after_ms.end());
+  reference.median_ms = median(both);
+  reference.speedup = estimate_speedup(both, quick.samples_ms, policy_.acceptance_level, 2000,
+                                       policy_.gate.base_seed);
+  reference.outcome = judge_speedup(reference.speedup, policy_.min_gain);
+  const auto seconds = [](auto from, auto to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
+  reference.seconds = seconds(started, std::chrono::steady_clock::now()) -
+                      seconds(candidate_started, candidate_ended);
+  window = std::move(reference);
+  return quick;
+}
+
 worker::TimeResult Evaluator::time_reference_samples(const worker::MeasurementPolicy& measurement) {
+  std::lock_guard lock(reference_timing_);
   worker::TimeResult result = reference_worker_.time(
       time_request(oracle_->handle(), timed_workload_, measurement, timing_seed_),
       policy_.time_timeout_s);
@@ -134,6 +162,7 @@ void Evaluator::prime_full_rung_reference() {
   for (const Workload& workload : task_.workloads) {
     if (!workload.timed || reference_full_ms_.contains(workload.name)) continue;
     prime_check_outputs(workload);
+    std::lock_guard lock(reference_timing_);
     worker::TimeResult reference = reference_worker_.time(
         time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
         policy_.time_timeout_s);
@@ -225,6 +254,21 @@ CompareOutcome Evaluator::compare(int incumbent, int challenger) {
 }
 
 CompareOutcome Evaluator::compare(int incumbent, int challenger, worker::Worker& on) {
+  return compare_rounds(timed_workload_, incumbent, challenger, on, "acceptance");
+}
+
+CompareOutcome Evaluator::compare_on(const std::string& workload, int incumbent, int challenger,
+                                     worker::Worker& on) {
+  for (const Workload& w : task_.workloads) {
+    if (w.name != workload || !w.timed) continue;
+    prime_check_outputs(w);  // done by rung 2 already: a cache hit
+    return compare_rounds(w, incumbent, challenger, on, "rung-2 challenge");
+  }
+  throw Error("compare_on: '" + workload + "' is not a timed workload of task " + task_.name);
+}
+
+CompareOutcome Evaluator::compare_rounds(const Workload& workload, int incumbent, int challenger,
+                                         worker::Worker& on, const std::string& timing_name) {
   CompareOutcome outcome;
   std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
   for (int round = 0; round < policy_.compare_rounds; ++round) {
@@ -233,9 +277,9 @@ CompareOutcome Evaluator::compare(int incumbent, int challenger, worker::Worker&
     for (int turn = 0; turn < 2; ++turn) {
       const bool incumbent_turn = (turn == 0) == incumbent_first;
       const int handle = incumbent_turn ? incumbent : challenger;
-      const CheckedTiming timing = time_with_checks(on, handle, timed_workload_, policy_.round,
+      const CheckedTiming timing = time_with_checks(on, handle, workload, policy_.round,
                                                     timing_seed_, policy_.checks_per_round,
-                                                    "acceptance");
+                                                    timing_name);
       if (timing.result.verdict != Verdict::ok || timing.verdict != Verdict::ok) {
         outcome.failed_handle = handle;
         const bool checked = timing.verdict != Verdict::ok;

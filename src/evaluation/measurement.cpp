@@ -144,6 +144,12 @@ TimingVerdict judge_timing(const worker::TimeResult& result, const PhysicalFloor
   return verdict;
 }
 
+ComparisonOutcome judge_speedup(const SpeedupEstimate& speedup, double min_gain) {
+  if (speedup.ci_low > 1.0 + min_gain) return ComparisonOutcome::faster;
+  if (speedup.ci_high < 1.0 / (1.0 + min_gain)) return ComparisonOutcome::slower;
+  return ComparisonOutcome::tie;
+}
+
 PairedComparison judge_paired(const std::vector<std::vector<double>>& a_rounds,
                               const std::vector<std::vector<double>>& b_rounds, double level,
                               double min_gain, uint64_t seed, int resamples) {
@@ -193,11 +199,7 @@ PairedComparison judge_paired(const std::vector<std::vector<double>>& a_rounds,
   };
   comparison.speedup.ci_low = quantile((1.0 - level) / 2.0);
   comparison.speedup.ci_high = quantile((1.0 + level) / 2.0);
-  if (comparison.speedup.ci_low > 1.0 + min_gain) {
-    comparison.outcome = PairedComparison::Outcome::faster;
-  } else if (comparison.speedup.ci_high < 1.0 / (1.0 + min_gain)) {
-    comparison.outcome = PairedComparison::Outcome::slower;
-  }
+  comparison.outcome = judge_speedup(comparison.speedup, min_gain);
   return comparison;
 }
 

@@ -78,12 +78,17 @@ struct PairedComparison {
   std::vector<double> round_ratios;  // median(a_r) / median(b_r) per round
 };
 
+/// The outcome of a speedup of `b` over `a` (time(a) / time(b)) with its confidence interval:
+/// faster when the interval's lower end is above 1 + min_gain, slower when its upper end is below
+/// 1 / (1 + min_gain), else a tie. One rule for every rung that judges two timings (acceptance,
+/// rung 1's window, rung 2's challenge, rung 3), so "tie" means the same thing in each.
+ComparisonOutcome judge_speedup(const SpeedupEstimate& speedup, double min_gain);
+
 /// Paired comparison over rounds (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time",
 /// ISMM 2013: resample at both levels, rounds and repetitions). The estimate is the geometric
 /// mean over rounds of median(a_r) / median(b_r); its `level` confidence interval is a
-/// percentile bootstrap that resamples rounds, then samples within each round. `b` is faster
-/// when the interval's lower end is above 1 + min_gain, slower when its upper end is below
-/// 1 / (1 + min_gain), else a tie. Deterministic for a seed. Throws Error when the rounds are
+/// percentile bootstrap that resamples rounds, then samples within each round; the outcome is
+/// judge_speedup's. Deterministic for a seed. Throws Error when the rounds are
 /// empty or of different counts.
 PairedComparison judge_paired(const std::vector<std::vector<double>>& a_rounds,
                               const std::vector<std::vector<double>>& b_rounds, double level,

@@ -187,5 +187,13 @@ TEST(JudgePaired, MalformedRoundsThrow) {
   EXPECT_THROW(judge_paired({{1.0}}, {{}}, 0.95, 0.01), Error);
 }
 
+TEST(JudgeSpeedup, FasterOrSlowerOnlyWhenTheWholeIntervalClearsMinGain) {
+  EXPECT_EQ(judge_speedup({1.10, 1.02, 1.20, 0.95}, 0.01), ComparisonOutcome::faster);
+  EXPECT_EQ(judge_speedup({1.10, 1.005, 1.20, 0.95}, 0.01), ComparisonOutcome::tie);
+  EXPECT_EQ(judge_speedup({0.90, 0.80, 0.985, 0.95}, 0.01), ComparisonOutcome::slower);
+  EXPECT_EQ(judge_speedup({0.99, 0.80, 0.995, 0.95}, 0.01), ComparisonOutcome::tie);
+  EXPECT_EQ(judge_speedup({1.00, 0.50, 2.00, 0.95}, 0.01), ComparisonOutcome::tie);
+}
+
 }  // namespace
 }  // namespace kforge::evaluation

@@ -97,6 +97,29 @@ SpeedupEstimate speedup_through(const SpeedupEstimate& candidate_over_reference,
   return through;
 }
 
+SpeedupEstimate geometric_mean(std::span<const SpeedupEstimate> estimates) {
+  if (estimates.empty()) throw Error("geometric_mean: no speedup estimates");
+  double log_sum = 0.0, below = 0.0, above = 0.0;
+  for (const SpeedupEstimate& e : estimates) {
+    for (const double value : {e.speedup, e.ci_low, e.ci_high}) {
+      if (!std::isfinite(value) || value <= 0.0) {
+        throw Error("geometric_mean: expected speedups and interval ends > 0, got " +
+                    std::to_string(value));
+      }
+    }
+    log_sum += std::log(e.speedup);
+    below += std::pow(std::log(e.speedup / e.ci_low), 2);
+    above += std::pow(std::log(e.ci_high / e.speedup), 2);
+  }
+  const auto n = static_cast<double>(estimates.size());
+  SpeedupEstimate mean;
+  mean.speedup = std::exp(log_sum / n);
+  mean.ci_low = std::exp(std::log(mean.speedup) - std::sqrt(below) / n);
+  mean.ci_high = std::exp(std::log(mean.speedup) + std::sqrt(above) / n);
+  mean.level = estimates.front().level;
+  return mean;
+}
+
 BootstrapInterval bootstrap_interval(
     std::span<const double> values,
     const std::function<double(std::span<const double>)>& statistic, double level,

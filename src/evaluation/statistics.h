@@ -54,6 +54,15 @@ SpeedupEstimate estimate_speedup(std::span<const double> baseline_ms,
 SpeedupEstimate speedup_through(const SpeedupEstimate& candidate_over_reference,
                                 const SpeedupEstimate& baseline_over_reference);
 
+/// The geometric mean of independent speedup estimates (e.g. one per timed workload, as rung 2's
+/// geomean weighs them): exp of the mean of their logs. Its interval by the delta method on the
+/// log scale, as speedup_through: the variance of a mean of n independent terms is the sum of
+/// their variances over n^2, so each end's distance from the mean's log is the root of the sum
+/// of the squares of the estimates' distances on that side, over n. One estimate gives itself.
+/// `level` is the first's. Throws Error for an empty span or a speedup or interval end that is
+/// not finite and > 0.
+SpeedupEstimate geometric_mean(std::span<const SpeedupEstimate> estimates);
+
 /// A percentile-bootstrap confidence interval of `statistic` over `values` (Efron & Tibshirani,
 /// 1993, ch. 13, as estimate_speedup): `values` is resampled with replacement `resamples` times
 /// with a fixed seed, `statistic` is taken of each resample, and the (1-level)/2 and

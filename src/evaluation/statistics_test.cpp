@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -74,6 +75,27 @@ TEST(Statistics, SpeedupThroughTheReferenceDividesAndWidensTheInterval) {
   EXPECT_NEAR(exact.ci_low, 1.8, 1e-12);
   EXPECT_NEAR(exact.ci_high, 2.2, 1e-12);
   EXPECT_THROW(speedup_through(best, {0.0, 0.0, 0.0, 0.95}), Error);
+}
+
+TEST(Statistics, GeometricMeanOfEstimatesAddsTheirLogDistancesInQuadrature) {
+  const SpeedupEstimate one{1.2, 1.1, 1.5, 0.95};
+  const SpeedupEstimate alone = geometric_mean(std::vector<SpeedupEstimate>{one});
+  EXPECT_DOUBLE_EQ(alone.speedup, 1.2);
+  EXPECT_NEAR(alone.ci_low, 1.1, 1e-12);
+  EXPECT_NEAR(alone.ci_high, 1.5, 1e-12);
+  // Two workloads, 2x and 0.5x: the geomean is 1; each end n = 2 of its distances, in quadrature.
+  const std::vector<SpeedupEstimate> two = {{2.0, 1.8, 2.4, 0.95}, {0.5, 0.4, 0.55, 0.95}};
+  const SpeedupEstimate mean = geometric_mean(two);
+  EXPECT_NEAR(mean.speedup, 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(mean.level, 0.95);
+  EXPECT_NEAR(mean.ci_low, std::exp(-std::hypot(std::log(2.0 / 1.8), std::log(0.5 / 0.4)) / 2),
+              1e-12);
+  EXPECT_NEAR(mean.ci_high, std::exp(std::hypot(std::log(2.4 / 2.0), std::log(0.55 / 0.5)) / 2),
+              1e-12);
+  // Narrower than either estimate's own interval: independent noise averages out.
+  EXPECT_GT(mean.ci_low, 0.4 / 0.5);
+  EXPECT_THROW(geometric_mean(std::vector<SpeedupEstimate>{}), Error);
+  EXPECT_THROW(geometric_mean(std::vector<SpeedupEstimate>{{1.0, 0.0, 1.0, 0.95}}), Error);
 }
 
 TEST(Statistics, SpeedupEstimateReadsBackItsJson) {

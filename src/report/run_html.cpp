@@ -74,6 +74,8 @@ struct CandidateMark {
   std::string outcome;
   int step = 0;
   std::optional<double> median_ms;
+  /// The reference timed in its rung-1 window (0: none recorded; the run's reference_timed).
+  double reference_ms = 0.0;
   double device_s = 0.0;
 };
 
@@ -81,7 +83,8 @@ std::string section(const std::string& title, const std::string& body) {
   return "<h2>" + svg::escape(title) + "</h2>\n" + body;
 }
 
-// Best-so-far quick speedup against candidates and against device seconds.
+// Best-so-far quick speedup against candidates and against device seconds; `best_at_index`:
+// candidate index -> the quick speedup of the new best accepted there.
 std::string progress_charts(const std::vector<CandidateMark>& marks,
                             const std::map<std::string, double>& best_at_index,
                             double reference_ms) {
@@ -92,14 +95,15 @@ std::string progress_charts(const std::vector<CandidateMark>& marks,
   svg::Line best_index{{}, "best", true, "best so far"}, best_device{{}, "best", true, "best so far"};
   double best = 0.0;
   for (const CandidateMark& m : marks) {
-    const double speedup = m.median_ms && *m.median_ms > 0 ? reference_ms / *m.median_ms : 0.0;
+    const double over = m.reference_ms > 0 ? m.reference_ms : reference_ms;
+    const double speedup = m.median_ms && *m.median_ms > 0 ? over / *m.median_ms : 0.0;
     const std::string title = fmt::format(
         "#{} {} (step {}): {}{}, {}", m.index, m.id, m.step, m.verdict,
         m.median_ms ? fmt::format(", {:.4f} ms, {:.3f}x", *m.median_ms, speedup) : "", m.outcome);
     by_index.push_back({static_cast<double>(m.index + 1), speedup, m.verdict, title});
     by_device.push_back({m.device_s, speedup, m.verdict, title});
     if (auto it = best_at_index.find(std::to_string(m.index)); it != best_at_index.end()) {
-      best = reference_ms / it->second;
+      best = it->second;
     }
     if (best > 0) {
       best_index.points.emplace_back(m.index + 1, best);
@@ -288,7 +292,7 @@ std::string render_run_html(const fs::path& run_dir) {
   const std::optional<json> result = read_json_file(run_dir / "result.json");
   const std::vector<json> events = read_events(run_dir / "events.jsonl");
   std::vector<CandidateMark> marks;
-  std::map<std::string, double> best_at_index;  // candidate index -> the new best's median
+  std::map<std::string, double> best_at_index;  // candidate index -> the new best's speedup
   std::map<std::string, int> index_of;
   double reference_ms = 0.0;
   int full_rungs = 0;
@@ -309,8 +313,12 @@ std::string render_run_html(const fs::path& run_dir) {
       m.outcome = text_or(e, "outcome");
       m.step = static_cast<int>(number_or(e, "step", 0));
       if (e.contains("median_ms") && e.at("median_ms").is_number()) m.median_ms = e.at("median_ms").get<double>();
+      m.reference_ms = number_or(e, "quick_reference_ms", 0.0);
       m.device_s = number_or(e, "spent_device_s", 0.0);
-      if (m.outcome == "accepted" && m.median_ms) best_at_index[std::to_string(m.index)] = *m.median_ms;
+      if (m.outcome == "accepted" && m.median_ms && *m.median_ms > 0) {
+        best_at_index[std::to_string(m.index)] =
+            (m.reference_ms > 0 ? m.reference_ms : reference_ms) / *m.median_ms;
+      }
       marks.push_back(m);
     } else if (kind == "full_rung") {
       ++full_rungs;

@@ -44,8 +44,7 @@ void Optimizer::promote_cohort(int step) {
     Contender c;
     c.id = r.id;
     c.score = r.quick_score;
-    c.optimistic = quick_score_upper(r.quick_samples_ms, reference_ms_,
-                                     evaluation_policy().acceptance_level);
+    c.optimistic = quick_score_of(r, true);
     c.is_best = best_ && best_->id == r.id;
     c.decomposition = decomposition_of(r.id);
     for (const CandidateRecord& other : records_) {
@@ -184,10 +183,10 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
 std::string Optimizer::choose_final(const std::string& best_id) {
   // The search's best keeps its place unless another rung-2 candidate is faster over every
   // timed workload by more than min_gain (or the best failed rung 2) *and* confirms it when
-  // both are timed again in one window (confirm_full_rung): rung-2 numbers of two candidates
-  // come from different moments, and on a loaded machine the same code measured 2.20x and 3.79x
-  // there (issue 21). Challengers are tried fastest first, at most kFinalChallenges of them; a
-  // tie or a failed confirmation keeps the best.
+  // both are timed interleaved (confirm_full_rung): rung-2 numbers of two candidates come from
+  // different moments, and on a loaded machine the same code measured 2.20x and 3.79x there
+  // (issue 21). Challengers are tried fastest first, at most kFinalChallenges of them; a tie or
+  // a failed confirmation keeps the best.
   constexpr int kFinalChallenges = 3;
   const CandidateRecord* best = find_record(best_id);
   const double best_geomean = best->full_geomean_speedup.value_or(0.0);
@@ -223,9 +222,10 @@ std::string Optimizer::choose_final(const std::string& best_id) {
     const std::string paired =
         decided->outcome == ComparisonOutcome::failed
             ? fmt::format("the paired comparison failed ({})", decided->message)
-            : fmt::format("timed again with it, {:.3f}x ({:.3f}x and {:.3f}x in ABBA order): {}",
-                          decided->speedup, decided->ci_low, decided->ci_high,
-                          to_string(decided->outcome));
+            : fmt::format("timed with it in interleaved rounds on every timed workload, {:.3f}x "
+                          "({:.0f}% CI {:.3f}-{:.3f}x): {}",
+                          decided->speedup, 100 * evaluation_policy().acceptance_level,
+                          decided->ci_low, decided->ci_high, to_string(decided->outcome));
     if (options_.explain) {
       progress_(fmt::format("  rung-2 challenger {} ({:.3f}x vs {:.3f}x): {}", challenger->id,
                             *challenger->full_geomean_speedup, best_geomean, paired));
@@ -259,38 +259,30 @@ AcceptanceDecision Optimizer::confirm_full_rung(const CandidateRecord& best,
   AcceptanceDecision decided;
   decided.incumbent = best.id;
   decided.challenger = challenger.id;
-  // ABBA: challenger, best, best, challenger; each pair's ratio, then their geometric mean, so
-  // that a load that rises or falls steadily over the four favours neither.
-  std::vector<double> ratios;
-  for (const bool challenger_first : {true, false}) {
-    double geomean[2] = {0.0, 0.0};  // challenger, best
-    for (int turn = 0; turn < 2; ++turn) {
-      const bool challenger_turn = (turn == 0) == challenger_first;
-      const evaluation::FullRung full = evaluator_.full_rung(
-          challenger_turn ? challenger_handle : best_handle, workers_.at(on));
-      if (full.verdict != Verdict::ok) {
-        decided.outcome = ComparisonOutcome::failed;
-        decided.failed = challenger_turn ? challenger.id : best.id;
-        decided.verdict = full.verdict;
-        decided.message = full.message;
-        break;
-      }
-      geomean[challenger_turn ? 0 : 1] = full.geomean_speedup;
+  // Per timed workload, the acceptance comparison's interleaved rounds (order alternating each
+  // round), judged by judge_paired; the workloads' speedups combined as rung 2's geomean is.
+  std::vector<evaluation::SpeedupEstimate> per_workload;
+  for (const Workload& workload : task_.workloads) {
+    if (!workload.timed) continue;
+    const evaluation::CompareOutcome compared =
+        evaluator_.compare_on(workload.name, best_handle, challenger_handle, workers_.at(on));
+    if (!compared.paired) {
+      decided.outcome = ComparisonOutcome::failed;
+      decided.failed = compared.failed_handle == best_handle ? best.id : challenger.id;
+      decided.verdict = compared.verdict;
+      decided.message = "workload '" + workload.name + "': " + compared.message;
+      break;
     }
-    if (decided.outcome == ComparisonOutcome::failed) break;
-    ratios.push_back(geomean[0] / geomean[1]);
+    per_workload.push_back(compared.paired->speedup);
   }
   const double seconds = now_s_() - started;
   budget_->add_device_s(seconds);
   if (decided.outcome != ComparisonOutcome::failed) {
-    const double min_gain = evaluation_policy().min_gain;
-    decided.speedup = std::sqrt(ratios[0] * ratios[1]);
-    decided.ci_low = std::min(ratios[0], ratios[1]);
-    decided.ci_high = std::max(ratios[0], ratios[1]);
-    // Faster only when both halves agree: the slower half must still clear min_gain.
-    decided.outcome = decided.ci_low > 1.0 + min_gain           ? ComparisonOutcome::faster
-                      : decided.ci_high < 1.0 / (1.0 + min_gain) ? ComparisonOutcome::slower
-                                                                 : ComparisonOutcome::tie;
+    const evaluation::SpeedupEstimate all = evaluation::geometric_mean(per_workload);
+    decided.speedup = all.speedup;
+    decided.ci_low = all.ci_low;
+    decided.ci_high = all.ci_high;
+    decided.outcome = evaluation::judge_speedup(all, evaluation_policy().min_gain);
   }
   journal_->record_comparison(decided, seconds);
   nlohmann::json event = decided;

@@ -27,6 +27,9 @@ nlohmann::json record_json(const CandidateRecord& r) {
   j["full_workload_speedups"] = workloads;
   j["device_s"] = r.device_s;
   j["quick_score"] = r.quick_score;
+  // The reference around its quick timing (QuickReference): its rung-1 speedup, interval and
+  // outcome; null where none was timed (the run's reference_timed median stands in).
+  j["quick_reference"] = r.quick_reference ? nlohmann::json(*r.quick_reference) : nlohmann::json();
   j["promotion"] = r.promotion ? to_string(*r.promotion) : "";
   j["rung"] = rung_number(r.rung);
   j["found_device_s"] = r.found_device_s;

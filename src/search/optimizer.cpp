@@ -283,6 +283,28 @@ void Optimizer::stop(StopReason reason, const std::string& detail) {
                    {{"by", to_string(reason)}, {"candidates", records_.size()}});
 }
 
+double Optimizer::quick_reference_ms(const CandidateRecord& record) const {
+  return record.quick_reference ? record.quick_reference->median_ms : reference_ms_;
+}
+
+double Optimizer::quick_speedup(const CandidateRecord& record) const {
+  if (!record.median_ms || *record.median_ms <= 0.0) return 0.0;
+  return quick_reference_ms(record) / *record.median_ms;
+}
+
+double Optimizer::quick_score_of(const CandidateRecord& record, bool upper) const {
+  const double level = evaluation_policy().acceptance_level;
+  if (!record.quick_reference) {
+    return upper ? quick_score_upper(record.quick_samples_ms, reference_ms_, level)
+                 : quick_score(record.quick_samples_ms, reference_ms_, level);
+  }
+  std::vector<double> reference = record.quick_reference->before_ms;
+  reference.insert(reference.end(), record.quick_reference->after_ms.begin(),
+                   record.quick_reference->after_ms.end());
+  return upper ? quick_score_upper(record.quick_samples_ms, reference, level)
+               : quick_score(record.quick_samples_ms, reference, level);
+}
+
 std::array<int, kRungCount> Optimizer::rung_occupancy() const {
   std::array<int, kRungCount> occupancy = {0, 0, 0, 0};
   for (const CandidateRecord& r : records_) {
@@ -294,7 +316,7 @@ std::array<int, kRungCount> Optimizer::rung_occupancy() const {
 
 void Optimizer::progress_line(const std::string& where) {
   const std::string best =
-      best_ ? fmt::format("{:.2f}x ({})", reference_ms_ / *best_->median_ms, best_->id) : "none";
+      best_ ? fmt::format("{:.2f}x ({})", quick_speedup(*best_), best_->id) : "none";
   const std::array<int, kRungCount> rungs = rung_occupancy();
   progress_(fmt::format("progress: {} | {} candidates evaluated | rungs 0:{} 1:{} 2:{} 3:{} | "
                         "best {} | budget: {}",

@@ -9,7 +9,10 @@
 //   step t   the policy picks (direction, strategy) pairs applicable to the current best (and,
 //            in diversity_slots of the step's proposals, to the fastest candidate of another
 //            parallel decomposition); the generator turns each into a candidate; the compile pool builds them in parallel;
-//            each is gated and quick-timed; a failed one goes back to the generator for up to
+//            each is gated and quick-timed between two short rounds of the reference (its
+//            quick speedup is over the reference timed in its own window, so that a load
+//            that comes and goes during the run does not decide rung 1: QuickReference, issue
+//            21); a failed one goes back to the generator for up to
 //            repair_tries repairs; a candidate that looks faster becomes the new best only
 //            when a paired comparison shows the gain beyond noise. The search stops at the
 //            first candidate boundary where the budget (budget.h) is spent, Ctrl-C was
@@ -21,7 +24,8 @@
 //            pruned. Then each move's feedback is written back into the HTG: its log gain over
 //            its parent (quick rung) and its speedup, from rung 2 when it was promoted.
 //   final    rung 3 takes the best by rung-2 geomean (the search's best unless another is
-//            faster by more than min_gain over every timed workload); it and the reference are
+//            faster by more than min_gain over every timed workload and confirms it when both
+//            are timed in interleaved rounds on every timed workload); it and the reference are
 //            timed interleaved (paired rounds) and the speedup is reported with a bootstrap
 //            confidence interval; a second Ctrl-C skips it
 //
@@ -44,8 +48,10 @@
 //     compiled or timed; its worker handle is obtained only when needed (an acceptance
 //     comparison with a new challenger, rung 2, the final rung) by compiling it again, which the
 //     artifact cache answers, and loading it, without re-timing;
-//   - the reference's quick median and the device's measured bandwidth and FMA rate come from
-//     the run's meta (prompts, the policy's state and the diagnoses depend on them);
+//   - the reference's start-of-run quick median and the device's measured bandwidth and FMA
+//     rate come from the run's meta (prompts, the policy's state and the diagnoses depend on
+//     them); each candidate's rung-1 window reference comes from its row (a row recorded
+//     before windows existed has none, and the start-of-run median stands in, as it did then);
 //   - each step's moves (parent, direction, strategy) and the rng state after planning come from
 //     the recorded `plan`: the memory store has changed since (this run's own evidence, maybe
 //     other runs'), so asking the policy again could choose differently;
@@ -170,9 +176,14 @@ struct CandidateRecord {
   std::string build_log;           // the compiler's output (feedback for repairs)
   double device_s = 0.0;           // candidate-worker seconds its gate and quick rungs took
   bool replayed = false;           // restored from the run database on resume
-  /// S(p, 1): lower confidence bound of the quick-rung speedup (scheduler.h); 0 if not timed.
+  /// S(p, 1): lower confidence bound of the quick-rung speedup (scheduler.h), over the
+  /// reference timed in its own window; 0 if not timed.
   double quick_score = 0.0;
   std::vector<double> quick_samples_ms;  // the quick rung's samples (the score's input)
+  /// The reference timed just before and just after its quick timing (QuickReference): every
+  /// rung-1 speedup of the candidate is over its median. Empty for a run recorded before it
+  /// and for a plane that times none: the run's start-of-run reference median stands in.
+  std::optional<evaluation::QuickReference> quick_reference;
   /// The scheduler's decision (promoted to rung 2, or pruned); none when not correct or not
   /// decided yet.
   std::optional<PromotionOutcome> promotion;
@@ -294,6 +305,17 @@ class Optimizer {
   // "recorded_runs" event. Nothing when there are none.
   void note_recorded_runs();
   void progress_line(const std::string& where);
+  /// The reference median `record`'s rung-1 numbers are over: its window's
+  /// (CandidateRecord::quick_reference), else the run's start-of-run one (reference_ms_), in ms.
+  double quick_reference_ms(const CandidateRecord& record) const;
+  /// quick_reference_ms(record) over its quick median: its rung-1 speedup; 0 without a median.
+  /// What every rung-1 comparison of two candidates uses (the acceptance pre-check, the
+  /// parents' order, a move's log gain), so that two candidates timed under different loads
+  /// are compared through their own windows' references.
+  double quick_speedup(const CandidateRecord& record) const;
+  /// S(p, 1) of `record` (scheduler.h), or with `upper` the upper end of its quick speedup's
+  /// interval: over the reference samples of its window, else over reference_ms_.
+  double quick_score_of(const CandidateRecord& record, bool upper = false) const;
   /// Candidates at each highest rung reached, by rung number.
   std::array<int, kRungCount> rung_occupancy() const;
   /// The run's evaluation policy: the evaluation plane's.
@@ -315,12 +337,13 @@ class Optimizer {
   void repair_until_ok(generation::Proposal& current, CandidateRecord& record,
                        generation::Feedback& feedback, int step, const Move* move);
   void run_steps();
-  /// The next step's parents in the order the planner tries them, with their quick medians.
+  /// The next step's parents in the order the planner tries them, with their quick speedups
+  /// (quick_speedup).
   std::pair<std::vector<std::string>, std::map<std::string, double>> parents_in_order() const;
   std::vector<Move> plan_step(const std::vector<std::string>& parents,
-                              const std::map<std::string, double>& parent_ms, int step);
+                              const std::map<std::string, double>& parent_speedup, int step);
   std::vector<Move> replay_plan(const PlanDecision& plan,
-                                const std::map<std::string, double>& parent_ms);
+                                const std::map<std::string, double>& parent_speedup);
   void write_sources(std::vector<Move>& moves, int step);
   /// Runs one step's moves (each with its repairs and its memory evidence).
   void run_moves(std::vector<Move>& moves, int step);
@@ -361,8 +384,10 @@ class Optimizer {
   /// A record of `proposal` as the next candidate of `step`: index, step, id, parent, change.
   CandidateRecord new_record(const generation::Proposal& proposal, int step) const;
   /// Sets `record`'s direction, strategy and parent from `move` (none for a hint), and its
-  /// log gain over the move's parent where it has a quick median.
-  static void take_move(CandidateRecord& record, const Move* move);
+  /// log gain over the move's parent where it has a quick median: ln of its quick speedup over
+  /// the parent's (each over its own window's reference; with one reference for both, ln of
+  /// the parent's median over its median).
+  void take_move(CandidateRecord& record, const Move* move) const;
   /// Writes the proposal's standalone source into its candidate folder `dir` as
   /// source<extension> and sets record.source_file to it.
   void write_source(const generation::Proposal& proposal, const std::filesystem::path& dir,
@@ -387,6 +412,8 @@ class Optimizer {
   void sync_duplicates();
   /// The lineage of the best (lineage.h) from the run's records.
   std::vector<LineageStep> best_lineage() const;
+
+  // optimizer_acceptance.cpp: a candidate judged against the best
   /// Judges `record` against the best (the acceptance outcome; a new best when accepted),
   /// records the outcome and appends the record.
   void consider(CandidateRecord& record);
@@ -402,6 +429,8 @@ class Optimizer {
   /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
   /// later rung failed: its row in the run database, its record and an event say so.
   void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
+
+  // optimizer_candidate.cpp, continued
   void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
   CandidateRecord* find_record(const std::string& id);
   /// The handle of a correct candidate on worker `worker`, loading it there (on resume, after
@@ -430,12 +459,17 @@ class Optimizer {
   /// The id the final rung takes: `best_id` unless another rung-2 candidate's geomean speedup
   /// over all timed workloads is higher by more than min_gain (or the best failed rung 2).
   std::string choose_final(const std::string& best_id);
-  /// A rung-2 challenger of the search's best, both timed at rung 2 again in one window, in
-  /// ABBA order (challenger, best, best, challenger): `speedup` the geometric mean of the two
-  /// pairs' geomean ratios (challenger over best), ci_low/ci_high the two ratios; faster only
-  /// when both exceed 1 + min_gain, slower when both fall below 1 / (1 + min_gain), else a tie;
-  /// failed when either full rung fails. The seconds are charged to the budget and recorded as
-  /// a "compare" rung row of the challenger; an event "final_challenge" is written.
+  /// A rung-2 challenger of the search's best, timed with it as acceptance times two
+  /// candidates (EvaluationPlane::compare_on: compare_rounds interleaved rounds, the order
+  /// alternating, checked calls), once on every timed workload; `speedup` the geometric mean of
+  /// the workloads' paired speedups (challenger over best), ci_low/ci_high its interval
+  /// (evaluation::geometric_mean), the outcome judge_speedup's at min_gain: faster, slower or
+  /// tie; failed when a timing of either fails. Until the identical-code run of
+  /// bench/ladder/identical_cpu.md it timed two full rungs of each in ABBA order and took the
+  /// two ratios for the interval: with a load noise far above min_gain, both ratios fall on the
+  /// same side of 1 +- min_gain about one time in four each way for identical code. The seconds
+  /// are charged to the budget and recorded as a "compare" rung row of the challenger; an event
+  /// "final_challenge" is written.
   AcceptanceDecision confirm_full_rung(const CandidateRecord& best,
                                        const CandidateRecord& challenger);
   /// Rung 3 on best_: paired timing with the reference, the profile, best.cpp|cu|py.
@@ -469,7 +503,7 @@ class Optimizer {
   std::unique_ptr<RunJournal> journal_;
   std::unique_ptr<BudgetTracker> budget_;
   OptimizeResult result_;
-  double reference_ms_ = 0.0;       // the reference's quick-rung median
+  double reference_ms_ = 0.0;       // the reference's quick-rung median at the run's start
   double copy_bytes_per_s_ = 0.0;   // measured by the reference worker (plausibility floor)
   double peak_flops_per_s_ = 0.0;   // f32 peak when the device reports one
   std::optional<CandidateRecord> best_;

@@ -1,6 +1,6 @@
 // One candidate's life in Optimizer::run (optimizer.h): screened, built, gated and timed (or
-// restored from the run database on resume), judged against the best, reported to the
-// generator, and written to the run directory and the run database.
+// restored from the run database on resume), judged against the best (optimizer_acceptance.cpp),
+// reported to the generator, and written to the run directory and the run database.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,17 +20,6 @@ namespace {
 
 // A build log kept in the run database for a repair prompt: the head, where errors start.
 constexpr size_t kBuildLogBytes = 64 * 1024;
-
-std::string describe(const CandidateRecord& record, double reference_ms) {
-  if (record.verdict != Verdict::ok) {
-    std::string message = record.message.substr(0, 160);
-    return fmt::format("{:<44} {}{}", record.id, to_string(record.verdict),
-                       message.empty() ? "" : ": " + message);
-  }
-  return fmt::format("{:<44} ok  {:9.4f} ms  {:5.2f}x vs reference", record.id,
-                     *record.median_ms, reference_ms / *record.median_ms);
-}
-
 
 }  // namespace
 
@@ -119,8 +108,7 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   record.found_device_s = spend.device_s;
   record.found_wall_s = spend.wall_s;
   if (record.median_ms) {
-    record.quick_score =
-        quick_score(record.quick_samples_ms, reference_ms_, evaluation_policy().acceptance_level);
+    record.quick_score = quick_score_of(record);
   }
   consider(record);
   generation::Feedback feedback;
@@ -128,7 +116,7 @@ CandidateRecord Optimizer::attempt(const generation::Proposal& proposal,
   feedback.message = record.message;
   feedback.build_log = record.build_log;
   feedback.median_ms = record.median_ms;
-  feedback.reference_ms = reference_ms_;
+  feedback.reference_ms = quick_reference_ms(record);
   feedback.is_best = best_ && best_->id == record.id;
   generator_.observe(proposal, feedback);
   if (feedback_out != nullptr) *feedback_out = feedback;
@@ -145,12 +133,12 @@ CandidateRecord Optimizer::new_record(const generation::Proposal& proposal, int 
   return record;
 }
 
-void Optimizer::take_move(CandidateRecord& record, const Move* move) {
+void Optimizer::take_move(CandidateRecord& record, const Move* move) const {
   if (move == nullptr) return;
   record.direction_id = move->direction_id;
   record.strategy_id = move->strategy_id;
   record.parent_id = move->parent_id;
-  if (record.median_ms) record.log_gain = std::log(move->parent_ms / *record.median_ms);
+  if (record.median_ms) record.log_gain = std::log(quick_speedup(record) / move->parent_speedup);
 }
 
 void Optimizer::write_source(const generation::Proposal& proposal, const fs::path& dir,
@@ -183,6 +171,7 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
   if (outcome.verdict == Verdict::ok) {
     record.median_ms = outcome.timing.median_ms;
     record.quick_samples_ms = outcome.samples_ms;
+    record.quick_reference = outcome.quick_reference;
     std::lock_guard<std::mutex> lock(handles_mutex_);
     handles_[proposal.id][evaluated.worker] = outcome.handle;
     homes_[proposal.id] = evaluated.worker;
@@ -205,6 +194,8 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
                                {"rungs", outcome.rungs},
                                {"samples_ms", outcome.samples_ms},
                                {"timing", outcome.timing}};
+  // What a resumed run reads the rung-1 speedup back from (restore).
+  if (record.quick_reference) evaluation["quick_reference"] = *record.quick_reference;
   run_dir_.write_json(dir / "evaluation.json", evaluation);
 
   // The run database's row, written before anything is decided about the candidate: a crash
@@ -251,6 +242,10 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   record.device_s = recorded.device_s;
   record.quick_samples_ms =
       row.evaluation.value("samples_ms", std::vector<double>{});
+  // Runs recorded before rung 1 timed its own reference have none: reference_ms_ stands in.
+  if (row.evaluation.contains("quick_reference")) {
+    record.quick_reference = row.evaluation.at("quick_reference").get<evaluation::QuickReference>();
+  }
   record.rung = recorded.reached_quick ? Rung::quick : Rung::gate;
   record.duplicate_of = row.evaluation.value("duplicate_of", "");
   if (!record.duplicate_of.empty()) {
@@ -261,156 +256,6 @@ CandidateRecord Optimizer::restore(const generation::Proposal& proposal,
   record.replayed = true;
   ++result_.replayed_candidates;
   return record;
-}
-
-void Optimizer::reject_after_check(const std::string& id, Verdict verdict,
-                                   const std::string& message) {
-  journal_->reject_candidate(id, verdict, message);
-  for (CandidateRecord& earlier : records_) {
-    if (earlier.id != id && earlier.duplicate_of != id) continue;
-    // The same program: its duplicates share the verdict.
-    if (earlier.id != id) journal_->reject_candidate(earlier.id, verdict, message);
-    earlier.verdict = verdict;
-    earlier.message = message;
-  }
-  run_dir_.append_event({{"event", "rejected_after_check"}, {"id", id},
-                         {"verdict", to_string(verdict)}, {"message", message}});
-}
-
-AcceptanceDecision Optimizer::compare_with_best(const CandidateRecord& record) {
-  // Decided once: a resumed run replays the verdict.
-  if (std::optional<AcceptanceDecision> recorded = journal_->replay().acceptance(record.id)) {
-    return *recorded;
-  }
-  AcceptanceDecision decided = compare_paired(*best_, record, "acceptance");
-  journal_->record_acceptance(record.step, decided);
-  return decided;
-}
-
-AcceptanceDecision Optimizer::compare_paired(const CandidateRecord& incumbent,
-                                             const CandidateRecord& challenger,
-                                             const std::string& event_name) {
-  const double started = now_s_();
-  // On the challenger's worker, where it is loaded; the incumbent is loaded there too.
-  const size_t on = home_of(challenger.id);
-  const int incumbent_handle = handle_on(incumbent.id, on);
-  const evaluation::CompareOutcome compared =
-      evaluator_.compare(incumbent_handle, handle_on(challenger.id, on), workers_.at(on));
-  const std::optional<evaluation::PairedComparison>& paired = compared.paired;
-  const double seconds = now_s_() - started;
-  budget_->add_device_s(seconds);
-  AcceptanceDecision decided;
-  decided.incumbent = incumbent.id;
-  decided.challenger = challenger.id;
-  decided.outcome = paired ? paired->outcome : ComparisonOutcome::failed;
-  if (paired) {
-    decided.speedup = paired->speedup.speedup;
-    decided.ci_low = paired->speedup.ci_low;
-    decided.ci_high = paired->speedup.ci_high;
-  } else {
-    decided.failed = compared.failed_handle == incumbent_handle ? incumbent.id : challenger.id;
-    decided.verdict = compared.verdict;
-    decided.message = compared.message;
-  }
-  journal_->record_comparison(decided, seconds);
-  nlohmann::json event = decided;
-  event["event"] = event_name;
-  run_dir_.append_event(event);
-  return decided;
-}
-
-void Optimizer::consider(CandidateRecord& record) {
-  progress_(fmt::format("  [{:03d}] {}{}{}", record.index, describe(record, reference_ms_),
-                        record.duplicate_of.empty()
-                            ? ""
-                            : fmt::format("  same as #{} (not evaluated again)",
-                                          record.duplicate_of_index),
-                        record.replayed ? "  (replayed)" : ""));
-  // The acceptance outcome (a new best or not); promotion to rung 2 is the scheduler's
-  // separate decision (promote_cohort).
-  const double min_gain = evaluation_policy().min_gain;
-  AcceptanceOutcome outcome = AcceptanceOutcome::not_better;
-  std::string reason;
-  if (!record.duplicate_of.empty()) {
-    // The original was judged already: a duplicate never becomes the best and costs no
-    // comparison.
-    outcome = record.verdict == Verdict::ok ? AcceptanceOutcome::not_better
-                                            : AcceptanceOutcome::rejected;
-    reason = fmt::format("same as #{} ({}): not evaluated again", record.duplicate_of_index,
-                         record.duplicate_of);
-  } else if (record.verdict != Verdict::ok) {
-    outcome = AcceptanceOutcome::rejected;
-    reason = to_string(record.verdict) +
-             (record.message.empty() ? "" : ": " + record.message.substr(0, 200));
-  } else if (!best_) {
-    outcome = AcceptanceOutcome::accepted;
-    reason = "first correct candidate";
-  } else if (*record.median_ms >= *best_->median_ms * (1.0 - min_gain)) {
-    reason = fmt::format("quick median {:.4f} ms is not {:.0f}% below the best's ({}, {:.4f} ms)",
-                         *record.median_ms, 100 * min_gain, best_->id, *best_->median_ms);
-  } else {
-    // Looks faster on the quick rung: accepted only if a paired, interleaved comparison with
-    // the best shows the gain beyond noise.
-    const AcceptanceDecision decided = compare_with_best(record);
-    record.acceptance = decided.outcome;
-    const Verdict checked = decided.verdict;
-    if (checked == Verdict::wrong_answer || checked == Verdict::rejected_by_policy) {
-      // A checked call of the comparison found a wrong output, a write outside a tensor or work
-      // outside args->stream: that candidate gets the verdict, whichever rung saw it (issue 25).
-      // A failed best gives its place to the challenger.
-      const std::string& failed = decided.failed;
-      const std::string message = "acceptance comparison: " + decided.message;
-      progress_(fmt::format("        vs best {}: {} failed a checked call: {}", best_->id, failed,
-                            to_string(checked)));
-      reject_after_check(failed, checked, message);
-      if (failed == record.id) {
-        record.verdict = checked;
-        record.message = message;
-        outcome = AcceptanceOutcome::rejected;
-        reason = to_string(checked) + ": " + message.substr(0, 200);
-      } else {
-        outcome = AcceptanceOutcome::accepted;
-        reason = "the best (" + failed + ") failed a checked call: " + message.substr(0, 200);
-      }
-    } else {
-      progress_(fmt::format("        vs best {}: {} ({:.3f}x, {:.0f}% CI [{:.3f}, {:.3f}])",
-                            best_->id, to_string(decided.outcome), decided.speedup,
-                            100 * evaluation_policy().acceptance_level, decided.ci_low,
-                            decided.ci_high));
-      outcome = decided.outcome == ComparisonOutcome::faster ? AcceptanceOutcome::accepted
-                                                             : AcceptanceOutcome::not_better;
-      reason = fmt::format("paired comparison with {}: {} ({:.3f}x, CI [{:.3f}, {:.3f}])",
-                           best_->id, to_string(decided.outcome), decided.speedup,
-                           decided.ci_low, decided.ci_high);
-    }
-  }
-  if (options_.explain) progress_(fmt::format("        {}: {}", to_string(outcome), reason));
-  journal_->decide(record.step, "outcome", record.id,
-                   {{"candidate", record.id}, {"outcome", to_string(outcome)}, {"reason", reason}});
-  if (outcome == AcceptanceOutcome::accepted) {
-    best_ = record;
-    if (!record.replayed) {
-      run_dir_.append_event(
-          {{"event", "new_best"}, {"id", record.id}, {"median_ms", *record.median_ms}});
-    }
-  }
-  nlohmann::json event = {{"event", record.replayed ? "candidate_replayed" : "candidate"},
-                          {"index", record.index},
-                          {"id", record.id},
-                          {"step", record.step},
-                          {"verdict", to_string(record.verdict)},
-                          {"outcome", to_string(outcome)},
-                          {"median_ms", record.median_ms ? nlohmann::json(*record.median_ms)
-                                                         : nlohmann::json()},
-                          // the run's spend so far, for the report's best-so-far curves
-                          {"spent_device_s", budget_->spend().device_s},
-                          {"spent_wall_s", budget_->spend().wall_s}};
-  if (!record.duplicate_of.empty()) {
-    event["duplicate_of"] = record.duplicate_of;
-    event["duplicate_of_index"] = record.duplicate_of_index;
-  }
-  run_dir_.append_event(event);
-  records_.push_back(record);
 }
 
 void Optimizer::record_evidence(const Move& move, const CandidateRecord& record, int step,
@@ -441,7 +286,7 @@ void Optimizer::record_evidence(const Move& move, const CandidateRecord& record,
   if (measured != nullptr && measured->full_geomean_speedup) {
     evidence.speedup_vs_baseline = *measured->full_geomean_speedup;
   } else if (record.median_ms) {
-    evidence.speedup_vs_baseline = reference_ms_ / *record.median_ms;
+    evidence.speedup_vs_baseline = quick_speedup(record);
   }
   evidence.candidate_id = record.artifact_key;
   evidence.excerpt = proposals_.at(record.id).change;

@@ -52,6 +52,7 @@ CandidateRecord Optimizer::record_duplicate(const generation::Proposal& proposal
   record.build_log = original.build_log;
   record.median_ms = original.median_ms;
   record.quick_samples_ms = original.quick_samples_ms;
+  record.quick_reference = original.quick_reference;
   record.full_geomean_speedup = original.full_geomean_speedup;
   record.full_workloads = original.full_workloads;
   record.rung = original.rung;
@@ -67,6 +68,7 @@ CandidateRecord Optimizer::record_duplicate(const generation::Proposal& proposal
                                {"artifact_key", record.artifact_key},
                                {"from_cache", true},
                                {"samples_ms", record.quick_samples_ms}};
+  if (record.quick_reference) evaluation["quick_reference"] = *record.quick_reference;
   run_dir_.write_json(dir / "evaluation.json", evaluation);
   evaluation["source_file"] = record.source_file;
   evaluation["build_log"] = record.build_log;
@@ -104,7 +106,7 @@ std::vector<LineageStep> Optimizer::best_lineage() const {
       s.speedup = *r.full_geomean_speedup;
       s.speedup_rung = "full";
     } else if (r.median_ms && *r.median_ms > 0.0) {
-      s.speedup = reference_ms_ / *r.median_ms;
+      s.speedup = quick_speedup(r);
       s.speedup_rung = "quick";
     }
     s.support = r.support;

@@ -98,7 +98,7 @@ std::set<std::string> Optimizer::write_hints(std::vector<generation::Proposal>& 
 }
 
 std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>& parents,
-                                                  const std::map<std::string, double>& parent_ms,
+                                                  const std::map<std::string, double>& parent_speedup,
                                                   int step) {
   std::vector<Move> moves;
   std::set<std::string> planned;
@@ -126,7 +126,7 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
       if (!choice) break;
       std::optional<generation::Proposal> proposal = proposal_for(choice->strategy);
       planned.insert(proposal->id);
-      moves.push_back({parent_id, parent_ms.at(parent_id), choice->direction.id,
+      moves.push_back({parent_id, parent_speedup.at(parent_id), choice->direction.id,
                        choice->strategy.id, why + choice->explanation, std::move(*proposal),
                        memory::choice_support(view, prior_evidence_rows_, state_, *choice,
                                               evidence_reads_)});
@@ -183,7 +183,7 @@ std::vector<Optimizer::Move> Optimizer::plan_step(const std::vector<std::string>
 }
 
 std::vector<Optimizer::Move> Optimizer::replay_plan(const PlanDecision& plan,
-                                                    const std::map<std::string, double>& parent_ms) {
+                                                    const std::map<std::string, double>& parent_speedup) {
   const int step = plan.step;
   std::vector<Move> moves;
   for (const PlannedMove& recorded : plan.moves) {
@@ -196,7 +196,7 @@ std::vector<Optimizer::Move> Optimizer::replay_plan(const PlanDecision& plan,
       if (s.id == strategy_id) strategy = s;
     }
     auto parent = proposals_.find(parent_id);
-    if (!strategy || parent == proposals_.end() || !parent_ms.count(parent_id)) {
+    if (!strategy || parent == proposals_.end() || !parent_speedup.count(parent_id)) {
       throw Error(fmt::format("cannot resume: step {} was planned as {} applied to {}, which this "
                               "replay {}", step, strategy_id, parent_id,
                               strategy ? "has not evaluated as a correct candidate"
@@ -208,7 +208,7 @@ std::vector<Optimizer::Move> Optimizer::replay_plan(const PlanDecision& plan,
                               "generator now gives {}", step, candidate_id, strategy_id,
                               parent_id, proposal ? proposal->id : "nothing"));
     }
-    moves.push_back({parent_id, parent_ms.at(parent_id), direction_id, strategy_id,
+    moves.push_back({parent_id, parent_speedup.at(parent_id), direction_id, strategy_id,
                      recorded.explanation, std::move(*proposal), recorded.support});
   }
   std::istringstream rng_state(plan.rng);
@@ -245,8 +245,9 @@ void Optimizer::write_sources(std::vector<Move>& moves, int step) {
 std::pair<std::vector<std::string>, std::map<std::string, double>>
 Optimizer::parents_in_order() const {
   // The best first; then the candidates promoted to rung 2, fastest geomean first; then the
-  // other correct ones by quick median (reached only when the better parents have no untried
-  // neighbour left, so the search does not stall on a corner).
+  // other correct ones by quick speedup, each over its own window's reference (reached only
+  // when the better parents have no untried neighbour left, so the search does not stall on a
+  // corner).
   std::vector<const CandidateRecord*> promoted;
   std::vector<const CandidateRecord*> others;
   for (const CandidateRecord& r : records_) {
@@ -257,17 +258,17 @@ Optimizer::parents_in_order() const {
   std::stable_sort(promoted.begin(), promoted.end(), [](const auto* a, const auto* b) {
     return *a->full_geomean_speedup > *b->full_geomean_speedup;
   });
-  std::stable_sort(others.begin(), others.end(), [](const auto* a, const auto* b) {
-    return *a->median_ms < *b->median_ms;
+  std::stable_sort(others.begin(), others.end(), [&](const auto* a, const auto* b) {
+    return quick_speedup(*a) > quick_speedup(*b);
   });
   std::vector<std::string> parents = {best_->id};
-  std::map<std::string, double> parent_ms = {{best_->id, *best_->median_ms}};
+  std::map<std::string, double> parent_speedup = {{best_->id, quick_speedup(*best_)}};
   for (const auto* list : {&promoted, &others}) {
     for (const CandidateRecord* r : *list) {
-      if (parent_ms.emplace(r->id, *r->median_ms).second) parents.push_back(r->id);
+      if (parent_speedup.emplace(r->id, quick_speedup(*r)).second) parents.push_back(r->id);
     }
   }
-  return {parents, parent_ms};
+  return {parents, parent_speedup};
 }
 
 void Optimizer::repair_until_ok(generation::Proposal& current, CandidateRecord& record,
@@ -319,16 +320,16 @@ void Optimizer::run_steps() {
   }
   state_.last_feedback = diagnose(*best_);
   for (int step = 1; step <= options_.steps; ++step) {
-    const auto [parents, parent_ms] = parents_in_order();
+    const auto [parents, parent_speedup] = parents_in_order();
     state_.step = step;
     if (should_stop(true)) return;
     budget_->start_step();
     state_.best_id = best_->id;
     state_.best_ms = *best_->median_ms;
-    state_.best_speedup = reference_ms_ / *best_->median_ms;
+    state_.best_speedup = quick_speedup(*best_);
     const std::optional<PlanDecision> plan = journal_->replay().plan(step);
     std::vector<Move> moves =
-        plan ? replay_plan(*plan, parent_ms) : plan_step(parents, parent_ms, step);
+        plan ? replay_plan(*plan, parent_speedup) : plan_step(parents, parent_speedup, step);
     if (moves.empty()) {
       stop(StopReason::exhausted,
            fmt::format("step {}: no applicable strategy left on any correct candidate", step));

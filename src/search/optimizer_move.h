@@ -13,7 +13,9 @@ namespace kforge::search {
 /// why the policy chose it, and the generator's proposal.
 struct Optimizer::Move {
   std::string parent_id;
-  double parent_ms = 0.0;  // the parent's quick-rung median (the gain is measured against it)
+  /// The parent's quick speedup over its window's reference (Optimizer::quick_speedup): the
+  /// move's log gain is measured against it.
+  double parent_speedup = 0.0;
   std::string direction_id;
   std::string strategy_id;
   std::string explanation;

@@ -124,6 +124,11 @@ class SimulatedPlane : public evaluation::EvaluationPlane {
                                                                     : ComparisonOutcome::tie;
     return {paired, -1, Verdict::ok, ""};
   }
+  // One timed workload: rung 2's challenge is the same comparison.
+  evaluation::CompareOutcome compare_on(const std::string&, int incumbent, int challenger,
+                                        worker::Worker& on) override {
+    return compare(incumbent, challenger, on);
+  }
   const Workload& timed_workload() const override { return timed_; }
   const evaluation::EvaluationPolicy& policy() const override { return policy_; }
 

@@ -101,6 +101,7 @@ class FakeWorker : public worker::Worker {
     ms /= value("KF_ACCUMULATORS");
     if (value("KF_PARALLEL") == 1.0 && path.find("KF_PARALLEL") != std::string::npos) ms /= 2;
     if (slow_on && slow_on(path, request.workload.name)) ms *= 100;
+    if (loaded_times.contains(times)) ms *= load_factor;
     worker::TimeResult result;
     for (int i = 0; i < request.policy.min_repetitions; ++i) {
       result.samples_ms.push_back(ms * (1 + 0.001 * (i % 3)));
@@ -134,6 +135,10 @@ class FakeWorker : public worker::Worker {
   int full_rung_repetitions = evaluation::EvaluationPolicy{}.full.min_repetitions;
   int64_t memory_bytes = 0;  // 0: unknown (no fit check)
   double delay_ms = 0.0;     // real time each time() call takes (a slower device)
+  /// time() calls (1-based) made while the machine is "loaded": their samples are load_factor
+  /// times slower (a reference timed once under load, issue 21).
+  std::set<int> loaded_times;
+  double load_factor = 2.0;
   /// Candidates (by artifact path) that run 100x slower on a workload.
   std::function<bool(const std::string& path, const std::string& workload)> slow_on;
 

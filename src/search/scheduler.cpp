@@ -44,23 +44,44 @@ int median_upper_rank(int n, double level) {
   return n;
 }
 
-double quick_score(std::span<const double> samples_ms, double reference_ms, double level) {
-  if (samples_ms.empty() || reference_ms <= 0.0) return 0.0;
-  std::vector<double> sorted(samples_ms.begin(), samples_ms.end());
-  std::sort(sorted.begin(), sorted.end());
-  if (sorted.front() <= 0.0) return 0.0;
-  const int u = median_upper_rank(static_cast<int>(sorted.size()), level);
-  return reference_ms / sorted[static_cast<size_t>(u - 1)];
-}
+namespace {
 
-double quick_score_upper(std::span<const double> samples_ms, double reference_ms, double level) {
-  if (samples_ms.empty() || reference_ms <= 0.0) return 0.0;
+// The bound of the median of `samples_ms` at `level`: x_(u) (upper) or x_(n + 1 - u) (lower),
+// u = median_upper_rank; 0 when there are no samples or one is not positive.
+double median_bound(std::span<const double> samples_ms, double level, bool upper) {
+  if (samples_ms.empty()) return 0.0;
   std::vector<double> sorted(samples_ms.begin(), samples_ms.end());
   std::sort(sorted.begin(), sorted.end());
   if (sorted.front() <= 0.0) return 0.0;
   const int n = static_cast<int>(sorted.size());
   const int u = median_upper_rank(n, level);
-  return reference_ms / sorted[static_cast<size_t>(n - u)];
+  return sorted[static_cast<size_t>(upper ? u - 1 : n - u)];
+}
+
+double ratio_or_zero(double numerator, double denominator) {
+  return numerator > 0.0 && denominator > 0.0 ? numerator / denominator : 0.0;
+}
+
+}  // namespace
+
+double quick_score(std::span<const double> samples_ms, double reference_ms, double level) {
+  return ratio_or_zero(reference_ms, median_bound(samples_ms, level, true));
+}
+
+double quick_score_upper(std::span<const double> samples_ms, double reference_ms, double level) {
+  return ratio_or_zero(reference_ms, median_bound(samples_ms, level, false));
+}
+
+double quick_score(std::span<const double> samples_ms,
+                   std::span<const double> reference_samples_ms, double level) {
+  return ratio_or_zero(median_bound(reference_samples_ms, level, false),
+                       median_bound(samples_ms, level, true));
+}
+
+double quick_score_upper(std::span<const double> samples_ms,
+                         std::span<const double> reference_samples_ms, double level) {
+  return ratio_or_zero(median_bound(reference_samples_ms, level, true),
+                       median_bound(samples_ms, level, false));
 }
 
 std::vector<Promotion> successive_halving(std::span<const Contender> cohort, double eta,

@@ -11,13 +11,21 @@
 //
 //   S(p, 1) = reference_ms / t_hi(p)
 //
-// where reference_ms is the reference's quick-rung median and t_hi(p) is the upper end of the
+// where t_hi(p) is the upper end of the
 // distribution-free confidence interval of p's median quick-rung time: the order statistic
 // x_(u) of its n sorted samples, u the smallest rank with P(Binomial(n, 1/2) <= u - 1) >=
 // (1 + level) / 2 (the order-statistic interval of a quantile, Conover, "Practical
 // Nonparametric Statistics", 3rd ed., 1999, ch. 3). A candidate that is fast but noisy (few
 // samples, wide spread) scores below one that is as fast and steady, so noise alone does not
 // earn the expensive rung. With 8 samples or fewer u = n (the slowest sample) at level 0.95.
+// reference_ms is the reference timed in p's own rung-1 window (a short round just before and
+// one just after p's quick timing: evaluation::QuickReference), at the lower end of its
+// median's interval, x_(n + 1 - u) of its samples: 10 samples by default, whose own noise must
+// not pass for a speedup (with the window's median instead, identical code scored up to 1.81
+// under load, bench/ladder/identical_cpu.md). Before, it was the reference's median timed once
+// at the start of the run, and a load that came or went since moved every S by up to 4x: on a
+// loaded 2-core machine the reference itself scored 2.17x over itself (issue 21). Runs
+// recorded before the window have only that median, and their S is as it was.
 //
 // Per step (a "cohort" = the correct candidates that finished rung 1 since the last promotion):
 //   ladder  the top ceil(n / eta) by S(p, 1) are promoted (ties: the earlier candidate first),
@@ -66,6 +74,16 @@ double quick_score(std::span<const double> samples_ms, double reference_ms, doub
 /// interval, >= quick_score(). 0 as quick_score() is.
 double quick_score_upper(std::span<const double> samples_ms, double reference_ms,
                          double level = 0.95);
+
+/// S(p, 1) over a reference timed in p's own window: the lower confidence bound of the median
+/// of `reference_samples_ms` over the upper bound of the median of `samples_ms` (both the
+/// order-statistic interval above, at `level`). 0 when either is empty or has a sample <= 0.
+double quick_score(std::span<const double> samples_ms,
+                   std::span<const double> reference_samples_ms, double level = 0.95);
+/// Its upper end: the reference's upper bound over p's lower bound; >= quick_score(). 0 as
+/// quick_score() is.
+double quick_score_upper(std::span<const double> samples_ms,
+                         std::span<const double> reference_samples_ms, double level = 0.95);
 
 /// The 1-based rank u of the order statistic x_(u) that bounds the median from above at `level`
 /// (two-sided) for n samples; n when n is too small for the level.

@@ -130,6 +130,21 @@ TEST(Scheduler, QuickScoreUpperIsTheOptimisticEndOfTheSameInterval) {
   EXPECT_EQ(quick_score_upper(samples, 0.0), 0.0);
 }
 
+TEST(Scheduler, QuickScoreOverAWindowsReferenceTakesItsNoiseToo) {
+  // The reference's 10 window samples: interval [x_(2), x_(9)] = [2.1, 2.8]; the candidate's
+  // [1.1, 1.8] as above.
+  const std::vector<double> samples = {1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9};
+  const std::vector<double> reference = {2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9};
+  EXPECT_DOUBLE_EQ(quick_score(samples, reference), 2.1 / 1.8);
+  EXPECT_DOUBLE_EQ(quick_score_upper(samples, reference), 2.8 / 1.1);
+  // Below the score over the reference's median alone: its noise is not a speedup.
+  EXPECT_LT(quick_score(samples, reference), quick_score(samples, 2.45));
+  // Identical samples on both sides: at most 1 (x_(2) over x_(9)).
+  EXPECT_LE(quick_score(samples, samples), 1.0);
+  EXPECT_EQ(quick_score(samples, std::vector<double>{}), 0.0);
+  EXPECT_EQ(quick_score_upper(std::vector<double>{}, reference), 0.0);
+}
+
 TEST(Scheduler, ACandidateWithinNoiseOfTheCutGetsRungTwoAtMostAQuotaMore) {
   // Six contenders, quota ceil(6/3) = 2: the cut is b's S = 4. c and d are noisy enough that
   // their optimistic ends reach past it; e's does not; f's reaches it exactly (not above).

@@ -170,12 +170,41 @@ ReplayPlane::PairedSamples ReplayPlane::time_paired(int handle, worker::Worker&)
 evaluation::CompareOutcome ReplayPlane::compare(int incumbent, int challenger, worker::Worker&) {
   const PointRecord& a = loaded(incumbent);
   const PointRecord& b = loaded(challenger);
+  return paired_rounds(a.quick_samples_ms, b.quick_samples_ms, seconds_per_sample(a),
+                       seconds_per_sample(b));
+}
+
+evaluation::CompareOutcome ReplayPlane::compare_on(const std::string& workload, int incumbent,
+                                                   int challenger, worker::Worker&) {
+  const auto recorded = [&](const PointRecord& point) -> const WorkloadTiming& {
+    for (const WorkloadTiming& timing : point.full) {
+      if (timing.workload == workload && !timing.samples_ms.empty()) return timing;
+    }
+    throw Error("simulation: no recorded rung-2 samples of " + point.id + " on '" + workload +
+                "'");
+  };
+  // Seconds per rung-2 sample: the point's recorded rung 2 over all its samples.
+  const auto per_sample = [](const PointRecord& point) {
+    size_t samples = 0;
+    for (const WorkloadTiming& timing : point.full) samples += timing.samples_ms.size();
+    return samples == 0 ? 0.0 : point.full_s / static_cast<double>(samples);
+  };
+  const PointRecord& a = loaded(incumbent);
+  const PointRecord& b = loaded(challenger);
+  return paired_rounds(recorded(a).samples_ms, recorded(b).samples_ms, per_sample(a),
+                       per_sample(b));
+}
+
+evaluation::CompareOutcome ReplayPlane::paired_rounds(const std::vector<double>& a_ms,
+                                                      const std::vector<double>& b_ms,
+                                                      double a_s_per_sample,
+                                                      double b_s_per_sample) {
   const size_t per_round = static_cast<size_t>(std::max(1, policy_.round.max_repetitions));
   std::vector<std::vector<double>> a_rounds, b_rounds;
   for (int round = 0; round < policy_.compare_rounds; ++round) {
-    a_rounds.push_back(resample(a.quick_samples_ms, per_round));
-    b_rounds.push_back(resample(b.quick_samples_ms, per_round));
-    charge(static_cast<double>(per_round) * (seconds_per_sample(a) + seconds_per_sample(b)));
+    a_rounds.push_back(resample(a_ms, per_round));
+    b_rounds.push_back(resample(b_ms, per_round));
+    charge(static_cast<double>(per_round) * (a_s_per_sample + b_s_per_sample));
   }
   evaluation::CompareOutcome outcome;
   outcome.paired = evaluation::judge_paired(a_rounds, b_rounds, policy_.acceptance_level,

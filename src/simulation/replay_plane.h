@@ -41,7 +41,8 @@ class SimulatedClock {
 ///   recorded reference median;
 /// - compare() and time_paired(): `compare_rounds` / `final_rounds` rounds of
 ///   `policy.round.max_repetitions` samples drawn from each side's recorded rung-1 samples, judged
-///   by evaluation::judge_paired as the real plane judges them.
+///   by evaluation::judge_paired as the real plane judges them; compare_on() the same from the
+///   recorded rung-2 samples of the workload.
 /// Seconds: gate and quick rungs as recorded per point; a round costs its samples times the
 /// point's recorded seconds per rung-1 sample. The clock advances by each, so budget limits in
 /// device seconds hold in simulation as on the device. A point the space does not hold is a
@@ -65,6 +66,8 @@ class ReplayPlane : public evaluation::EvaluationPlane {
   void prime_full_rung_reference() override {}
   PairedSamples time_paired(int handle, worker::Worker& on) override;
   evaluation::CompareOutcome compare(int incumbent, int challenger, worker::Worker& on) override;
+  evaluation::CompareOutcome compare_on(const std::string& workload, int incumbent,
+                                        int challenger, worker::Worker& on) override;
   const Workload& timed_workload() const override { return timed_; }
   const evaluation::EvaluationPolicy& policy() const override { return policy_; }
 
@@ -77,6 +80,11 @@ class ReplayPlane : public evaluation::EvaluationPlane {
   std::vector<double> resample(const std::vector<double>& samples, size_t count);
   /// Seconds one rung-1 sample of `point` cost, from its recorded rung 1.
   static double seconds_per_sample(const PointRecord& point);
+  /// Rounds of `per_round` samples drawn from `a_ms` and `b_ms`, judged by judge_paired; each
+  /// round charged `a_s_per_sample` and `b_s_per_sample` per sample.
+  evaluation::CompareOutcome paired_rounds(const std::vector<double>& a_ms,
+                                           const std::vector<double>& b_ms, double a_s_per_sample,
+                                           double b_s_per_sample);
   void charge(double seconds);
 
   const SpaceRecord& space_;
