@@ -6,34 +6,11 @@
 // issues from one warp at a time and reaches well under that on Hopper; wgmma is the path
 // that can. This program times both at one shape and checks them against float64.
 //
-// The wgmma kernel (sm_90a): a block of two warpgroups computes a 128 x BN tile, each warpgroup
-// m64 x BN with wgmma.m64nBNk8 (A and B from shared memory through descriptors: K-major,
-// 128-byte swizzle; one k-slice BK = 32 floats is exactly one 128-byte swizzle row). A
-// STAGES-deep cp.async ring loads raw fp32 tiles into the swizzled layout (16-byte chunk q of
-// row r at chunk q ^ (r % 8), the pattern the hardware applies to addresses within a 1024-byte
-// atom); all 256 threads then split each landed tile in place into hi = tf32(v) and, in a twin
-// buffer of the same layout, lo = tf32(v - hi) (fence.proxy.async makes the generic-proxy writes
-// visible to wgmma). Per k-slice a warpgroup issues 4 k-steps x 3 products (lo*hi, hi*lo, then
-// hi*hi: the small terms first) into a slice accumulator S (scale-d 0 on the first), and adds S
-// to the running fp32 sum D with ordinary adds: tensor cores truncate their accumulation, so D
-// never passes through them (tf32x3.cuh says why: 38x the fp32 model's error at K = 4097
-// otherwise). While the tensor cores work on slice s, the threads wait for slice s+1, split it
-// and put slice s+STAGES-1 in flight; then wgmma.wait_group 0 and the adds. (Two S register sets
-// with wait_group 1, adding slice s-1 while slice s runs, made ptxas serialize every wgmma,
-// warning C7514: reads of accumulator registers inside a wgmma pipeline stage.)
-// Accumulator layout of m64nN f32 (PTX ISA, "Register fragment for wgmma .f32 accumulator"):
-// warp w of the warpgroup holds rows 16w .. 16w + 15; with g = lane / 4, t = lane % 4,
-// d[4j + 0] = (g, 8j + 2t), d[4j + 1] = (g, 8j + 2t + 1), d[4j + 2] = (g + 8, 8j + 2t),
-// d[4j + 3] = (g + 8, 8j + 2t + 1).
-// Sources: PTX ISA 9.0 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (wgmma, the
-// matrix descriptor, swizzling modes); NVIDIA CUTLASS (the SM90 GMMA mainloops, 3xTF32
-// OpMultiplyAddFastF32); Ootomo & Yokota, IJHPCA 2022 (the split).
-//
-// The wgmma kernel became the gemm_epilogue family's tf32x3_wgmma variant (bias, epilogue chain,
-// 4-byte copies for K % 4 != 0); the numbers in compute_bound_h100_s9.md came from this file's
-// first form at 8a01824, which held its own copy of that kernel (BN 64 with 4 stages as well).
-// It now times the family's sources themselves through their kforge_run entry points, each
-// included in a namespace of its own.
+// It times the family's own sources (their design is in their headers: kernels/cuda/
+// gemm_epilogue/tf32x3_wgmma.cu and tf32x3_mma.cu) through their kforge_run entry points, each
+// included in a namespace of its own. The numbers in compute_bound_h100_s9.md came from this
+// file's first form at 8a01824, which held its own copy of the wgmma kernel (before bias, the
+// epilogue chain and 4-byte copies for K % 4 != 0; BN 64 with 4 stages as well).
 // Build here (nvcc 13; the -gencode form: see ../.library HOPPER.md):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Ikernels \
 //     -I<dlpack include> bench/kernels/wgmma_tf32x3_probe.cu -o wgmma_tf32x3_probe

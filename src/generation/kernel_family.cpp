@@ -112,9 +112,11 @@ TemplateVariant read_variant(const toml::table& table, const fs::path& dir,
   }
   variant.decomposition = table["decomposition"].value_or(variant.name);
   variant.description = table["description"].value_or(std::string());
-  variant.cuda_arch = table["cuda_arch"].value_or(std::string());
-  if (table.contains("cuda_arch") && (!table["cuda_arch"].is_string() || variant.cuda_arch.empty())) {
-    throw Error(where + ".cuda_arch: expected an nvcc target such as \"sm_90a\"");
+  if (const toml::node* node = table.get("cuda_arch")) {
+    variant.cuda_arch = node->value_or(std::string());
+    if (variant.cuda_arch.empty()) {
+      throw Error(where + ".cuda_arch: expected an nvcc target such as \"sm_90a\"");
+    }
   }
   if (const toml::node* node = table.get("dtypes")) variant.dtypes = read_dtypes(*node, where);
   if (const toml::table* params = table["params"].as_table()) {

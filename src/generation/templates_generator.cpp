@@ -177,9 +177,7 @@ std::string TemplatesGenerator::standalone_source(const Proposal& proposal) cons
   std::ostringstream text;
   // An architecture-specific target first: python/kforge_torch/solution_source.py reads it.
   if (!proposal.job.cuda_arch.empty()) {
-    text << "// kforge: nvcc target " << proposal.job.cuda_arch << " (build with "
-         << "-gencode=arch=compute_" << proposal.job.cuda_arch.substr(3) << ",code="
-         << proposal.job.cuda_arch << ")\n";
+    text << "// kforge: nvcc target " << proposal.job.cuda_arch << "\n";
   }
   text << "// kforge candidate " << proposal.id << " (family " << family_.family << ", backend "
        << family_.backend << ")\n";
