@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "common/scratch_dir.h"
+#include "evaluation/comparison.h"
+#include "evaluation/precision.h"
 #include "evaluation/reference_oracle.h"
 #include "core/task.h"
 #include "worker/worker.h"
@@ -75,6 +77,21 @@ struct GateOutcome {
   };
   std::vector<VerifiedOutput> verified;
 };
+
+/// Whether an fp32 output that missed the per-element tolerance on one of the gate's own
+/// heavy-tailed cases (GateCase::adversarial: pareto, spike) still passes, judged in aggregate:
+/// only some elements failed (`comparison.mismatched_elements` > 0), none of them by a NaN or inf,
+/// the norm-wise bound held, and the fp32 precision rule (`precision`, check_precision) passed,
+/// whether it applied or not (it does not where the fp32 model is exact to rounding in RMS, as
+/// sums of a few terms of 1e2-1e4 often are). There, terms that cancel leave single elements
+/// whose fp32 error depends on the order of the sum, and the model's order can be lucky exactly
+/// there: on an H100 and an H200, KernelBench L1/73's two honest transposed convolutions gave the
+/// same value 4.7e-5 off at one element of 2.27M where cuDNN was within 1e-6; L1/97's fp32 and
+/// 3xTF32 attentions were 1e-3 relative off on rows of ~1e4 logits. Uniform and normal cases
+/// keep every element to the tolerance, and TF32 arithmetic still fails the rule there. False
+/// when the element tolerance passed (nothing to accept) or `precision` is null (no fp32 model).
+bool heavy_tailed_output_passes(const OutputComparison& comparison,
+                                const PrecisionCheck* precision);
 
 /// Runs every case of `cases` on candidate `handle` in `worker`, stopping at the first failure.
 /// Throws Error only for harness failures (a broken reference, an unwritable scratch dir).

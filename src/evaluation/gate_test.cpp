@@ -189,5 +189,50 @@ TEST(GateWorkAudit, AnAuditWithoutFindingsPasses) {
   EXPECT_GT(outcome.cases_checked, 7);
 }
 
+// An fp32 output that missed the element tolerance on a heavy-tailed case: one element of a
+// cancelling sum off, the norm-wise bound held.
+OutputComparison one_element_off() {
+  OutputComparison comparison;
+  comparison.passed = false;
+  comparison.mismatched_elements = 1;
+  comparison.norm_passed = true;
+  return comparison;
+}
+
+TEST(HeavyTailedOutput, PassesInAggregateWhenTheRuleHoldsAppliedOrNot) {
+  PrecisionCheck applied;  // the candidate's RMS error within the ratio of the fp32 model's
+  applied.applied = true;
+  applied.passed = true;
+  EXPECT_TRUE(heavy_tailed_output_passes(one_element_off(), &applied));
+  // The fp32 model exact to rounding in RMS (pareto sums of a few large terms): the rule does
+  // not apply and the aggregate judgement rests on the norm-wise bound (H200, L1/73 and L1/97).
+  PrecisionCheck exact_model;
+  exact_model.applied = false;
+  exact_model.passed = true;
+  EXPECT_TRUE(heavy_tailed_output_passes(one_element_off(), &exact_model));
+}
+
+TEST(HeavyTailedOutput, FailsOnNormNonFiniteTheRuleOrNoModel) {
+  PrecisionCheck rule;
+  rule.passed = true;
+  OutputComparison norm = one_element_off();
+  norm.norm_passed = false;  // a subsampled reduction misses a spike: the norm says so
+  EXPECT_FALSE(heavy_tailed_output_passes(norm, &rule));
+  OutputComparison nan = one_element_off();
+  nan.nonfinite_mismatches = 1;
+  EXPECT_FALSE(heavy_tailed_output_passes(nan, &rule));
+  PrecisionCheck tf32;  // below fp32 precision in RMS
+  tf32.applied = true;
+  tf32.passed = false;
+  EXPECT_FALSE(heavy_tailed_output_passes(one_element_off(), &tf32));
+  EXPECT_FALSE(heavy_tailed_output_passes(one_element_off(), nullptr));
+  OutputComparison passed;  // nothing to accept
+  EXPECT_FALSE(heavy_tailed_output_passes(passed, &rule));
+  OutputComparison only_norm = one_element_off();  // the norm alone failed: not element-only
+  only_norm.mismatched_elements = 0;
+  only_norm.norm_passed = false;
+  EXPECT_FALSE(heavy_tailed_output_passes(only_norm, &rule));
+}
+
 }  // namespace
 }  // namespace kforge::evaluation
