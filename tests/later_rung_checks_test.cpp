@@ -4,11 +4,13 @@
 // honest kernel must pass them all. Real workers (cpu), the softmax corpus task.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/paths.h"
 #include "backends/backend.h"
@@ -112,7 +114,21 @@ TEST_F(LaterRungChecks, FullAndFinalRungsFindAKernelThatStoppedComputing) {
 
 TEST_F(LaterRungChecks, HonestKernelPassesEveryCheckedRung) {
   const int honest = passes_quick("honest.cpp", corpus_file("softmax/cpu/honest_simple.cpp"));
-  EXPECT_EQ(evaluator_->full_rung(honest).verdict, Verdict::ok);
+  const evaluation::FullRung full = evaluator_->full_rung(honest);
+  EXPECT_EQ(full.verdict, Verdict::ok) << full.message;
+  // Rung 2's reference is timed around the candidate on each workload (quick_reference rounds:
+  // 5 calls before, 5 after), and its speedup is over their median.
+  ASSERT_FALSE(full.workloads.empty());
+  for (const evaluation::FullRung::Entry& entry : full.workloads) {
+    EXPECT_EQ(entry.reference_before_ms.size(), 5u) << entry.workload;
+    EXPECT_EQ(entry.reference_after_ms.size(), 5u) << entry.workload;
+    std::vector<double> both = entry.reference_before_ms;
+    both.insert(both.end(), entry.reference_after_ms.begin(), entry.reference_after_ms.end());
+    std::sort(both.begin(), both.end());
+    EXPECT_DOUBLE_EQ(entry.reference_median_ms, (both[4] + both[5]) / 2) << entry.workload;
+    EXPECT_DOUBLE_EQ(entry.speedup,
+                     entry.reference_median_ms / entry.candidate.summary.median_ms);
+  }
   EXPECT_TRUE(evaluator_->time_paired(honest).failure.empty());
 }
 

@@ -182,8 +182,16 @@ struct FullRung {
   struct Entry {
     std::string workload;
     TimingVerdict candidate;
+    /// The reference's median on this workload: of two short rounds timed just before and just
+    /// after the candidate's (EvaluationPolicy::quick_reference, bracketing as rung 1's
+    /// QuickReference), so that a load that comes and goes between the start of the run and
+    /// this candidate does not make its speedup (issue 21: identical code under load read
+    /// 0.57-9.99x against a reference timed once). A plane that times no window (a test's
+    /// fake, a replay of older records) gives the reference timed once per run.
     double reference_median_ms = 0.0;
     double speedup = 0.0;
+    std::vector<double> reference_before_ms;  // the bracketing rounds' samples; empty if none
+    std::vector<double> reference_after_ms;
   };
   Verdict verdict = Verdict::ok;
   std::string message;
@@ -367,6 +375,9 @@ class Evaluator : public EvaluationPlane {
   /// fails: the reference is trusted, so its failure stops the run. Serialized on
   /// reference_timing_: concurrent rung-1 windows (a worker pool) share the reference's worker.
   worker::TimeResult time_reference_samples(const worker::MeasurementPolicy& measurement);
+  /// The same on `workload` (a timed one; its expected outputs primed).
+  worker::TimeResult time_reference_samples(const Workload& workload,
+                                            const worker::MeasurementPolicy& measurement);
   /// One rung-3 turn of the compiled reference module: its samples, or nullopt with `failure`
   /// set ("<verdict>: <why>").
   std::optional<std::vector<double>> time_compiled_reference(std::string& failure);

@@ -144,10 +144,16 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
     budget_->add_device_s(seconds);
     nlohmann::json workloads = nlohmann::json::array();
     for (const evaluation::FullRung::Entry& e : full.workloads) {
-      workloads.push_back({{"workload", e.workload},
-                           {"median_ms", e.candidate.summary.median_ms},
-                           {"reference_median_ms", e.reference_median_ms},
-                           {"speedup", e.speedup}});
+      nlohmann::json entry = {{"workload", e.workload},
+                              {"median_ms", e.candidate.summary.median_ms},
+                              {"reference_median_ms", e.reference_median_ms},
+                              {"speedup", e.speedup}};
+      // The reference's rounds around the candidate's (FullRung::Entry), when timed.
+      if (!e.reference_before_ms.empty()) {
+        entry["reference_before_ms"] = e.reference_before_ms;
+        entry["reference_after_ms"] = e.reference_after_ms;
+      }
+      workloads.push_back(std::move(entry));
     }
     decided = full_rung_decision(record.id, full);
     nlohmann::json rung = decided;
