@@ -63,6 +63,9 @@ TEST_F(CliReportBrowserTest, ARunsReportLoadsInChromiumWithEveryMark) {
   const size_t workloads = result.at("best").at("full_workload_speedups").size();
   EXPECT_EQ(testing::count_of(testing::chart_of(dom, "per-workload"), "class=\"mark bar"), workloads + 1);
   EXPECT_EQ(testing::count_of(testing::chart_of(dom, "timings"), "class=\"mark bar"), 2u);
+  // The reference and the best on the roofline (softmax_small counts its FLOPs).
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "roofline"), "class=\"mark reference\""), 1u);
+  EXPECT_EQ(testing::count_of(testing::chart_of(dom, "roofline"), "class=\"mark best\""), 1u);
   // Every raw sample of the final rounds is a mark.
   size_t samples = 0;
   for (const char* side : {"reference_rounds_ms", "best_rounds_ms"}) {

@@ -15,8 +15,9 @@ namespace kforge::report {
 /// point coloured by verdict; chart ids "by-candidate", "by-device-seconds"); the rung funnel
 /// ("funnel": candidates that reached rungs 0-3); the best's speedup per timed workload and at
 /// the final rung with its confidence interval ("per-workload"); the final rung's times of the
-/// reference and the best ("timings"); the roofline, or the achieved bandwidth when the task
-/// has no FLOP count ("roofline"); the profiler's diagnosis; the path of the search (the
+/// reference and the best ("timings"); the roofline with the reference and the best on it, its
+/// memory side alone when the task has no FLOP count ("roofline", roofline.h); the profiler's
+/// diagnosis; the path of the search (the
 /// direction and strategy each candidate was made under); the best kernel's source.
 /// Throws Error when `run_dir` holds no run.json (not a run directory).
 std::string render_run_html(const std::filesystem::path& run_dir);
