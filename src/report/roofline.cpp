@@ -1,12 +1,12 @@
 #include "report/roofline.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "report/svg_chart.h"
 
@@ -33,8 +33,8 @@ std::optional<Profiled> profiled(const json& profile) {
   Profiled p;
   for (const json& kernel : profile.value("kernels", json::array())) {
     const json& metrics = kernel.value("metrics", json::object());
-    p.dram_bytes += number_at(metrics, "dram__bytes_read.sum") +
-                    number_at(metrics, "dram__bytes_write.sum");
+    p.dram_bytes +=
+        number_at(metrics, "dram__bytes_read.sum") + number_at(metrics, "dram__bytes_write.sum");
     p.seconds += number_at(metrics, "gpu__time_duration.sum") * 1e-9;
   }
   if (p.dram_bytes <= 0 || p.seconds <= 0) return std::nullopt;
@@ -93,7 +93,8 @@ std::string flop_roofline(double flops, double bytes, double bandwidth, double p
     lines.push_back({sampled(low / 30, high * 30,
                              [&](double x) {
                                return std::min(peak > 0 ? peak : inf,
-                                               bandwidth > 0 ? bandwidth * x : inf) * 1e-9;
+                                               bandwidth > 0 ? bandwidth * x : inf) *
+                                      1e-9;
                              }),
                      "roof", false, bandwidth > 0 && peak > 0 ? "roofline" : "roof (partial)"});
   }
@@ -124,11 +125,11 @@ std::string bandwidth_roofline(double bytes, double bandwidth, double reference_
                    bytes / best_s * 1e-9, bytes)}};
   double low = bytes, high = bytes;
   if (p) {
-    points.push_back({p->dram_bytes, p->dram_bytes / p->seconds * 1e-9, "profiled",
-                      fmt::format("best as profiled: {:.4g} GB/s of measured DRAM traffic, "
-                                  "{:.3g} bytes ({:.2f}x the minimum)",
-                                  p->dram_bytes / p->seconds * 1e-9, p->dram_bytes,
-                                  p->dram_bytes / bytes)});
+    points.push_back(
+        {p->dram_bytes, p->dram_bytes / p->seconds * 1e-9, "profiled",
+         fmt::format("best as profiled: {:.4g} GB/s of measured DRAM traffic, "
+                     "{:.3g} bytes ({:.2f}x the minimum)",
+                     p->dram_bytes / p->seconds * 1e-9, p->dram_bytes, p->dram_bytes / bytes)});
     low = std::min(low, p->dram_bytes);
     high = std::max(high, p->dram_bytes);
   }
@@ -137,7 +138,9 @@ std::string bandwidth_roofline(double bytes, double bandwidth, double reference_
   std::vector<svg::Line> lines;
   if (bandwidth > 0) {
     lines.push_back({{{low / 10, bandwidth * 1e-9}, {high * 10, bandwidth * 1e-9}},
-                     "roof", false, "memory roof (copy bandwidth)"});
+                     "roof",
+                     false,
+                     "memory roof (copy bandwidth)"});
   } else {
     missing.push_back("no copy bandwidth measured: no memory roof");
   }
@@ -166,7 +169,8 @@ std::string roofline_section(const json& result) {
   const double flops = number_at(result, "flops");
   const json& final = result.value("final", json());
   const double reference_s =
-      final.is_object() ? number_at(final.value("reference", json::object()), "median_ms") * 1e-3 : 0.0;
+      final.is_object() ? number_at(final.value("reference", json::object()), "median_ms") * 1e-3
+                        : 0.0;
   const double best_s =
       final.is_object() ? number_at(final.value("best", json::object()), "median_ms") * 1e-3 : 0.0;
   if (reference_s <= 0 || best_s <= 0) return "";  // no final rung: nothing measured to place

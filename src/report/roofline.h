@@ -11,9 +11,8 @@
 // the device did not report (a cpu has no f32 peak) is named on the plot, never made up.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kforge::report {
 

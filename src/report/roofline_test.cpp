@@ -23,16 +23,18 @@ size_t marks(const std::string& chart, const std::string& kind) {
 }
 
 TEST(Roofline, AFlopCountedTaskIsPlacedByIntensityUnderBothRoofs) {
-  json result = result_with(4e8, {{"copy_bytes_per_s", 1e11},
-                                  {"peak_flops_per_s", {{"f32", 1e13}}}});
+  json result =
+      result_with(4e8, {{"copy_bytes_per_s", 1e11}, {"peak_flops_per_s", {{"f32", 1e13}}}});
   // Nsight Compute saw 1.5x the minimum traffic in 0.4 ms over two launches.
   result["profile"] = {
       {"ok", true},
-      {"kernels", json::array({{{"metrics", {{"dram__bytes_read.sum", 8e6},
-                                             {"dram__bytes_write.sum", 2e6},
-                                             {"gpu__time_duration.sum", 3e5}}}},
-                               {{"metrics", {{"dram__bytes_read.sum", 2e6},
-                                             {"gpu__time_duration.sum", 1e5}}}}})}};
+      {"kernels",
+       json::array(
+           {{{"metrics",
+              {{"dram__bytes_read.sum", 8e6},
+               {"dram__bytes_write.sum", 2e6},
+               {"gpu__time_duration.sum", 3e5}}}},
+            {{"metrics", {{"dram__bytes_read.sum", 2e6}, {"gpu__time_duration.sum", 1e5}}}}})}};
   const std::string chart = testing::chart_of(roofline_section(result), "roofline");
   EXPECT_EQ(marks(chart, "reference"), 1u) << chart;
   EXPECT_EQ(marks(chart, "best"), 1u);
@@ -63,9 +65,8 @@ TEST(Roofline, ADeviceWithoutAPeakGetsTheMemoryRoofAndSaysTheComputeRoofIsMissin
 }
 
 TEST(Roofline, ATaskWithoutAFlopCountIsPlacedByBandwidthAndSaysWhatIsMissing) {
-  const std::string chart =
-      testing::chart_of(roofline_section(result_with(nullptr, {{"copy_bytes_per_s", 1e10}})),
-                        "roofline");
+  const std::string chart = testing::chart_of(
+      roofline_section(result_with(nullptr, {{"copy_bytes_per_s", 1e10}})), "roofline");
   EXPECT_EQ(marks(chart, "reference"), 1u) << chart;
   EXPECT_EQ(marks(chart, "best"), 1u);
   EXPECT_EQ(testing::count_of(chart, "class=\"line roof\""), 1u);

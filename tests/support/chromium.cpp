@@ -25,8 +25,13 @@ HeadlessChromium::HeadlessChromium(std::string executable, fs::path profile_dir)
     : executable_(std::move(executable)), profile_dir_(std::move(profile_dir)) {}
 
 std::vector<std::string> HeadlessChromium::base_args() const {
-  return {executable_, "--headless", "--no-sandbox", "--disable-gpu",
-          "--user-data-dir=" + profile_dir_.string(), "--enable-logging=stderr", "--v=0"};
+  return {executable_,
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--user-data-dir=" + profile_dir_.string(),
+          "--enable-logging=stderr",
+          "--v=0"};
 }
 
 process::CommandResult HeadlessChromium::dump_dom(const fs::path& page) const {
