@@ -45,7 +45,7 @@ TEST_F(CliReportBrowserTest, ARunsReportLoadsInChromiumWithEveryMark) {
   const fs::path task = fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml";
   const fs::path run = dir_ / "run";
   process::CommandResult optimize =
-      kforge({"optimize", task.string(), "--backend", "cpu", "--steps", "1", "--proposals", "2",
+      kforge({"optimize", task.string(), "--backend", "cpu", "--steps", "2", "--proposals", "2",
               "--final-rounds", "2", "--run-dir", run.string()});
   ASSERT_EQ(optimize.exit_code, 0) << optimize.output;
   ASSERT_TRUE(fs::exists(run / "report.html"));
@@ -74,6 +74,24 @@ TEST_F(CliReportBrowserTest, ARunsReportLoadsInChromiumWithEveryMark) {
   EXPECT_GT(samples, 0u);
   EXPECT_EQ(testing::count_of(testing::chart_of(dom, "final-samples"), "class=\"mark "), samples);
   EXPECT_NE(dom.find("finished: best "), std::string::npos);
+  // The memory's graph: every direction the steps chose is highlighted, and so is each step-2
+  // transition, from the direction chosen last at step 1 (candidates are made in move order).
+  std::set<std::string> chosen, after_step_1;
+  std::string last_of_step_1;
+  for (const nlohmann::json& c : result.at("candidates")) {
+    const int step = c.at("step").get<int>();
+    if (step == 0) continue;
+    chosen.insert(c.at("direction").get<std::string>());
+    if (step == 1) last_of_step_1 = c.at("direction").get<std::string>();
+    if (step == 2) after_step_1.insert(c.at("direction").get<std::string>());
+  }
+  ASSERT_FALSE(after_step_1.empty()) << "the run stopped before step 2";
+  const size_t graph = dom.find("<div class=\"memory-graph\">");
+  ASSERT_NE(graph, std::string::npos) << dom;
+  const std::string svg = dom.substr(graph, dom.find("</svg>", graph) - graph);
+  EXPECT_EQ(testing::count_of(svg, "class=\"node chosen\""), chosen.size()) << svg;
+  EXPECT_EQ(testing::count_of(svg, "class=\"edge used\""), after_step_1.size())
+      << "after " << last_of_step_1 << ": " << svg;
 
   const fs::path screenshot = fs::temp_directory_path() / "kforge-report-screenshot.png";
   process::CommandResult shot = browser.screenshot(run / "report.html", screenshot, 3000);

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "report/lineage_text.h"
+#include "report/memory_graph.h"
 #include "report/roofline.h"
 #include "report/search_path.h"
 #include "report/svg_chart.h"
@@ -33,7 +34,7 @@ overflow:auto;font-size:12px}.status{padding:6px 10px;border-radius:4px;display:
 .mark.compile_error{fill:#9467bd}.mark.runtime_error{fill:#ff7f0e}.mark.timeout{fill:#8c564b}
 .mark.rejected_by_policy{fill:#e377c2}.mark.implausible_timing{fill:#bcbd22}.mark.bar{fill:#1f77b4}
 .mark.reference{fill:#888}.mark.best{fill:#2ca02c}.mark.profiled{fill:#ff7f0e}.mark.final{fill:#17becf}.whisker{stroke:#222;fill:none}
-.legend span{margin-right:12px;font-size:12px}.plot-note{font-size:10px;fill:#a33}.note{color:#666;font-size:13px})";
+.legend span{margin-right:12px;font-size:12px}.memory-graph svg,.path-graph svg{max-width:100%;height:auto}.plot-note{font-size:10px;fill:#a33}.note{color:#666;font-size:13px})";
 
 std::optional<json> read_json_file(const fs::path& path) {
   if (!fs::exists(path)) return std::nullopt;
@@ -328,6 +329,8 @@ std::string render_run_html(const fs::path& run_dir) {
   page += "<p>Reproduce: <code>" + svg::escape(command) + "</code></p>\n";
   page += section("Best so far", progress_charts(marks, best_at_index, reference_ms));
   page += section("Rung funnel", funnel_chart(marks, result, full_rungs, final_done));
+  const std::string memory_graph = memory_graph_section(run_dir, events);
+  if (!result || result->value("best", json()).is_null()) page += memory_graph;
   if (result && !result->value("best", json()).is_null()) {
     page += best_charts(*result);
     const json& profile = result->value("profile", json());
@@ -348,6 +351,7 @@ std::string render_run_html(const fs::path& run_dir) {
       page += section("Lineage of the best (the moves that led to it, and the memory behind each)",
                       "<ul id=\"lineage\">" + lineage + "</ul>\n");
     }
+    page += memory_graph;
     std::string why;
     const std::string graph = render_dot_svg(search_path_dot(result->value("candidates", json::array())), why);
     page += section("The search's path through the memory (direction and strategy of each candidate)",

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "report/memory_graph.h"
 #include "report/search_path.h"
 #include "support/html_marks.h"
 
@@ -162,6 +163,30 @@ TEST(SearchPathDot, EachCandidateIsAnArrowFromItsParentsDirection) {
   EXPECT_NE(dot.find("\"hint: a\" -> \"tiling\" [penwidth=2.0, color=\"#d62728\", label=\"s1 t1\"]"),
             std::string::npos)
       << dot;
+}
+
+TEST_F(RunHtmlTest, TheMemorysGraphShowsHalfWayAndBeforeTheSearchPathOnceFinished) {
+  EXPECT_EQ(render_run_html(dir_).find("The memory&#39;s graph"), std::string::npos)
+      << "no graph and no move recorded: no section";
+  std::ofstream(dir_ / kMemoryGraphFile)
+      << json{{"backend", "cpu"},
+              {"directions", json::array({{{"id", "vectorization"}, {"title", "SIMD"}}})},
+              {"edges", json::array()}};
+  std::ofstream(dir_ / "events.jsonl", std::ios::app)
+      << json{{"event", "step"}, {"step", 1}, {"after", nullptr},
+              {"moves", json::array({{{"direction", "vectorization"}, {"strategy", "simd_2"}}})}}
+             .dump()
+      << "\n";
+  const std::string half_way = render_run_html(dir_);
+  EXPECT_NE(half_way.find("<div class=\"memory-graph\"><svg"), std::string::npos) << half_way;
+  EXPECT_NE(half_way.find("<td>1</td><td>-</td><td>vectorization</td><td>simd_2</td>"),
+            std::string::npos);
+  finish();
+  const std::string page = render_run_html(dir_);
+  const size_t memory = page.find("<div class=\"memory-graph\">");
+  ASSERT_NE(memory, std::string::npos) << page;
+  EXPECT_LT(memory, page.find("<div class=\"path-graph\">"));
+  EXPECT_GT(memory, page.find("id=\"per-workload\""));
 }
 
 TEST_F(RunHtmlTest, AFailedRunSaysWhyAndANonRunIsRefused) {
