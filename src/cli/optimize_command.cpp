@@ -26,6 +26,7 @@
 #include "cli/worker_setup.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "report/memory_graph.h"
 #include "report/run_database.h"
 #include "report/run_html.h"
 #include "common/paths.h"
@@ -392,6 +393,18 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     if (llm_session) run_json["llm"] = llm_session->describe();
     run_dir.write_json("run.json", run_json);
   }
+  // The memory's graph for report.html (report/memory_graph.h): as the run found it, and again
+  // at its end with the run's own evidence. A report is a view: a failure only warns.
+  auto keep_memory_graph = [&] {
+    try {
+      run_dir.write_json(report::kMemoryGraphFile, report::memory_graph_json(
+                                                       store->directions(backend), store->edges(),
+                                                       backend));
+    } catch (const std::exception& e) {
+      std::cerr << "kforge: warning: " << report::kMemoryGraphFile << ": " << e.what() << "\n";
+    }
+  };
+  keep_memory_graph();
   // report.html follows the run: written now, after candidates and rungs (at most every 2 s),
   // at the end (optimize_report.cpp) and when the run fails.
   auto refresh_report = [&run_path, last = std::chrono::steady_clock::time_point()](
@@ -459,6 +472,7 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     throw;
   }
   shutdown_workers();
+  keep_memory_graph();
   record_baselines(baseline_cache, task, reference_device, toolchain.cache_dir, result, std::cerr);
 
   return report_finished_run(result, {task.name, task.family, backend, generator.name(),

@@ -11,6 +11,8 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "report/lineage_text.h"
+#include "report/memory_graph.h"
+#include "report/roofline.h"
 #include "report/search_path.h"
 #include "report/svg_chart.h"
 
@@ -31,8 +33,8 @@ overflow:auto;font-size:12px}.status{padding:6px 10px;border-radius:4px;display:
 .mark{stroke:#333;stroke-width:.5}.mark.ok{fill:#2ca02c}.mark.wrong_answer{fill:#d62728}
 .mark.compile_error{fill:#9467bd}.mark.runtime_error{fill:#ff7f0e}.mark.timeout{fill:#8c564b}
 .mark.rejected_by_policy{fill:#e377c2}.mark.implausible_timing{fill:#bcbd22}.mark.bar{fill:#1f77b4}
-.mark.reference{fill:#888}.mark.best{fill:#2ca02c}.mark.final{fill:#17becf}.whisker{stroke:#222;fill:none}
-.legend span{margin-right:12px;font-size:12px}.note{color:#666;font-size:13px})";
+.mark.reference{fill:#888}.mark.best{fill:#2ca02c}.mark.profiled{fill:#ff7f0e}.mark.final{fill:#17becf}.whisker{stroke:#222;fill:none}
+.legend span{margin-right:12px;font-size:12px}.memory-graph svg,.path-graph svg{max-width:100%;height:auto}.plot-note{font-size:10px;fill:#a33}.note{color:#666;font-size:13px})";
 
 std::optional<json> read_json_file(const fs::path& path) {
   if (!fs::exists(path)) return std::nullopt;
@@ -227,43 +229,7 @@ std::string best_charts(const json& result) {
   out += section("Final rung: reference and best (median, whiskers min-max)",
                  svg::bar_chart("timings", "ms", timings));
   out += final_samples_chart(final);
-  // Roofline where the task counts FLOPs, else the achieved bandwidth against the copy's.
-  const json& device = result.value("device", json::object());
-  const double bandwidth = number_or(device, "copy_bytes_per_s", 0.0);
-  const double bytes = number_or(result, "bytes_moved", 0.0);
-  const double flops = number_or(result, "flops", 0.0);
-  double peak = 0.0;
-  if (device.contains("peak_flops_per_s") && device.at("peak_flops_per_s").is_object()) {
-    peak = number_or(device.at("peak_flops_per_s"), "f32", 0.0);
-  }
-  const double ref_s = number_or(ref, "median_ms", 0.0) * 1e-3;
-  const double best_s = number_or(mine, "median_ms", 0.0) * 1e-3;
-  if (flops > 0 && bytes > 0 && bandwidth > 0 && peak > 0 && ref_s > 0 && best_s > 0) {
-    const double intensity = flops / bytes;
-    svg::Line roof{{}, "roof", false, "roofline"};
-    for (double i = intensity / 100; i <= intensity * 100; i *= 1.25) {
-      roof.points.emplace_back(i, std::min(peak, bandwidth * i) * 1e-9);
-    }
-    std::vector<svg::Point> points = {
-        {intensity, flops / ref_s * 1e-9, "reference",
-         fmt::format("reference: {:.1f} GFLOP/s at {:.3g} FLOP/byte", flops / ref_s * 1e-9, intensity)},
-        {intensity, flops / best_s * 1e-9, "best",
-         fmt::format("best: {:.1f} GFLOP/s at {:.3g} FLOP/byte", flops / best_s * 1e-9, intensity)}};
-    svg::Axes axes{"arithmetic intensity (FLOP/byte of the minimum traffic)", "GFLOP/s", true, true, std::nullopt};
-    out += section("Roofline (copy bandwidth and f32 peak of the device)",
-                   svg::scatter_plot("roofline", axes, points, {roof}));
-  } else if (bytes > 0 && ref_s > 0 && best_s > 0) {
-    std::vector<svg::Bar> gbps = {
-        {"reference", bytes / ref_s * 1e-9, std::nullopt, std::nullopt, "reference",
-         fmt::format("reference: {:.1f} GB/s", bytes / ref_s * 1e-9)},
-        {"best", bytes / best_s * 1e-9, std::nullopt, std::nullopt, "best",
-         fmt::format("best: {:.1f} GB/s", bytes / best_s * 1e-9)}};
-    out += section("Achieved bandwidth of the minimum traffic (the task counts no FLOPs)",
-                   svg::bar_chart("roofline", "GB/s", gbps,
-                                  bandwidth > 0 ? std::optional<double>(bandwidth * 1e-9)
-                                                : std::nullopt,
-                                  "device copy bandwidth"));
-  }
+  out += roofline_section(result);
   return out;
 }
 
@@ -363,6 +329,8 @@ std::string render_run_html(const fs::path& run_dir) {
   page += "<p>Reproduce: <code>" + svg::escape(command) + "</code></p>\n";
   page += section("Best so far", progress_charts(marks, best_at_index, reference_ms));
   page += section("Rung funnel", funnel_chart(marks, result, full_rungs, final_done));
+  const std::string memory_graph = memory_graph_section(run_dir, events);
+  if (!result || result->value("best", json()).is_null()) page += memory_graph;
   if (result && !result->value("best", json()).is_null()) {
     page += best_charts(*result);
     const json& profile = result->value("profile", json());
@@ -383,6 +351,7 @@ std::string render_run_html(const fs::path& run_dir) {
       page += section("Lineage of the best (the moves that led to it, and the memory behind each)",
                       "<ul id=\"lineage\">" + lineage + "</ul>\n");
     }
+    page += memory_graph;
     std::string why;
     const std::string graph = render_dot_svg(search_path_dot(result->value("candidates", json::array())), why);
     page += section("The search's path through the memory (direction and strategy of each candidate)",

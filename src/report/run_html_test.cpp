@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "report/memory_graph.h"
 #include "report/search_path.h"
 #include "support/html_marks.h"
 
@@ -115,9 +116,13 @@ TEST_F(RunHtmlTest, AFinishedRunHasTheBestsChartsAndItsSource) {
   EXPECT_NE(testing::chart_of(page, "per-workload").find("final rung: 4.000x, 95% CI 3.800-4.200x"),
             std::string::npos);
   EXPECT_EQ(testing::count_of(testing::chart_of(page, "timings"), "class=\"mark bar"), 2u);
-  // No FLOP count: the achieved bandwidth against the copy bandwidth instead of a roofline.
-  EXPECT_EQ(testing::count_of(testing::chart_of(page, "roofline"), "class=\"mark bar"), 2u);
-  EXPECT_NE(testing::chart_of(page, "roofline").find("best: 16.0 GB/s"), std::string::npos);
+  // No FLOP count: the roofline's memory side, the reference and the best placed by the
+  // bandwidth they achieve, and the plot says what is missing (roofline_test.cpp has the rest).
+  const std::string roofline = testing::chart_of(page, "roofline");
+  EXPECT_EQ(testing::count_of(roofline, "class=\"mark reference\""), 1u) << roofline;
+  EXPECT_EQ(testing::count_of(roofline, "class=\"mark best\""), 1u);
+  EXPECT_NE(roofline.find("best: 16 GB/s"), std::string::npos) << roofline;
+  EXPECT_NE(roofline.find("the task counts no FLOPs"), std::string::npos);
   // Rungs reached: 5, then 3 at rung 1 (every rung >= 1 candidate)...
   EXPECT_NE(testing::chart_of(page, "funnel").find("rung 3 (final): 1 candidate(s)"), std::string::npos);
   EXPECT_NE(page.find("return a &lt; b;"), std::string::npos);
@@ -158,6 +163,30 @@ TEST(SearchPathDot, EachCandidateIsAnArrowFromItsParentsDirection) {
   EXPECT_NE(dot.find("\"hint: a\" -> \"tiling\" [penwidth=2.0, color=\"#d62728\", label=\"s1 t1\"]"),
             std::string::npos)
       << dot;
+}
+
+TEST_F(RunHtmlTest, TheMemorysGraphShowsHalfWayAndBeforeTheSearchPathOnceFinished) {
+  EXPECT_EQ(render_run_html(dir_).find("The memory&#39;s graph"), std::string::npos)
+      << "no graph and no move recorded: no section";
+  std::ofstream(dir_ / kMemoryGraphFile)
+      << json{{"backend", "cpu"},
+              {"directions", json::array({{{"id", "vectorization"}, {"title", "SIMD"}}})},
+              {"edges", json::array()}};
+  std::ofstream(dir_ / "events.jsonl", std::ios::app)
+      << json{{"event", "step"}, {"step", 1}, {"after", nullptr},
+              {"moves", json::array({{{"direction", "vectorization"}, {"strategy", "simd_2"}}})}}
+             .dump()
+      << "\n";
+  const std::string half_way = render_run_html(dir_);
+  EXPECT_NE(half_way.find("<div class=\"memory-graph\"><svg"), std::string::npos) << half_way;
+  EXPECT_NE(half_way.find("<td>1</td><td>-</td><td>vectorization</td><td>simd_2</td>"),
+            std::string::npos);
+  finish();
+  const std::string page = render_run_html(dir_);
+  const size_t memory = page.find("<div class=\"memory-graph\">");
+  ASSERT_NE(memory, std::string::npos) << page;
+  EXPECT_LT(memory, page.find("<div class=\"path-graph\">"));
+  EXPECT_GT(memory, page.find("id=\"per-workload\""));
 }
 
 TEST_F(RunHtmlTest, AFailedRunSaysWhyAndANonRunIsRefused) {

@@ -119,7 +119,7 @@ std::string escape(const std::string& text) {
 }
 
 std::string scatter_plot(const std::string& id, const Axes& axes, const std::vector<Point>& points,
-                         const std::vector<Line>& lines) {
+                         const std::vector<Line>& lines, const std::vector<std::string>& notes) {
   std::vector<double> xs, ys;
   for (const Point& p : points) {
     xs.push_back(p.x);
@@ -163,6 +163,10 @@ std::string scatter_plot(const std::string& id, const Axes& axes, const std::vec
     if (!shown(p.x, p.y)) continue;
     out += fmt::format("<circle class=\"mark {}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\"><title>{}</title></circle>\n",
                        escape(p.css_class), x(p.x), y(p.y), escape(p.title));
+  }
+  for (size_t i = 0; i < notes.size(); ++i) {
+    out += fmt::format("<text class=\"plot-note\" x=\"{}\" y=\"{}\">{}</text>\n", kLeft + 6,
+                       kTop + 14 + 13 * static_cast<double>(i), escape(notes[i]));
   }
   return out + "</svg>\n";
 }

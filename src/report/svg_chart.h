@@ -40,9 +40,12 @@ struct Axes {
   std::optional<double> y_min;  // default: from the data (0 on a linear axis)
 };
 
-/// A scatter plot of `points` over `lines`, 640 x 320 px, with ticks and labels.
+/// A scatter plot of `points` over `lines`, 640 x 320 px, with ticks and labels. Each of `notes`
+/// is a line of text drawn at the plot area's top left (class "plot-note"), for what a reader
+/// must know to read the plot, e.g. a quantity the data lacks.
 std::string scatter_plot(const std::string& id, const Axes& axes, const std::vector<Point>& points,
-                         const std::vector<Line>& lines = {});
+                         const std::vector<Line>& lines = {},
+                         const std::vector<std::string>& notes = {});
 
 /// One bar, with an optional interval (whiskers).
 struct Bar {

@@ -339,8 +339,18 @@ void Optimizer::run_steps() {
     progress_(fmt::format("step {}/{}: {} candidates, best so far {} ({:.4f} ms){}", step,
                           options_.steps, moves.size(), best_->id, *best_->median_ms,
                           plan ? " (plan replayed from the run database)" : ""));
+    // The directions and strategies the step chose, and the direction chosen last before it
+    // ("after"; null at the first step): each move's evidence updates the HTG edge from it, which
+    // report.html highlights on the memory's graph (report/memory_graph.h).
+    nlohmann::json chosen = nlohmann::json::array();
+    for (const Move& move : moves) {
+      chosen.push_back({{"direction", move.direction_id}, {"strategy", move.strategy_id}});
+    }
     run_dir_.append_event({{"event", "step"}, {"step", step}, {"candidates", moves.size()},
-                           {"best", best_->id}});
+                           {"best", best_->id},
+                           {"after", state_.prefix.empty() ? nlohmann::json()
+                                                           : nlohmann::json(state_.prefix.back())},
+                           {"moves", chosen}});
     write_sources(moves, step);
     run_moves(moves, step);
     if (result_.stopped_by != StopReason::none) return;

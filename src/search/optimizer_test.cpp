@@ -185,6 +185,15 @@ TEST_F(OptimizerTest, EvidenceCarriesThePrefixMostRecentFirstAndTheDiagnosis) {
   }
   EXPECT_NE(rows[0].diagnosis.find("verdict=ok"), std::string::npos) << rows[0].diagnosis;
   EXPECT_EQ(rows[0].provenance.family, "toy");
+  // Each step's event names its moves and the direction chosen before it, the lag-1 edge its
+  // evidence updates (report.html highlights it on the memory's graph).
+  const std::vector<nlohmann::json> steps = events_of(result.run_dir, "step");
+  ASSERT_EQ(steps.size(), directions.size());
+  EXPECT_TRUE(steps[0].at("after").is_null());
+  EXPECT_EQ(steps[0].at("moves").at(0).at("direction"), directions[0]);
+  EXPECT_EQ(steps[1].at("after"), directions[0]);
+  EXPECT_EQ(steps[1].at("moves").at(0).at("direction"), directions[1]);
+  EXPECT_EQ(steps[1].at("moves").at(0).at("strategy"), rows[1].strategy_id);
 }
 
 TEST_F(OptimizerTest, EveryPolicyRunsAndOneshotMakesOneCandidate) {
