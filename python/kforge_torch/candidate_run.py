@@ -44,11 +44,41 @@ def prepare(session, request, plan):
         held = map_parameters(model, plan)
     except CandidateFailure as e:
         raise CallFailure(e.verdict, str(e))
-    values = task.generate_inputs(plan, request.seed, request.distribution,
-                                  session.device.torch_device,
-                                  host=getattr(request, "host_inputs", False),
-                                  workload_name=request.workload.name)
+    except Exception as e:
+        if not is_out_of_memory(e):
+            raise
+        raise out_of_memory_failure("building ModelNew", e)
+    try:
+        values = task.generate_inputs(plan, request.seed, request.distribution,
+                                      session.device.torch_device,
+                                      host=getattr(request, "host_inputs", False),
+                                      workload_name=request.workload.name)
+    except Exception as e:
+        if not is_out_of_memory(e):
+            raise
+        raise out_of_memory_failure("making the inputs", e)
     return model, held, values
+
+
+def is_out_of_memory(error):
+    """Whether `error` is PyTorch's out-of-memory error (torch.cuda.OutOfMemoryError, which
+    PyTorch 1.13 and 2.x raise; older releases raised a RuntimeError saying so)."""
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(error, oom):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error)
+
+
+def out_of_memory_failure(doing, error):
+    """The candidate's runtime_error for device memory that ran out while the worker was
+    `doing` something for it (not in its forward): the run goes on with the next candidate.
+    The device's cache is released so that the next one starts from what is free."""
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return CallFailure("runtime_error", "out of device memory while %s for this candidate (the "
+                       "task's inputs, the copies the harness holds so that no two calls share "
+                       "an address, and the other workers on the device do not fit): %s"
+                       % (doing, describe_exception(error)))
 
 
 def owners_of(plan, passed, model):

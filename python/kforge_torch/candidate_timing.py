@@ -19,7 +19,8 @@ import time
 import types
 
 from kforge_torch import inputs as kinputs
-from kforge_torch.candidate_run import CallFailure, call_once, modified_input, prepare
+from kforge_torch.candidate_run import (CallFailure, call_once, is_out_of_memory, modified_input,
+                                        out_of_memory_failure, prepare)
 from kforge_torch.protocol import ProtocolError, DISTRIBUTIONS
 from kforge_torch.running import ms_since
 from kforge_torch.timing import (_make_sets, _validate, median_relative_half_width,
@@ -98,7 +99,12 @@ def run_candidate_time(session, request, cache):
         sets, result["inputs_reused"] = cache.sets, True
     cache.key, cache.sets = None, None
     if sets is None:
-        sets = _make_sets(task, session.device, request, plan)
+        try:
+            sets = _make_sets(task, session.device, request, plan)
+        except Exception as e:
+            if not is_out_of_memory(e):
+                raise
+            return fail("runtime_error", str(out_of_memory_failure("making the input sets", e)))
     result["input_sets_used"] = len(sets)
     session.device.synchronize()
     result["setup_ms"] = ms_since(start)

@@ -16,6 +16,7 @@ import torch
 
 from kforge_torch import inputs
 from kforge_torch.candidate_guard import TamperWatch, find_alias, storage_span
+from kforge_torch.candidate_run import CallFailure, is_out_of_memory, prepare
 from kforge_torch.candidate_worker import build_folders
 from kforge_torch.device import Device
 from kforge_torch.problem_module import load_problem
@@ -208,6 +209,62 @@ class GuardTest(unittest.TestCase):
         while watch.violation() and time.time() < deadline:
             time.sleep(0.01)
         self.assertEqual(watch.violation(), "")
+
+
+class OutOfMemoryTest(unittest.TestCase):
+    """Device memory that runs out while the worker prepares a candidate is that candidate's
+    runtime_error (the run goes on), not a refused request that ends the run (seen on an 80 GB
+    H100 at KernelBench 36's 7 GB inputs)."""
+
+    def oom(self):
+        error_type = getattr(torch.cuda, "OutOfMemoryError", None)
+        if error_type is None:
+            return RuntimeError("CUDA out of memory. Tried to allocate 7.00 GiB")
+        return error_type("CUDA out of memory. Tried to allocate 7.00 GiB")
+
+    def session(self, build=None, generate=None):
+        from types import SimpleNamespace
+        task = SimpleNamespace(provided_dir="", generate_inputs=generate or (lambda *a, **k: {}))
+        candidate = SimpleNamespace(task=task, build=build or (lambda *a: torch.nn.Identity()))
+        return SimpleNamespace(candidate=candidate,
+                               device=SimpleNamespace(torch_device=torch.device("cpu")))
+
+    def request(self):
+        from types import SimpleNamespace
+        return SimpleNamespace(workload=SimpleNamespace(name="big"), seed=1,
+                               distribution="uniform")
+
+    def raising(self, error):
+        def call(*args, **kwargs):
+            raise error
+        return call
+
+    def test_out_of_memory_is_recognized_and_other_errors_are_not(self):
+        self.assertTrue(is_out_of_memory(self.oom()))
+        self.assertTrue(is_out_of_memory(RuntimeError("CUDA error: out of memory")))
+        self.assertFalse(is_out_of_memory(RuntimeError("shape mismatch")))
+        self.assertFalse(is_out_of_memory(ValueError("out of memory")))
+
+    def test_inputs_that_do_not_fit_are_the_candidates_runtime_error(self):
+        session = self.session(generate=self.raising(self.oom()))
+        with unittest.mock.patch("kforge_torch.candidate_run.map_parameters", return_value={}):
+            with self.assertRaises(CallFailure) as caught:
+                prepare(session, self.request(), [])
+        self.assertEqual(caught.exception.verdict, "runtime_error")
+        self.assertIn("out of device memory while making the inputs", str(caught.exception))
+
+    def test_a_model_that_does_not_fit_is_the_candidates_runtime_error(self):
+        session = self.session(build=self.raising(self.oom()))
+        with self.assertRaises(CallFailure) as caught:
+            prepare(session, self.request(), [])
+        self.assertEqual(caught.exception.verdict, "runtime_error")
+        self.assertIn("while building ModelNew", str(caught.exception))
+
+    def test_other_harness_errors_still_propagate(self):
+        session = self.session(generate=self.raising(KeyError("x")))
+        with unittest.mock.patch("kforge_torch.candidate_run.map_parameters", return_value={}):
+            with self.assertRaises(KeyError):
+                prepare(session, self.request(), [])
 
 
 class BuildFoldersTest(unittest.TestCase):
