@@ -92,7 +92,8 @@ def main():
         "(95% bootstrap interval; tie unless it clears 1 +- min_gain 1%); \"start ref\" = the "
         "same medians over the reference timed once at the start of the run (the rule before). "
         "S = the scheduler's score (lower bound of the quick speedup). Rung 2 geomean = the "
-        "promoted copies over the reference's rung-2 times (timed once). Challenges = a copy "
+        "promoted copies over the reference's rung-2 times (from e5d6c83 two short rounds "
+        "timed around each copy on every timed workload; before, once per run). Challenges = a copy "
         "with a higher rung-2 geomean timed with the best in interleaved rounds on every timed "
         "workload. Final = the best and the reference in 5 interleaved rounds.",
         "",
