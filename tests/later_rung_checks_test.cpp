@@ -116,16 +116,21 @@ TEST_F(LaterRungChecks, HonestKernelPassesEveryCheckedRung) {
   const int honest = passes_quick("honest.cpp", corpus_file("softmax/cpu/honest_simple.cpp"));
   const evaluation::FullRung full = evaluator_->full_rung(honest);
   EXPECT_EQ(full.verdict, Verdict::ok) << full.message;
-  // Rung 2's reference is timed around the candidate on each workload (quick_reference rounds:
-  // 5 calls before, 5 after), and its speedup is over their median.
+  // Rung 2's reference is timed in rounds interleaved with the candidate's on each workload
+  // (quick_reference rounds of 5 calls: before, between and after full_rounds candidate
+  // rounds), and its speedup is over their pooled median.
   ASSERT_FALSE(full.workloads.empty());
   for (const evaluation::FullRung::Entry& entry : full.workloads) {
-    EXPECT_EQ(entry.reference_before_ms.size(), 5u) << entry.workload;
-    EXPECT_EQ(entry.reference_after_ms.size(), 5u) << entry.workload;
-    std::vector<double> both = entry.reference_before_ms;
-    both.insert(both.end(), entry.reference_after_ms.begin(), entry.reference_after_ms.end());
-    std::sort(both.begin(), both.end());
-    EXPECT_DOUBLE_EQ(entry.reference_median_ms, (both[4] + both[5]) / 2) << entry.workload;
+    ASSERT_EQ(entry.reference_rounds_ms.size(), 4u) << entry.workload;  // full_rounds 3, + 1
+    std::vector<double> pooled;
+    for (const std::vector<double>& round : entry.reference_rounds_ms) {
+      EXPECT_EQ(round.size(), 5u) << entry.workload;
+      pooled.insert(pooled.end(), round.begin(), round.end());
+    }
+    std::sort(pooled.begin(), pooled.end());
+    EXPECT_DOUBLE_EQ(entry.reference_median_ms, (pooled[9] + pooled[10]) / 2) << entry.workload;
+    // Three candidate rounds of at least 5 calls each, pooled.
+    EXPECT_GE(entry.candidate.samples_ms.size(), 15u) << entry.workload;
     EXPECT_DOUBLE_EQ(entry.speedup,
                      entry.reference_median_ms / entry.candidate.summary.median_ms);
   }

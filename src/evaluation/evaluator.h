@@ -68,6 +68,9 @@ struct EvaluationPolicy {
   /// on these inputs since prepare(); 10 pooled samples match the quick rung's least.
   worker::MeasurementPolicy quick_reference{1, 5, 5, 1.0, 1.5};
   worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
+  /// Rung 2 times a workload in this many candidate rounds, each under `full` with its
+  /// repetitions and seconds divided among them, between reference rounds (FullRung::Entry).
+  int full_rounds = 3;
   worker::MeasurementPolicy round{2, 10, 10, 1.0, 10.0};    // one round of rung 3 / compare()
   int final_rounds = 5;            // rung 3 rounds
   int compare_rounds = 5;          // rounds of an acceptance comparison
@@ -93,6 +96,10 @@ struct EvaluationPolicy {
   /// autotuning of a large module take minutes, far past time_timeout_s.
   double compile_timeout_s = 1800.0;
 };
+
+/// One of rung 2's candidate rounds on a workload: `policy.full` with its repetitions (at
+/// least 5 a round) and seconds divided among `policy.full_rounds` rounds (FullRung::Entry).
+worker::MeasurementPolicy full_round_measurement(const EvaluationPolicy& policy);
 
 /// What one rung did to one candidate, for the run directory.
 struct RungRecord {
@@ -181,17 +188,20 @@ struct CompareOutcome {
 struct FullRung {
   struct Entry {
     std::string workload;
+    /// The candidate's checked timings of this workload, pooled: its samples are every
+    /// round's (EvaluationPolicy::full_rounds), its summary theirs.
     TimingVerdict candidate;
-    /// The reference's median on this workload: of two short rounds timed just before and just
-    /// after the candidate's (EvaluationPolicy::quick_reference, bracketing as rung 1's
-    /// QuickReference), so that a load that comes and goes between the start of the run and
-    /// this candidate does not make its speedup (issue 21: identical code under load read
-    /// 0.57-9.99x against a reference timed once). A plane that times no window (a test's
-    /// fake, a replay of older records) gives the reference timed once per run.
+    /// The reference's median on this workload, over rounds interleaved with the candidate's
+    /// (reference, candidate, reference, ..., reference: EvaluationPolicy::quick_reference
+    /// rounds around full_rounds candidate rounds), so that a load that comes and goes during
+    /// the run, or during this candidate's timing, weighs on both alike (issue 21: identical code
+    /// under load read 0.57-9.99x against a reference timed once per run, and 0.21-1.28x with
+    /// one reference round before and one after a single long candidate timing). A plane that
+    /// times no rounds (a test's fake, a replay of older records) gives the reference timed
+    /// once per run.
     double reference_median_ms = 0.0;
     double speedup = 0.0;
-    std::vector<double> reference_before_ms;  // the bracketing rounds' samples; empty if none
-    std::vector<double> reference_after_ms;
+    std::vector<std::vector<double>> reference_rounds_ms;  // in timing order; empty if none
   };
   Verdict verdict = Verdict::ok;
   std::string message;

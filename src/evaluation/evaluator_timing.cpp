@@ -179,31 +179,58 @@ void Evaluator::prime_full_rung_reference() {
   }
 }
 
+worker::MeasurementPolicy full_round_measurement(const EvaluationPolicy& policy) {
+  const int rounds = std::max(1, policy.full_rounds);
+  worker::MeasurementPolicy round = policy.full;
+  round.min_repetitions = std::max(5, policy.full.min_repetitions / rounds);
+  round.max_repetitions = std::max(round.min_repetitions, policy.full.max_repetitions / rounds);
+  round.max_seconds = policy.full.max_seconds / rounds;
+  return round;
+}
+
 FullRung Evaluator::full_rung(int handle) { return full_rung(handle, candidates_); }
 
 FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
   prime_full_rung_reference();
+  const int rounds = std::max(1, policy_.full_rounds);
+  const worker::MeasurementPolicy per_round = full_round_measurement(policy_);
   FullRung rung;
   double log_sum = 0.0;
   for (const Workload& workload : task_.workloads) {
     if (!workload.timed) continue;
     FullRung::Entry entry;
     entry.workload = workload.name;
-    entry.reference_before_ms =
-        time_reference_samples(workload, policy_.quick_reference).samples_ms;
-    entry.candidate = time_checked(on, handle, workload, policy_.full, timing_seed_,
-                                   policy_.checks_per_request, Rung::full);
-    if (entry.candidate.verdict != Verdict::ok) {
-      rung.verdict = entry.candidate.verdict;
-      rung.message = "workload '" + workload.name + "': " + entry.candidate.message;
-      rung.workloads.push_back(std::move(entry));
-      return rung;
+    std::vector<double> reference, candidate;
+    const auto time_reference_round = [&] {
+      entry.reference_rounds_ms.push_back(
+          time_reference_samples(workload, policy_.quick_reference).samples_ms);
+      reference.insert(reference.end(), entry.reference_rounds_ms.back().begin(),
+                       entry.reference_rounds_ms.back().end());
+    };
+    time_reference_round();
+    for (int round = 0; round < rounds; ++round) {
+      TimingVerdict timed = time_checked(on, handle, workload, per_round, timing_seed_,
+                                         policy_.checks_per_request, Rung::full);
+      if (timed.verdict != Verdict::ok) {
+        rung.verdict = timed.verdict;
+        rung.message = "workload '" + workload.name + "': " + timed.message;
+        entry.candidate = std::move(timed);
+        rung.workloads.push_back(std::move(entry));
+        return rung;
+      }
+      candidate.insert(candidate.end(), timed.samples_ms.begin(), timed.samples_ms.end());
+      if (round == 0) {
+        entry.candidate = std::move(timed);
+      } else {
+        entry.candidate.throttled_dropped += timed.throttled_dropped;
+        if (entry.candidate.warning.empty()) entry.candidate.warning = timed.warning;
+      }
+      time_reference_round();
     }
-    entry.reference_after_ms =
-        time_reference_samples(workload, policy_.quick_reference).samples_ms;
-    std::vector<double> both = entry.reference_before_ms;
-    both.insert(both.end(), entry.reference_after_ms.begin(), entry.reference_after_ms.end());
-    entry.reference_median_ms = both.empty() ? reference_full_ms_.at(workload.name) : median(both);
+    entry.candidate.samples_ms = candidate;
+    entry.candidate.summary = summarize(candidate);
+    entry.reference_median_ms =
+        reference.empty() ? reference_full_ms_.at(workload.name) : median(reference);
     entry.speedup = entry.reference_median_ms / entry.candidate.summary.median_ms;
     log_sum += std::log(entry.speedup);
     rung.workloads.push_back(std::move(entry));

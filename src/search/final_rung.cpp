@@ -148,10 +148,10 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
                               {"median_ms", e.candidate.summary.median_ms},
                               {"reference_median_ms", e.reference_median_ms},
                               {"speedup", e.speedup}};
-      // The reference's rounds around the candidate's (FullRung::Entry), when timed.
-      if (!e.reference_before_ms.empty()) {
-        entry["reference_before_ms"] = e.reference_before_ms;
-        entry["reference_after_ms"] = e.reference_after_ms;
+      // The reference's rounds interleaved with the candidate's (FullRung::Entry), when timed.
+      if (!e.reference_rounds_ms.empty()) {
+        entry["reference_rounds_ms"] = e.reference_rounds_ms;
+        entry["samples_ms"] = e.candidate.samples_ms;
       }
       workloads.push_back(std::move(entry));
     }

@@ -132,7 +132,10 @@ class FakeWorker : public worker::Worker {
   /// (1-based) that throws; 0: none.
   int full_times = 0;
   int crash_at_full_time = 0;
-  int full_rung_repetitions = evaluation::EvaluationPolicy{}.full.min_repetitions;
+  /// A rung-2 request is told by its repetitions (one of rung 2's rounds: fewer than a quick
+  /// rung's, more than a reference window's).
+  int full_rung_repetitions =
+      evaluation::full_round_measurement(evaluation::EvaluationPolicy{}).min_repetitions;
   int64_t memory_bytes = 0;  // 0: unknown (no fit check)
   double delay_ms = 0.0;     // real time each time() call takes (a slower device)
   /// time() calls (1-based) made while the machine is "loaded": their samples are load_factor
