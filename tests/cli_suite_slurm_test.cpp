@@ -64,6 +64,7 @@ class SlurmSuiteTest : public ::testing::Test {
   std::vector<std::string> kforge_argv(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {"env", "KFORGE_MEMORY=" + memory_path().string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
+                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
                                      KFORGE_CLI_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
@@ -320,6 +321,103 @@ TEST_F(SlurmSuiteTest, RetryFailedResubmitsAJobSlurmCancelledOnceAndTheTaskCompl
   nlohmann::json rows_now = rows();
   ASSERT_EQ(rows_now.size(), 1u) << rows_now.dump(2);
   EXPECT_EQ(row_of(rows_now, "softmax_a", "failure"), "") << rows_now.dump(2);
+}
+
+// A PyTorch problem no built-in family serves (a cumulative sum): the suite runs only its
+// reference, `kforge task --check`.
+constexpr const char* kCumsumProblem = R"(import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.rand(64, 300)]
+
+
+def get_init_inputs():
+    return []
+)";
+
+TEST_F(SlurmSuiteTest, AnUnservedProblemsReferenceCheckIsAJobOfItsOwnAndIsNotResubmitted) {
+  fs::create_directories(dir_ / "tasks");
+  std::ofstream(dir_ / "tasks" / "cumsum.py") << kCumsumProblem;
+  const fs::path job_json = suite() / "jobs" / "cumsum" / "job.json";
+  auto job_id = [&] { return nlohmann::json::parse(read_file(job_json)).value("job_id", ""); };
+  auto cumsum = [&](const char* field) {
+    for (const nlohmann::json& row : rows()) {
+      if (row.value("name", "") == "cumsum") return row.value(field, nlohmann::json());
+    }
+    return nlohmann::json("(no row cumsum)");
+  };
+  // 1. The check is a job on the node (not a child of the driver); scancel it once it runs, as
+  //    an administrator would: its row says so in Slurm's words.
+  process::SpawnOptions spawn;
+  spawn.argv = kforge_argv(suite_args(false));
+  spawn.pipe_stdin = false;
+  spawn.merge_stderr = true;
+  process::Subprocess driver(spawn);
+  std::string cancelled;
+  const Clock::time_point start = Clock::now();
+  while (cancelled.empty() && Clock::now() - start < std::chrono::seconds(120)) {
+    for (const auto& [id, name] : running_jobs()) {
+      if (name != "kforge-cumsum") continue;
+      ASSERT_TRUE(process::run_command({"scancel", id}, 30).succeeded());
+      cancelled = id;
+    }
+    if (driver.poll_exit()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(cancelled.empty()) << "the check's job was not seen running: "
+                                  << driver.take_stdout();
+  std::optional<process::ExitStatus> exit = driver.wait(120);
+  std::string output = driver.take_stdout();
+  ASSERT_TRUE(exit) << output;
+  EXPECT_EQ(exit->exit_code, 1) << "a check Slurm cancelled is an errored row\n" << output;
+  EXPECT_EQ(cumsum("exit"), "ended by the executor") << rows().dump(2);
+  EXPECT_NE(cumsum("failure").get<std::string>().find("Slurm job " + cancelled + " CANCELLED"),
+            std::string::npos)
+      << rows().dump(2);
+  std::cerr << "[ slurm    ] the cancelled check's row: " << cumsum("failure").get<std::string>()
+            << "\n";
+
+  // 2. The same command submits the check again; the job runs `kforge task --check` with the
+  //    driver's options, writes no memory, and the row gets the reference's time.
+  process::CommandResult second = process::run_command(kforge_argv(suite_args(false)), 300);
+  EXPECT_EQ(second.exit_code, 3) << "not served: no error, not correct\n" << second.output;
+  EXPECT_NE(second.output.find("cumsum: running its reference (kforge task --check"),
+            std::string::npos)
+      << second.output;
+  const nlohmann::json job = nlohmann::json::parse(read_file(job_json));
+  EXPECT_EQ(job.value("kind", ""), "reference_check") << job.dump(2);
+  EXPECT_NE(job.value("job_id", ""), cancelled) << "a new job";
+  const std::string script = read_file(suite() / "jobs" / "cumsum" / "job.sh");
+  EXPECT_NE(script.find("'task' '" + (suite() / "derived" / "cumsum.toml").string() +
+                        "' '--check' '--report' '" + (suite() / "checks" / "cumsum.json").string() +
+                        "' '--backend' 'cpu'"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(script.find("--memory"), std::string::npos) << script;
+  EXPECT_FALSE(fs::exists(suite() / "jobs" / "cumsum" / "memory.sqlite"));
+  EXPECT_EQ(read_file(suite() / "jobs" / "cumsum" / "exit_code"), "0\n");
+  EXPECT_EQ(cumsum("status"), "not served") << rows().dump(2);
+  EXPECT_EQ(cumsum("reference_check"), "ran") << rows().dump(2);
+  EXPECT_GT(cumsum("reference_ms").get<double>(), 0.0) << rows().dump(2);
+  EXPECT_TRUE(nlohmann::json::parse(read_file(suite() / "checks" / "cumsum.json")).value("ok", false));
+  EXPECT_FALSE(fs::exists(suite() / "cumsum")) << "no optimize ran";
+
+  // 3. Once more: the finished check is read back, not submitted again.
+  const std::string finished_job = job_id();
+  process::CommandResult third = process::run_command(kforge_argv(suite_args(false)), 300);
+  EXPECT_EQ(third.exit_code, 3) << third.output;
+  EXPECT_NE(third.output.find("cumsum: its reference ran in an earlier suite run"),
+            std::string::npos)
+      << third.output;
+  EXPECT_EQ(job_id(), finished_job) << "not resubmitted";
+  EXPECT_EQ(cumsum("reference_check"), "ran") << rows().dump(2);
 }
 
 // These two need no Slurm: they run with the unit tests.

@@ -179,7 +179,13 @@ class SuiteRunner {
       if (started == started_.end()) continue;  // not started by this runner: cannot happen
       Started task = std::move(started->second);
       started_.erase(started);
-      land(task.index, end_row(std::move(task.row), end), task.progress);
+      if (task.check) {
+        if (!end.note.empty()) say(task.row.name + ": " + end.note);
+        finish_reference_check(check_setup(task.row.name), end, task.row);
+        land(task.index, std::move(task.row), task.progress);
+      } else {
+        land(task.index, end_row(std::move(task.row), end), task.progress);
+      }
     }
   }
 
@@ -211,9 +217,17 @@ class SuiteRunner {
       row.failure.clear();
     }
     // Unfinished (or not begun: a job may run before its run directory exists).
+    fs::path task_file = task.task_path;
+    const auto problem = problems_.find(task.label);
+    std::optional<std::pair<std::string, std::string>> unserved;
+    if (problem != problems_.end() && problem->second.error.empty()) {
+      task_file = problem->second.toml_path;  // derived up front: the child does not derive
+      if (suite_generator(optimize_args_) == "templates") unserved = unserved_reason(task_file);
+    }
     executor::TaskLaunch running{task.label, {}, run_dir, row.log_path, options_.task_timeout_s,
                                  ""};
-    if (executor_.adopt_running(running)) {
+    const bool checks = unserved && !options_.skip_reference_check;  // no optimize: a check
+    if (!checks && executor_.adopt_running(running)) {
       say(progress + ": still running from an earlier session of the suite; followed again");
       started_[task.label] = Started{index, progress, std::move(row)};
       return std::nullopt;
@@ -224,24 +238,19 @@ class SuiteRunner {
           " and run again");
       row.failure.clear();
     }
-    fs::path task_file = task.task_path;
-    if (auto problem = problems_.find(task.label); problem != problems_.end()) {
-      if (!problem->second.error.empty()) return underived_row(std::move(row), problem->second);
-      task_file = problem->second.toml_path;  // derived up front: the child does not derive
-      if (suite_generator(optimize_args_) == "templates") {
-        if (auto why = unserved_reason(task_file)) {
-          say(progress + ": not served: " + why->first);
-          row = unserved_row(std::move(row), *why);
-          if (!options_.skip_reference_check) {
-            SuiteReferenceCheck check{self_path(), suite_dir_, reference_check_args(optimize_args_),
-                                      options_.task_timeout_s,
-                                      options_.verbose ? "  " + task.label + ": " : ""};
-            check_unserved_reference(check, task_file, row,
-                                     [&](const std::string& line) { say(progress + ": " + line); });
-          }
-          return row;
-        }
+    if (problem != problems_.end() && !problem->second.error.empty()) {
+      return underived_row(std::move(row), problem->second);
+    }
+    if (unserved) {  // its reference runs on the executor (a job of its own under slurm)
+      say(progress + ": not served: " + unserved->first);
+      row = unserved_row(std::move(row), *unserved);
+      if (!checks ||
+          !start_reference_check(executor_, check_setup(task.label), task_file, row,
+                                 [&](const std::string& line) { say(progress + ": " + line); })) {
+        return row;
       }
+      started_[task.label] = Started{index, progress, std::move(row), true};
+      return std::nullopt;
     }
     say(progress + ": " + (options_.executor == "local" ? "optimizing " : "submitting ") +
         task_file.string());
@@ -307,17 +316,9 @@ class SuiteRunner {
     return row;
   }
 
-  // The row of a problem no built-in family serves under the templates generator: no child
-  // runs; its log holds why each family did not fit.
-  static report::SuiteRow unserved_row(report::SuiteRow row,
-                                       const std::pair<std::string, std::string>& why) {
-    row.unserved = true;
-    row.exit = "not run";
-    row.generator = "templates";
-    row.failure = why.first;
-    std::ofstream(row.log_path) << "not run: " << why.first << "\n"
-                                << (why.second.empty() ? "" : "families tried:\n" + why.second);
-    return row;
+  SuiteReferenceCheck check_setup(const std::string& label) const {
+    return {self_path(), suite_dir_, reference_check_args(optimize_args_), options_.task_timeout_s,
+            options_.verbose ? "  " + label + ": " : ""};
   }
 
   static std::string self_path() {
@@ -343,6 +344,7 @@ class SuiteRunner {
     size_t index = 0;
     std::string progress;
     report::SuiteRow row;  // what is known before it runs (paths, name)
+    bool check = false;    // its reference check (suite_reference_check.h), not an optimize
   };
 
   const SuiteCommandOptions& options_;

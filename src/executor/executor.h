@@ -15,14 +15,25 @@
 
 namespace kforge::executor {
 
-/// One task to run: the whole `kforge optimize` command and where it writes.
+/// What a launched command is, for an engine that treats the two apart (slurm: a job's memory).
+enum class TaskKind {
+  /// `kforge optimize`: writes the memory (slurm: the job gets a snapshot, with --memory and
+  /// --devices added to argv, and its evidence is merged when it ends).
+  optimize,
+  /// `kforge task --check` of a suite's problem that no generator serves (its reference only):
+  /// writes no memory and takes no --devices; argv runs as it is.
+  reference_check,
+};
+
+/// One task to run: the whole command and where it writes.
 struct TaskLaunch {
   std::string label;               // the task's name in the suite (unique; its run dir's name)
   std::vector<std::string> argv;   // kforge binary, "optimize", task file, --run-dir, options
-  std::filesystem::path run_dir;   // the --run-dir in argv (absolute)
+  std::filesystem::path run_dir;   // the --run-dir in argv (absolute); empty for a check
   std::filesystem::path log_path;  // the task's output goes here, line by line
   double timeout_s = 3600.0;       // wall-clock limit of the task's run, seconds (> 0)
   std::string echo_prefix;         // non-empty: also echo the output to stderr after it
+  TaskKind kind = TaskKind::optimize;
 };
 
 /// How one launched task ended.
@@ -60,9 +71,10 @@ class Executor {
   virtual std::size_t in_flight() const = 0;
   /// Called for a task whose run directory an earlier session of the suite left unfinished,
   /// before it is moved aside: true when that session's run still goes on and the executor
-  /// follows it from now on as if started here (slurm: its job is still pending or running, as
-  /// after the driver was killed or lost its login session). `launch` names the task, its run
-  /// directory and log (argv may be empty). Default: false (local runs die with the suite).
+  /// follows it from now on as if started here (slurm: its job, of the same kind, is still
+  /// pending or running, as after the driver was killed or lost its login session). `launch`
+  /// names the task, its kind, run directory and log (argv may be empty). Default: false (local
+  /// runs die with the suite).
   virtual bool adopt_running(const TaskLaunch& launch) {
     (void)launch;
     return false;

@@ -76,6 +76,10 @@ std::string time_limit_minutes(double timeout_s) {
   return std::to_string(static_cast<long long>(std::max(1.0, std::ceil(timeout_s / 60.0))));
 }
 
+const char* kind_name(TaskKind kind) {
+  return kind == TaskKind::reference_check ? "reference_check" : "optimize";
+}
+
 bool retryable(JobState state) {
   return state == JobState::cancelled || state == JobState::timeout ||
          state == JobState::node_fail || state == JobState::preempted ||
@@ -218,6 +222,9 @@ bool SlurmExecutor::adopt_running(const TaskLaunch& launch) {
   const nlohmann::json record = read_json_or_empty(job_dir(launch.label) / "job.json");
   const std::string job_id = record.value("job_id", "");
   if (job_id.empty() || record.value("merged", false)) return false;
+  // A job of the other kind (the task was served then and is not now, or the reverse) is not
+  // this launch's: start() cancels it.
+  if (record.value("kind", "optimize") != kind_name(launch.kind)) return false;
   for (const JobStatus& job : client_->query({job_id})) {
     if (job.job_id != job_id || has_ended(job.state)) continue;
     jobs_[job_id] = Job{launch, record.value("attempt", 1), Clock::now(),
@@ -231,9 +238,11 @@ bool SlurmExecutor::adopt_running(const TaskLaunch& launch) {
 void SlurmExecutor::submit(const TaskLaunch& launch, int attempt, const std::string& note) {
   const fs::path dir = job_dir(launch.label);
   fs::create_directories(dir);
-  snapshot_memory(settings_.suite_memory, settings_.seed_knowledge, dir / "memory.sqlite");
   TaskLaunch job_launch = launch;
-  job_launch.argv = job_argv(launch.argv, dir / "memory.sqlite", settings_.gpus_per_task);
+  if (launch.kind == TaskKind::optimize) {
+    snapshot_memory(settings_.suite_memory, settings_.seed_knowledge, dir / "memory.sqlite");
+    job_launch.argv = job_argv(launch.argv, dir / "memory.sqlite", settings_.gpus_per_task);
+  }  // a reference check writes no memory: no snapshot, nothing to merge (merge() finds none)
   write_file_atomically(dir / "job.sh", render_job_script(job_launch, settings_.suite_dir, dir));
   std::vector<std::string> args = {
       "--job-name=kforge-" + launch.label, "--output=" + (dir / "slurm.out").string(),
@@ -247,6 +256,7 @@ void SlurmExecutor::submit(const TaskLaunch& launch, int attempt, const std::str
   nlohmann::json record = {{"label", launch.label},
                            {"job_id", job_id},
                            {"attempt", attempt},
+                           {"kind", kind_name(launch.kind)},
                            {"merged", false},
                            {"sbatch_args", args}};
   write_file_atomically(dir / "job.json", record.dump(2) + "\n");
@@ -319,8 +329,9 @@ std::optional<TaskEnd> SlurmExecutor::finish(const std::string& job_id, const Jo
                    "ended (no accounting database); see " +
                    (dir / "slurm.out").string();
   } else if (script_ended) {
-    end.ended_by = describe_slurm_end(*status) + " before kforge optimize ended (see " +
-                   (dir / "slurm.out").string() +
+    end.ended_by = describe_slurm_end(*status) + " before kforge " +
+                   (job.launch.kind == TaskKind::optimize ? "optimize" : "task --check") +
+                   " ended (see " + (dir / "slurm.out").string() +
                    "; a node that cannot write the suite "
                    "directory fails so)";
   } else {
@@ -343,7 +354,7 @@ void SlurmExecutor::retry(const std::string& job_id, Job job, const std::string&
   const TaskLaunch launch = job.launch;
   merge(launch.label);  // what the first attempt learned stays learned
   // kforge optimize wants an empty run directory: the first attempt's is kept aside.
-  if (fs::exists(launch.run_dir)) {
+  if (!launch.run_dir.empty() && fs::exists(launch.run_dir)) {
     const fs::path aside = settings_.suite_dir / ".incomplete";
     fs::create_directories(aside);
     fs::rename(launch.run_dir, free_name(aside, launch.label + "-job" + job_id));

@@ -11,9 +11,11 @@
 //
 // Per task, SUITE_DIR/jobs/<label>/ holds job.sh (the batch script), slurm.out (Slurm's own
 // output), memory.sqlite (the job's memory: the snapshot, then its evidence), exit_code
-// (written by job.sh when kforge optimize exits) and job.json (job id, attempt, whether its
-// memory was merged: a resumed suite never merges a job twice). The task's output goes to
-// SUITE_DIR/logs/<label>.log as with the local executor.
+// (written by job.sh when kforge optimize exits) and job.json (job id, attempt, kind, whether
+// its memory was merged: a resumed suite never merges a job twice). The task's output goes to
+// SUITE_DIR/logs/<label>.log as with the local executor. A reference check (TaskKind::
+// reference_check: `kforge task --check` of a problem no generator serves) is a job the same
+// way, in the same folder, without memory.sqlite: it writes no memory, so nothing is merged.
 #pragma once
 
 #include <chrono>
@@ -72,8 +74,9 @@ class SlurmExecutor final : public Executor {
   ~SlurmExecutor() override;
 
   std::size_t free_slots() override;
-  /// Snapshots the memory into the task's job folder, writes job.sh, submits it. A job of an
-  /// earlier session of the suite that Slurm still runs for this task is cancelled first.
+  /// Snapshots the memory into the task's job folder (an optimize task), writes job.sh, submits
+  /// it. A job of an earlier session of the suite that Slurm still runs for this task is
+  /// cancelled first.
   void start(const TaskLaunch& launch) override;
   /// Polls squeue every poll_interval_s until a job ended (or the suite is stopped); merges the
   /// memory of each ended job, resubmits one Slurm ended when retry_failed allows, returns the
@@ -84,8 +87,8 @@ class SlurmExecutor final : public Executor {
   /// scancel for every job in flight; merges what their memory holds so far.
   std::vector<TaskEnd> cancel_all() override;
   std::size_t in_flight() const override { return jobs_.size(); }
-  /// True (and the job followed again) when jobs/<label>/job.json names a job Slurm still has
-  /// pending or running; its slot counts against max_parallel.
+  /// True (and the job followed again) when jobs/<label>/job.json names a job of launch.kind
+  /// that Slurm still has pending or running; its slot counts against max_parallel.
   bool adopt_running(const TaskLaunch& launch) override;
   /// Merges the job's memory when the job.json of `label` says it was not merged yet.
   void settle_finished(const std::string& label) override;

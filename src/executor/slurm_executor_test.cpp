@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -316,6 +317,47 @@ TEST_F(FakeSlurmExecutorTest, SbatchRefusingAJobIsAnErrorNamingTheTask) {
     EXPECT_NE(std::string(e.what()).find("invalid partition"), std::string::npos) << e.what();
   }
   EXPECT_EQ(executor().in_flight(), 0u);
+}
+
+TEST_F(FakeSlurmExecutorTest, AReferenceCheckIsAJobThatNeedsNoMemoryAndIsFollowedAsACheck) {
+  settings_.gpus_per_task = 1;
+  TaskLaunch check;
+  check.label = "cumsum";
+  check.argv = {"/opt/kforge/bin/kforge", "task", "/t/cumsum.toml", "--check", "--report",
+                (dir_ / "suite" / "checks" / "cumsum.json").string(), "--backend", "cpu"};
+  check.log_path = dir_ / "suite" / "logs" / "cumsum.check.log";
+  check.timeout_s = 90;
+  check.kind = TaskKind::reference_check;
+  executor().start(check);
+  ASSERT_EQ(slurm_->submissions.size(), 1u);
+  EXPECT_FALSE(fs::exists(job_dir("cumsum") / "memory.sqlite")) << "no snapshot";
+  EXPECT_FALSE(fs::exists(dir_ / "memory.sqlite")) << "the suite's memory is not even opened";
+  const std::string script = read_file(job_dir("cumsum") / "job.sh");
+  EXPECT_NE(script.find("'task' '/t/cumsum.toml' '--check'"), std::string::npos) << script;
+  EXPECT_EQ(script.find("--memory"), std::string::npos) << script;
+  EXPECT_EQ(script.find("--devices"), std::string::npos) << "task --check takes no --devices";
+  EXPECT_NE(std::find(slurm_->submissions[0].args.begin(), slurm_->submissions[0].args.end(),
+                      "--gpus=1"),
+            slurm_->submissions[0].args.end())
+      << "the check runs with the task's GPUs";
+  EXPECT_EQ(nlohmann::json::parse(read_file(job_dir("cumsum") / "job.json")).at("kind"),
+            "reference_check");
+
+  // The driver is killed; the next session follows the check job, and only as a check.
+  auto slurm = std::make_unique<FakeSlurm>();
+  FakeSlurm* still = slurm.get();
+  still->set("101", "RUNNING");
+  SlurmExecutor resumed(settings_, std::move(slurm));
+  EXPECT_FALSE(resumed.adopt_running(launch("cumsum"))) << "not an optimize job";
+  ASSERT_TRUE(resumed.adopt_running(check));
+  std::ofstream(job_dir("cumsum") / "exit_code") << "0\n";
+  still->set("101", "COMPLETED");
+  std::vector<TaskEnd> ended = resumed.wait_any();
+  ASSERT_EQ(ended.size(), 1u);
+  ASSERT_TRUE(ended[0].status);
+  EXPECT_EQ(ended[0].status->exit_code, 0);
+  EXPECT_EQ(ended[0].note.find("memory"), std::string::npos) << "nothing merged: " << ended[0].note;
+  EXPECT_FALSE(fs::exists(dir_ / "memory.sqlite"));
 }
 
 TEST(JobArgvForSlurm, TheSuitesMemoryIsReplacedAndGpusBecomeDevices) {
