@@ -9,12 +9,19 @@ Then, as kforge-worker reports them for the gate to judge: an input or parameter
 (input_modified), an output changed after the call returned and the device was idle
 (late_write). Whether the outputs are right is the orchestrator's to
 judge, as for native candidates: they are written to output_path, call after call.
+
+A run for profiling (request.nvtx_range, sent by kforge's NcuProfiler) opens an NVTX push/pop
+range of that name around the last call's forward only: ncu, run with `--nvtx --nvtx-include
+"<name>/"`, then counts the kernels forward launches and none of the harness's (input
+generation and copies, parameter copies, checks) nor those of an earlier, warm-up call.
 """
 
+import contextlib
 import os
 import time
 
 import torch
+import torch.cuda.nvtx
 
 from kforge_torch import inputs as kinputs
 from kforge_torch.candidate import CandidateFailure, map_parameters
@@ -22,6 +29,33 @@ from kforge_torch.candidate_guard import find_alias, fresh_copy
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.reference import describe_exception
 from kforge_torch.running import first_change, ms_since, new_run_result, write_call_outputs
+
+
+# Taken before any candidate is imported: TamperWatch watches kforge_torch's functions, so a
+# candidate that replaces these to leave the profiled range is caught like one that replaces the
+# timers.
+nvtx_range_push = torch.cuda.nvtx.range_push
+nvtx_range_pop = torch.cuda.nvtx.range_pop
+
+
+def nvtx_available():
+    """Whether this PyTorch can open NVTX ranges: a CUDA build has torch._C._nvtx; in a
+    CPU-only build the torch.cuda.nvtx functions raise."""
+    return hasattr(torch._C, "_nvtx")
+
+
+@contextlib.contextmanager
+def profiled_range(name):
+    """An NVTX push/pop range `name` (the default domain) around the block, which ncu selects
+    with `--nvtx-include "<name>/"` (src/evaluation/profiler.h); nothing when `name` is ""."""
+    if not name:
+        yield
+        return
+    nvtx_range_push(name)
+    try:
+        yield
+    finally:
+        nvtx_range_pop()
 
 
 class CallFailure(Exception):
@@ -91,11 +125,12 @@ def owners_of(plan, passed, model):
     return owners
 
 
-def call_once(session, plan, model, held, sources, workload_name, seed):
+def call_once(session, plan, model, held, sources, workload_name, seed, nvtx_range=""):
     """One call on the inputs `sources` ({signature index: tensor}): parameters set to their
     values, the other inputs copied into new storage (fresh_copy; the previous call's copies are
-    held until this one returns), forward under no_grad, then the tamper, output and alias
-    checks. Returns (pairs, passed, call_ms); pairs = [(signature index, output)], passed = what
+    held until this one returns), forward under no_grad (inside the NVTX range `nvtx_range`
+    when it is not "": forward alone, profiled_range), then the tamper, output and alias checks.
+    Returns (pairs, passed, call_ms); pairs = [(signature index, output)], passed = what
     forward received by signature index. CallFailure for a failed check."""
     task = session.candidate.task
     device = session.device
@@ -107,8 +142,9 @@ def call_once(session, plan, model, held, sources, workload_name, seed):
             passed.update(held)
             args = task.forward_args(plan, passed, workload_name, seed)
             device.synchronize()
-            start = time.perf_counter()
-            returned = model(*args)
+            with profiled_range(nvtx_range):
+                start = time.perf_counter()
+                returned = model(*args)
             device.synchronize()
             call_ms = ms_since(start)
     except Exception as e:
@@ -157,9 +193,15 @@ def late_change(pairs, plan, snapshots, wait_ms, device):
 
 def run_candidate(session, request):
     """Answers a RunRequest for the session's candidate; returns a RunResult dict (verdicts
-    above). Raises ProtocolError for a malformed request or a task/signature mismatch."""
+    above). With request.nvtx_range (getattr: "" when absent) the last call's forward runs in
+    that NVTX range. Raises ProtocolError for a malformed request, a task/signature mismatch,
+    or an NVTX range this PyTorch cannot open."""
     if request.calls not in (1, 2):
         raise ProtocolError("run request needs calls = 1 or 2")
+    nvtx_range = getattr(request, "nvtx_range", "")
+    if nvtx_range and not nvtx_available():
+        raise ProtocolError("nvtx_range '%s': this PyTorch has no NVTX (a CPU-only build); "
+                            "profiling a candidate needs a CUDA build" % nvtx_range)
     if not os.path.isfile(request.output_path):
         raise ProtocolError("output file %s does not exist (the orchestrator creates it)"
                             % request.output_path)
@@ -184,8 +226,10 @@ def run_candidate(session, request):
         for call in range(request.calls):
             prefix = "call %d: " % (call + 1) if request.calls > 1 else ""
             try:
+                profiled = nvtx_range if call == request.calls - 1 else ""
                 pairs, passed, call_ms = call_once(session, plan, model, held, values,
-                                                   request.workload.name, request.seed)
+                                                   request.workload.name, request.seed,
+                                                   profiled)
             except CallFailure as e:
                 result.update(verdict=e.verdict, message=prefix + str(e))
                 return result

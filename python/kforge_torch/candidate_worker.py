@@ -8,7 +8,8 @@ worker's, and expected outputs never enter it. It speaks worker protocol v2
 - `load` {path: the candidate's source, task_path: the derived task JSON} imports the source and
   checks ModelNew (verdicts compile_error, wrong_signature, runtime_error, rejected_by_policy);
 - `run` writes the candidate's outputs for kforge's generated inputs (candidate_run.py), with
-  the checks a module that allocates its own outputs needs;
+  the checks a module that allocates its own outputs needs; with `nvtx_range` (profiling under
+  ncu) the last call's forward, and only it, runs inside that NVTX range;
 - `time` times it with the reference worker's measurement policy, L2 flush and rotated input
   sets, with checked calls (candidate_timing.py);
 - `provide` is refused (ok: false), as kforge-worker refuses it.

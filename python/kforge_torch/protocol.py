@@ -175,7 +175,8 @@ def parse_run_request(j):
         calls=_field(j, "calls", int, 1), padded=_field(j, "padded", bool, False),
         output_path=_field(j, "output_path", str, required=True),
         late_write_wait_ms=_field(j, "late_write_wait_ms", float, 2.0),
-        host_inputs=_field(j, "host_inputs", bool, False), remap=_remap(j), **_common(j))
+        host_inputs=_field(j, "host_inputs", bool, False), remap=_remap(j),
+        nvtx_range=_field(j, "nvtx_range", str, ""), **_common(j))
 
 
 def parse_time_request(j):

@@ -62,17 +62,25 @@ void final_rung(PreparedReference& prepared, const Task& task, const EvalCommand
                                             policy.acceptance_level, policy.min_gain,
                                             policy.gate.base_seed)
                        .speedup;
-  const bool profiles = backends::get_backend(result.reference.backend).can.ncu_profiler;
-  if (options.profile == "off" || !profiles) return;
-  if (fs::path(options.kernel_path).extension() == ".py") {
-    result.reference.notes.push_back("not profiled: the profiler loads native kernels only, not "
-                                     "a ModelNew candidate");
+  if (options.profile == "off") return;
+  const std::string& backend = result.reference.backend;
+  if (!backends::get_backend(backend).can.ncu_profiler) {
+    result.reference.notes.push_back("not profiled: Nsight Compute profiles GPU kernels, and this "
+                                     "one ran on " + backend);
     return;
   }
   std::optional<std::string> ncu = evaluation::find_ncu();
-  if (!ncu) return;  // --profile on without ncu was refused before anything ran
+  if (!ncu) {  // --profile on without ncu was refused before anything ran
+    result.reference.notes.push_back("not profiled: Nsight Compute (ncu) was not found in $PATH, "
+                                     "$CUDA_HOME/bin or /usr/local/cuda/bin");
+    return;
+  }
   ScratchDir scratch("kforge-profile");
   evaluation::NcuProfiler profiler(prepared.candidate_config(), *ncu, scratch);
+  // A ModelNew runs in the Python candidate worker, its forward alone counted (profiler.h).
+  if (task.has_torch_reference()) {
+    profiler.set_python_worker(prepared.python_candidate_config(), policy.python_load_timeout_s);
+  }
   result.profile = profiler.profile(result.artifact, task, evaluator.timed_workload(),
                                     evaluator.profile_inputs());
 }

@@ -462,6 +462,12 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     profile_scratch = std::make_unique<ScratchDir>("kforge-profile");
     profiler =
         std::make_unique<evaluation::NcuProfiler>(configs.candidate, *ncu, *profile_scratch);
+    // A best that is a ModelNew (--language cuda|triton) is profiled in the Python candidate
+    // worker, its forward call alone counted (evaluation/profiler.h).
+    if (task.has_torch_reference()) {
+      profiler->set_python_worker(configs.python_candidate,
+                                  options.evaluation.python_load_timeout_s);
+    }
     optimizer.set_profiler(profiler.get());
   }
   search::OptimizeResult result;

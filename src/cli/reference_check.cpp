@@ -99,6 +99,7 @@ PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptio
       reference_artifact(task, check.backend, options, *scratch_, check.reference);
   WorkerConfigs configs = worker_configs(task, check.backend, options.device);
   candidate_config_ = configs.candidate;
+  python_candidate_config_ = configs.python_candidate;
   candidates_ = std::make_unique<worker::ProcessWorker>(configs.candidate);
   candidate_plane_ = candidates_.get();
   if (task.has_torch_reference()) {

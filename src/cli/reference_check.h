@@ -70,6 +70,11 @@ class PreparedReference {
   worker::Worker& candidates() { return *candidate_plane_; }
   /// The candidate worker's configuration (a profiler starts its own worker with it).
   const worker::ProcessWorkerConfig& candidate_config() const { return candidate_config_; }
+  /// The Python candidate worker's configuration (ModelNew candidates of a PyTorch task; a
+  /// profiler starts its own with it); an empty worker_path for a task without one.
+  const worker::ProcessWorkerConfig& python_candidate_config() const {
+    return python_candidate_config_;
+  }
   /// Seconds since the constructor started.
   double seconds() const;
 
@@ -78,6 +83,7 @@ class PreparedReference {
   std::chrono::steady_clock::time_point start_;
   std::unique_ptr<ScratchDir> scratch_;
   worker::ProcessWorkerConfig candidate_config_;
+  worker::ProcessWorkerConfig python_candidate_config_;
   std::unique_ptr<worker::ProcessWorker> candidates_;
   std::unique_ptr<worker::ProcessWorker> python_candidates_;
   std::unique_ptr<worker::CandidateRouter> router_;

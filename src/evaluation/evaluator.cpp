@@ -324,7 +324,7 @@ void Evaluator::provide_inputs() {
 }
 
 ProfileInputs Evaluator::profile_inputs() const {
-  return {timing_seed_, oracle_->provided_dir()};
+  return {timing_seed_, oracle_->provided_dir(), candidate_task_path_};
 }
 
 void Evaluator::drop_non_finite_adversarial(std::vector<std::string>& warnings) {

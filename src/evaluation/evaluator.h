@@ -295,7 +295,8 @@ class EvaluationPlane {
   virtual const Workload& timed_workload() const = 0;
   /// The policy this plane measures with: the run's only copy.
   virtual const EvaluationPolicy& policy() const = 0;
-  /// The seed and provided inputs a profiled call of the timed workload runs on.
+  /// The seed and provided inputs a profiled call of the timed workload runs on, and the
+  /// derived task a Python candidate is loaded with.
   virtual ProfileInputs profile_inputs() const { return {}; }
 };
 

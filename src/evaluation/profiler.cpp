@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/mapped_file.h"
+#include "worker/candidate_router.h"
 
 namespace kforge::evaluation {
 namespace {
@@ -267,26 +268,50 @@ std::optional<std::string> find_ncu() {
   return std::nullopt;
 }
 
+std::vector<std::string> ncu_command(const std::string& ncu_path, const std::string& log_path,
+                                     const std::string& nvtx_range) {
+  std::string metrics;
+  for (const std::string& metric : profile_metrics()) metrics += (metrics.empty() ? "" : ",") + metric;
+  // --clock-control none: the device keeps its own clocks, as during timing (and the lent GPU
+  // machines ask for it).
+  std::vector<std::string> command = {ncu_path,
+                                      "--csv",
+                                      "--page", "raw",
+                                      "--print-units", "base",
+                                      "--clock-control", "none",
+                                      "--target-processes", "all",
+                                      "--log-file", log_path,
+                                      "--metrics", metrics};
+  if (!nvtx_range.empty()) {
+    command.insert(command.end(), {"--nvtx", "--nvtx-include", nvtx_range + "/"});
+  }
+  return command;
+}
+
 NcuProfiler::NcuProfiler(worker::ProcessWorkerConfig worker, std::string ncu_path,
                          ScratchDir& scratch, double timeout_s)
     : worker_(std::move(worker)), ncu_path_(std::move(ncu_path)), scratch_(scratch),
       timeout_s_(timeout_s) {}
+
+void NcuProfiler::set_python_worker(worker::ProcessWorkerConfig python, double load_timeout_s) {
+  python_worker_ = std::move(python);
+  python_load_timeout_s_ = load_timeout_s;
+}
 
 ProfileReport NcuProfiler::profile(const compile::Artifact& candidate, const Task& task,
                                    const Workload& workload, const ProfileInputs& inputs) {
   const auto start = std::chrono::steady_clock::now();
   ProfileReport report;
   report.workload = workload.name;
+  const bool python = worker::is_python_candidate(candidate.path);
+  if (python && !python_worker_) {
+    report.message = "not profiled: this profiler has no Python candidate worker for a ModelNew";
+    return report;
+  }
   const std::string log_path = scratch_.next_file("ncu") + ".csv";
-  std::string metrics;
-  for (const std::string& metric : profile_metrics()) metrics += (metrics.empty() ? "" : ",") + metric;
-  worker::ProcessWorkerConfig config = worker_;
+  worker::ProcessWorkerConfig config = python ? *python_worker_ : worker_;
   config.measure_device = false;
-  // --clock-control none: the device keeps its own clocks, as during timing (and the lent GPU
-  // machines ask for it). --target-processes all: the worker may run under a sandbox launcher.
-  config.launcher = {ncu_path_,       "--csv",         "--page",    "raw", "--print-units", "base",
-                     "--clock-control", "none",        "--target-processes", "all",
-                     "--log-file",    log_path,        "--metrics", metrics};
+  config.launcher = ncu_command(ncu_path_, log_path, python ? kProfiledRange : "");
   config.startup_timeout_s = std::max(config.startup_timeout_s, 120.0);
   const auto finish = [&](std::string message) {
     report.message = std::move(message);
@@ -298,7 +323,10 @@ ProfileReport NcuProfiler::profile(const compile::Artifact& candidate, const Tas
   };
   try {
     worker::ProcessWorker worker(config);
-    const worker::LoadResult loaded = worker.load({candidate.path}, timeout_s_);
+    const worker::LoadResult loaded =
+        python ? worker.load({candidate.path, inputs.task_path},
+                             std::max(timeout_s_, python_load_timeout_s_))
+               : worker.load({candidate.path}, timeout_s_);
     if (loaded.verdict != Verdict::ok) return finish("the candidate did not load: " + loaded.message);
     worker::RunRequest run;
     run.handle = loaded.handle;
@@ -306,7 +334,9 @@ ProfileReport NcuProfiler::profile(const compile::Artifact& candidate, const Tas
     run.workload = workload;
     run.seed = inputs.seed;
     run.provided_dir = inputs.provided_dir;
-    run.calls = 1;
+    // A Python candidate: a warm-up call, then the one ncu counts (its forward in the range).
+    run.calls = python ? 2 : 1;
+    if (python) run.nvtx_range = kProfiledRange;
     run.late_write_wait_ms = 0.0;
     run.host_inputs = true;
     run.output_path = scratch_.next_file("profile");
@@ -329,7 +359,11 @@ ProfileReport NcuProfiler::profile(const compile::Artifact& candidate, const Tas
   } catch (const Error& e) {
     return finish(std::string(e.what()) + "; ncu said:" + tail_lines(output, 6));
   }
-  if (report.kernels.empty()) return finish("ncu profiled no kernel; ncu said:" + tail_lines(output, 6));
+  if (report.kernels.empty()) {
+    return finish(std::string("ncu profiled no kernel") +
+                  (python ? " in the forward call's NVTX range" : "") +
+                  "; ncu said:" + tail_lines(output, 6));
+  }
   const bool counted = std::any_of(report.kernels.begin(), report.kernels.end(),
                                    [](const KernelProfile& k) { return !k.metrics.empty(); });
   if (!counted) {

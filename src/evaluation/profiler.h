@@ -4,9 +4,13 @@
 // it (KernelBrain's profiler-guided diagnosis, section 3).
 //
 // The profiled worker generates its inputs on the host (RunRequest::host_inputs), so every kernel
-// ncu sees is the candidate's. Profiling is advice, never a verdict: when ncu is missing or cannot
-// read the counters (a virtualized GPU, a driver that restricts profiling to administrators), the
-// report says so and the run goes on.
+// ncu sees is the candidate's. A Python candidate (a KernelBench ModelNew .py) runs in the Python
+// candidate worker instead, where PyTorch itself launches kernels (input copies, parameter
+// copies): there one warm-up call runs first (Triton autotuning, lazy initialization), then one
+// call whose forward alone is inside the NVTX range kProfiledRange (RunRequest::nvtx_range), and
+// ncu counts only the kernels launched in that range. Profiling is advice, never a verdict: when
+// ncu is missing or cannot read the counters (a virtualized GPU, a driver that restricts
+// profiling to administrators), the report says so and the run goes on.
 #pragma once
 
 #include <map>
@@ -70,7 +74,22 @@ std::vector<std::string> diagnose(const std::vector<KernelProfile>& kernels,
 struct ProfileInputs {
   uint64_t seed = 1;
   std::string provided_dir;
+  /// The derived task JSON a Python candidate is loaded with (LoadRequest::task_path); "" for a
+  /// task without a PyTorch reference.
+  std::string task_path;
 };
+
+/// The NVTX push/pop range (default domain) the Python candidate worker opens around the
+/// profiled forward call.
+inline constexpr const char* kProfiledRange = "kforge_profiled_forward";
+
+/// ncu's command line, up to the profiled program: CSV of the raw page in base units to
+/// `log_path`, the device's own clocks (--clock-control none, as during timing), every process
+/// of the tree (--target-processes all: the worker may run under a sandbox launcher, Python may
+/// fork), the profile_metrics(); with a non-empty `nvtx_range` only the kernels launched inside
+/// that push/pop range (`--nvtx --nvtx-include "<range>/"`, the slash naming a push/pop range).
+std::vector<std::string> ncu_command(const std::string& ncu_path, const std::string& log_path,
+                                     const std::string& nvtx_range = "");
 
 /// Runs candidates under Nsight Compute. The seam tests fake.
 class Profiler {
@@ -92,11 +111,18 @@ class NcuProfiler final : public Profiler {
   /// its launcher is replaced by ncu. `ncu_path` from find_ncu(). Files go under `scratch`.
   NcuProfiler(worker::ProcessWorkerConfig worker, std::string ncu_path, ScratchDir& scratch,
               double timeout_s = 300.0);
+  /// Profiles Python candidates (a ModelNew .py artifact, worker::is_python_candidate) too, in
+  /// the Python candidate worker `python` (cli::WorkerConfigs::python_candidate), loading each
+  /// with ProfileInputs::task_path and allowing its load `load_timeout_s` (the import may build
+  /// a load_inline extension). Without it a Python candidate's report says it is not profiled.
+  void set_python_worker(worker::ProcessWorkerConfig python, double load_timeout_s = 600.0);
   ProfileReport profile(const compile::Artifact& candidate, const Task& task,
                         const Workload& workload, const ProfileInputs& inputs) override;
 
  private:
   worker::ProcessWorkerConfig worker_;
+  std::optional<worker::ProcessWorkerConfig> python_worker_;
+  double python_load_timeout_s_ = 600.0;
   std::string ncu_path_;
   ScratchDir& scratch_;
   double timeout_s_;

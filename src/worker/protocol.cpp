@@ -190,6 +190,7 @@ void to_json(json& j, const RunRequest& v) {
        {"remap", v.remap},
        {"digest", v.digest}};
   if (!v.provided_dir.empty()) j["provided_dir"] = v.provided_dir;
+  if (!v.nvtx_range.empty()) j["nvtx_range"] = v.nvtx_range;
 }
 
 void from_json(const json& j, RunRequest& v) {
@@ -207,6 +208,7 @@ void from_json(const json& j, RunRequest& v) {
   v.remap = j.value("remap", defaults.remap);
   v.digest = j.value("digest", defaults.digest);
   v.provided_dir = j.value("provided_dir", defaults.provided_dir);
+  v.nvtx_range = j.value("nvtx_range", defaults.nvtx_range);
 }
 
 void to_json(json& j, const RunResult& v) {

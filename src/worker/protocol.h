@@ -128,6 +128,12 @@ struct RunRequest {
   /// Where the provided inputs (TensorSpec::provided) of this workload and seed are
   /// (provided_inputs.h); "" when the signature has none.
   std::string provided_dir;
+  /// Profiling a Python candidate (evaluation/profiler.h): the candidate worker opens an NVTX
+  /// push/pop range of this name around the last call's forward only, so that ncu counts the
+  /// kernels forward launches and none of the harness's (input copies, checks). "" = none, and
+  /// not sent; kforge-worker ignores it (with host_inputs a native call launches only the
+  /// candidate's kernels).
+  std::string nvtx_range;
 };
 struct RunResult {
   Verdict verdict = Verdict::ok;   // ok or runtime_error (non-zero return, exception, device

@@ -93,6 +93,10 @@ TEST(Protocol, RunMessagesRoundTrip) {
   EXPECT_EQ(back.output_path, "/dev/shm/x.bin");
   EXPECT_EQ(back.remap, "half_rows");
   EXPECT_EQ(round_trip(RunRequest{}).remap, "none");
+  // Only a profiled Python candidate's run names an NVTX range; kforge-worker never sees one.
+  EXPECT_FALSE(json(request).contains("nvtx_range"));
+  request.nvtx_range = "kforge_profiled_forward";
+  EXPECT_EQ(round_trip(request).nvtx_range, "kforge_profiled_forward");
 
   RunResult result;
   result.verdict = Verdict::runtime_error;
