@@ -197,8 +197,7 @@ struct FullRung {
     /// the run, or during this candidate's timing, weighs on both alike (issue 21: identical code
     /// under load read 0.57-9.99x against a reference timed once per run, and 0.21-1.28x with
     /// one reference round before and one after a single long candidate timing). A plane that
-    /// times no rounds (a test's fake, a replay of older records) gives the reference timed
-    /// once per run.
+    /// times no rounds (a test's fake, a replay) gives the reference median it has.
     double reference_median_ms = 0.0;
     double speedup = 0.0;
     std::vector<std::vector<double>> reference_rounds_ms;  // in timing order; empty if none
@@ -278,8 +277,9 @@ class EvaluationPlane {
   virtual TimingVerdict time_reference() = 0;
   /// Rung 2 of a candidate loaded in `on`: every timed workload against the reference's times.
   virtual FullRung full_rung(int handle, worker::Worker& on) = 0;
-  /// Makes the reference's rung-2 times ready, so that concurrent full_rung() calls on
-  /// different workers only read them. Throws Error if the reference fails.
+  /// Makes the reference's expected outputs of every timed workload ready (rung 2's checked
+  /// calls compare with them), so that concurrent full_rung() calls on different workers only
+  /// read them. Throws Error if the reference fails.
   virtual void prime_full_rung_reference() = 0;
   /// Rung 3 of a candidate loaded in `on`: final_rounds paired rounds with the reference.
   virtual PairedSamples time_paired(int candidate_handle, worker::Worker& on) = 0;
@@ -447,7 +447,7 @@ class Evaluator : public EvaluationPlane {
   std::unique_ptr<ReferenceOracle> oracle_;
   std::vector<GateCase> gate_cases_;
   worker::DeviceInfo device_;
-  std::map<std::string, double> reference_full_ms_;  // rung-2 reference medians per workload
+  bool full_rung_primed_ = false;  // prime_full_rung_reference() has run
   uint64_t timing_seed_ = 0;
   std::unique_ptr<TimedChecks> checks_;
   PythonScreen python_screen_;       // what the Python screen knows of the task

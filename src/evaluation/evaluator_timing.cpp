@@ -164,19 +164,11 @@ TimingVerdict Evaluator::time_reference() {
 }
 
 void Evaluator::prime_full_rung_reference() {
+  if (full_rung_primed_) return;
   for (const Workload& workload : task_.workloads) {
-    if (!workload.timed || reference_full_ms_.contains(workload.name)) continue;
-    prime_check_outputs(workload);
-    std::lock_guard lock(reference_timing_);
-    worker::TimeResult reference = reference_worker_.time(
-        time_request(oracle_->handle(), workload, policy_.full, timing_seed_),
-        policy_.time_timeout_s);
-    if (reference.verdict != Verdict::ok) {
-      throw Error("timing the reference on '" + workload.name + "' failed: " +
-                  reference.message);
-    }
-    reference_full_ms_[workload.name] = median(reference.samples_ms);
+    if (workload.timed) prime_check_outputs(workload);
   }
+  full_rung_primed_ = true;
 }
 
 worker::MeasurementPolicy full_round_measurement(const EvaluationPolicy& policy) {
@@ -229,8 +221,7 @@ FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
     }
     entry.candidate.samples_ms = candidate;
     entry.candidate.summary = summarize(candidate);
-    entry.reference_median_ms =
-        reference.empty() ? reference_full_ms_.at(workload.name) : median(reference);
+    entry.reference_median_ms = median(reference);
     entry.speedup = entry.reference_median_ms / entry.candidate.summary.median_ms;
     log_sum += std::log(entry.speedup);
     rung.workloads.push_back(std::move(entry));

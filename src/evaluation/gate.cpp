@@ -33,11 +33,19 @@ struct Unlink {
 
 }  // namespace
 
+namespace {
+
+/// Only some elements missed the tolerance, none by a NaN or inf, and the norm-wise bound held.
+bool element_only_miss(const OutputComparison& comparison) {
+  return !comparison.passed && comparison.norm_passed && comparison.nonfinite_mismatches == 0 &&
+         comparison.mismatched_elements > 0;
+}
+
+}  // namespace
+
 bool heavy_tailed_output_passes(const OutputComparison& comparison,
                                 const PrecisionCheck* precision) {
-  if (comparison.passed || precision == nullptr) return false;
-  return comparison.norm_passed && comparison.nonfinite_mismatches == 0 &&
-         comparison.mismatched_elements > 0 && precision->passed;
+  return precision != nullptr && element_only_miss(comparison) && precision->passed;
 }
 
 uint64_t workload_seed(uint64_t base_seed, const std::string& workload_name, uint64_t case_index) {
@@ -217,13 +225,11 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
         // the adversarial inputs), when the norm-wise bound and the RMS rule hold. On the gate's
         // own heavy-tailed cases the aggregate judgement is the whole one
         // (heavy_tailed_output_passes says why).
-        if (gate_case.adversarial && heavy_tailed_output_passes(comparison, precision ? &*precision : nullptr)) {
+        if (gate_case.adversarial &&
+            heavy_tailed_output_passes(comparison, precision ? &*precision : nullptr)) {
           continue;
         }
-        const bool element_only = !comparison.passed && comparison.norm_passed &&
-                                  comparison.nonfinite_mismatches == 0 &&
-                                  comparison.mismatched_elements > 0;
-        if (element_only && precision && precision->passed && precision->applied &&
+        if (element_only_miss(comparison) && precision && precision->passed && precision->applied &&
             first_beyond_fp32_error(got.bytes(call * run.output_bytes + output.offset,
                                               output.bytes),
                                     expected.file.bytes(output.offset, output.bytes),
