@@ -122,6 +122,30 @@ TEST_F(CliEvalTest, AModelNewOfAPyTorchProblemIsEvaluatedInItsOwnWorker) {
   EXPECT_NE(result.output.find("at rungs 0-1"), std::string::npos) << result.output;
 }
 
+// A Python candidate's import is its build (load_inline compiles there): it is reported as
+// compile time, apart, and not counted in the gate rung's seconds (issue 19). The import here
+// counts to 40 million, about 2 s.
+TEST_F(CliEvalTest, AModelNewsImportIsCompileTimeNotGateTime) {
+  const fs::path problem = write("scale.py", testing::kScaleByScalarProblem);
+  const std::string source =
+      "import torch\nimport torch.nn as nn\n\n_counted = 0\nfor _i in range(40000000):\n"
+      "    _counted += 1\n\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+      "        super().__init__()\n\n    def forward(self, A, s):\n        return A * s\n";
+  const process::CommandResult result = eval(problem, write("slow_import.py", source), {"--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json j = testing::json_in(result.output);
+  const double build_s = j["compile"]["worker_build_s"].get<double>();
+  EXPECT_GT(build_s, 1.0) << j["compile"].dump(2);
+  EXPECT_DOUBLE_EQ(j["compile"]["compile_s"].get<double>(), build_s) << j["compile"].dump(2);
+  ASSERT_EQ(j["rungs"][0]["rung"], "gate") << j["rungs"].dump(2);
+  EXPECT_LT(j["rungs"][0]["seconds"].get<double>(), build_s) << j["rungs"].dump(2);
+  const process::CommandResult text = eval(problem, write("slow_import.py", source), {});
+  EXPECT_NE(text.output.find("s building the kernel (importing the Python candidate in its "
+                             "worker)"),
+            std::string::npos)
+      << text.output;
+}
+
 TEST_F(CliEvalTest, ANativeKernelOfAPyTorchProblemGetsItsScalar) {
   const fs::path problem = write("scale.py", testing::kScaleByScalarProblem);
   process::CommandResult result =

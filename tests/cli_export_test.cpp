@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/test_python.h"
 #include "process/subprocess.h"
 
 namespace kforge {
@@ -62,7 +63,7 @@ class CliExportTest : public ::testing::Test {
   process::CommandResult kforge(std::vector<std::string> args) {
     std::vector<std::string> argv = {"env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON};
+                                     "KFORGE_PYTHON=" + kforge::testing::test_python()};
     argv.push_back(KFORGE_CLI_PATH);
     argv.insert(argv.end(), args.begin(), args.end());
     return process::run_command(argv, 600);

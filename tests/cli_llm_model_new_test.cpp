@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "support/test_python.h"
 #include "common/files.h"
 #include "process/subprocess.h"
 #include "support/fake_openai_server.h"
@@ -59,9 +60,9 @@ class CliLlmModelNewTest : public ::testing::Test {
  protected:
   void SetUp() override {
     process::CommandResult probe =
-        process::run_command({KFORGE_TEST_PYTHON, "-c", "import torch, numpy"}, 120);
+        process::run_command({kforge::testing::test_python(), "-c", "import torch, numpy"}, 120);
     if (probe.exit_code != 0) {
-      GTEST_SKIP() << KFORGE_TEST_PYTHON << " cannot import torch: " << probe.output;
+      GTEST_SKIP() << kforge::testing::test_python() << " cannot import torch: " << probe.output;
     }
     dir_ = fs::temp_directory_path() /
            ("kforge_cli_llm_model_new_" +
@@ -78,7 +79,7 @@ class CliLlmModelNewTest : public ::testing::Test {
                                      "KFORGE_MEMORY=" + (dir_ / "memory.sqlite").string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
                                      "XDG_CONFIG_HOME=" + (dir_ / "config").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
+                                     "KFORGE_PYTHON=" + kforge::testing::test_python(),
                                      "KFORGE_LLM_BASE_URL=",
                                      "KFORGE_LLM_MODEL=",
                                      "KFORGE_LLM_API_KEY="};

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "support/test_python.h"
 #include "common/files.h"
 #include "process/subprocess.h"
 #include "support/fake_openai_server.h"
@@ -79,9 +80,9 @@ class CliLlmTorchTest : public ::testing::Test {
     // The derivation and the reference worker need a Python with torch (Debian's
     // python3-torch; scripts/setup installs it).
     process::CommandResult probe =
-        process::run_command({KFORGE_TEST_PYTHON, "-c", "import torch, numpy"}, 120);
+        process::run_command({kforge::testing::test_python(), "-c", "import torch, numpy"}, 120);
     if (probe.exit_code != 0) {
-      GTEST_SKIP() << KFORGE_TEST_PYTHON << " cannot import torch: " << probe.output;
+      GTEST_SKIP() << kforge::testing::test_python() << " cannot import torch: " << probe.output;
     }
     dir_ = fs::temp_directory_path() /
            ("kforge_cli_llm_torch_" +
@@ -99,7 +100,7 @@ class CliLlmTorchTest : public ::testing::Test {
                                      "KFORGE_MEMORY=" + (dir_ / memory).string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
                                      "XDG_CONFIG_HOME=" + (dir_ / "config").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
+                                     "KFORGE_PYTHON=" + kforge::testing::test_python(),
                                      "KFORGE_LLM_BASE_URL=",
                                      "KFORGE_LLM_MODEL=",
                                      "KFORGE_LLM_API_KEY="};
@@ -224,7 +225,7 @@ TEST_F(CliLlmTorchTest, AKilledRunResumesWithTheFirstKernelFromTheRunDatabaseAnd
       "KFORGE_MEMORY=" + (dir_ / "memory.sqlite").string(),
       "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
       "XDG_CONFIG_HOME=" + (dir_ / "config").string(),
-      std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON};
+      "KFORGE_PYTHON=" + kforge::testing::test_python()};
   for (const std::string& entry : endpoint(server)) environment.push_back(entry);
   for (const char* name : {"PATH", "HOME", "TMPDIR"}) {
     if (const char* value = std::getenv(name)) environment.push_back(std::string(name) + "=" + value);

@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "support/test_python.h"
 #include "common/files.h"
 #include "memory/sqlite_store.h"
 #include "process/subprocess.h"
@@ -64,7 +65,7 @@ class SlurmSuiteTest : public ::testing::Test {
   std::vector<std::string> kforge_argv(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {"env", "KFORGE_MEMORY=" + memory_path().string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
+                                     "KFORGE_PYTHON=" + kforge::testing::test_python(),
                                      KFORGE_CLI_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;

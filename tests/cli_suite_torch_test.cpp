@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/test_python.h"
 #include "common/files.h"
 #include "common/hash.h"
 #include "process/subprocess.h"
@@ -106,7 +107,7 @@ class CliSuiteTorchTest : public ::testing::Test {
     std::vector<std::string> argv = {"env",
                                      "KFORGE_MEMORY=" + (dir_ / "memory.sqlite").string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
+                                     "KFORGE_PYTHON=" + kforge::testing::test_python(),
                                      KFORGE_CLI_PATH,
                                      "suite",
                                      (dir_ / "problems").string(),

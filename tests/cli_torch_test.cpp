@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/test_python.h"
 #include "process/subprocess.h"
 
 namespace kforge {
@@ -68,10 +69,10 @@ def get_init_inputs():
     return []
 )";
 
-// Whether KFORGE_TEST_PYTHON's PyTorch has torch.compile: Debian's 1.13 here has none; the GPU
+// Whether the tests' Python's PyTorch has torch.compile: Debian's 1.13 here has none; the GPU
 // machine's 2.x has it, and there the --baseline compile tests below compile for real.
 bool python_has_torch_compile() {
-  return process::run_command({KFORGE_TEST_PYTHON, "-c",
+  return process::run_command({kforge::testing::test_python(), "-c",
                                "import sys, torch; sys.exit(0 if hasattr(torch, 'compile') else 3)"},
                               120)
              .exit_code == 0;
@@ -96,7 +97,7 @@ class CliTorchTest : public ::testing::Test {
   process::CommandResult kforge(std::vector<std::string> args) {
     std::vector<std::string> argv = {"env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
                                      "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
-                                     std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON};
+                                     "KFORGE_PYTHON=" + kforge::testing::test_python()};
     argv.push_back(KFORGE_CLI_PATH);
     argv.insert(argv.end(), args.begin(), args.end());
     return process::run_command(argv, 600);

@@ -415,6 +415,10 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
   }
   auto start = Clock::now();
   worker::LoadResult loaded = on.load(load_request(artifact), load_timeout_s(artifact));
+  if (worker::is_python_candidate(artifact.path)) {
+    result.worker_build_s = seconds_since(start);
+    start = Clock::now();
+  }
   if (loaded.verdict != Verdict::ok) return fail(loaded.verdict, loaded.message);
   result.handle = loaded.handle;
 

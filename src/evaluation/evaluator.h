@@ -146,6 +146,11 @@ struct CandidateEvaluation {
   /// plane that times none (a test's fake, a replay of older records).
   std::optional<QuickReference> quick_reference;
   std::vector<RungRecord> rungs;
+  /// Seconds a Python candidate's worker spent importing it (its build: torch's load_inline
+  /// runs the compiler there, Triton compiles at first call), wall time. It is compile time,
+  /// reported apart and left out of the gate rung's seconds (issue 19); 0 for a native
+  /// candidate, whose load (dlopen) stays in the gate rung.
+  double worker_build_s = 0.0;
 };
 
 /// Baseline compile at prepare(): torch.compile of the reference module compiled (its compile

@@ -156,7 +156,8 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
   CandidateRecord record = new_record(proposal, step);
   record.artifact_key = artifact.key;
   record.from_cache = artifact.from_cache;
-  record.compile_s = artifact.compile_s;
+  // A Python candidate is built in its worker (load_inline at import): compile time too.
+  record.compile_s = artifact.compile_s + outcome.worker_build_s;
   record.build_log = artifact.log.substr(0, kBuildLogBytes);
   record.verdict = outcome.verdict;
   record.message = outcome.message;
@@ -190,6 +191,7 @@ CandidateRecord Optimizer::record_evaluation(const generation::Proposal& proposa
                                {"message", record.message},
                                {"artifact_key", record.artifact_key},
                                {"compile_s", record.compile_s},
+                               {"worker_build_s", outcome.worker_build_s},
                                {"from_cache", record.from_cache},
                                {"rungs", outcome.rungs},
                                {"samples_ms", outcome.samples_ms},

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "support/test_python.h"
+
 namespace kforge::testing {
 namespace fs = std::filesystem;
 
@@ -22,7 +24,7 @@ fs::path CliCase::write(const std::string& name, const std::string& text) const 
 process::CommandResult CliCase::kforge(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {"env", "KFORGE_CACHE_DIR=" + (dir_ / "cache").string(),
                                    "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),
-                                   std::string("KFORGE_PYTHON=") + KFORGE_TEST_PYTHON,
+                                   "KFORGE_PYTHON=" + kforge::testing::test_python(),
                                    KFORGE_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return process::run_command(argv, 600);

@@ -24,7 +24,7 @@ class CliCase : public ::testing::Test {
   /// Writes `text` to dir_/name and returns the path.
   std::filesystem::path write(const std::string& name, const std::string& text) const;
   /// Runs kforge with `args` (600 s at most), its artifact cache and memory in dir_, and
-  /// KFORGE_PYTHON set to the tests' Python.
+  /// KFORGE_PYTHON set to the tests' Python (support/test_python.h).
   process::CommandResult kforge(const std::vector<std::string>& args) const;
 
   std::filesystem::path dir_;
