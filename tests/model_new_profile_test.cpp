@@ -277,11 +277,12 @@ TEST_F(GpuModelNewProfile, EvalProfilesTheKernelsOfForwardOnly) {
   const nlohmann::json& kernel = profile["kernels"][0];
   EXPECT_NE(kernel["name"].get<std::string>().find("Mul"), std::string::npos) << kernel.dump(2);
   EXPECT_GT(kernel["metrics"]["gpu__time_duration.sum"].get<double>(), 0.0) << kernel.dump(2);
-  // 4096 x 4096 floats read and written: 128 MiB of DRAM traffic at least (ncu flushes caches).
-  EXPECT_GT(kernel["metrics"]["dram__bytes_read.sum"].get<double>() +
-                kernel["metrics"]["dram__bytes_write.sum"].get<double>(),
-            0.9 * 2 * 4 * 4096.0 * 4096.0)
+  // 4096 x 4096 floats read: 64 MiB from DRAM at least (ncu flushes the caches first). Writes
+  // are not held to their 64 MiB: L2 is write-back, and what it still holds when the kernel
+  // ends never reaches DRAM inside the kernel (on an H100, 113.6 MB of reads and writes in all).
+  EXPECT_GT(kernel["metrics"]["dram__bytes_read.sum"].get<double>(), 0.9 * 4 * 4096.0 * 4096.0)
       << kernel.dump(2);
+  EXPECT_GT(kernel["metrics"]["dram__bytes_write.sum"].get<double>(), 0.0) << kernel.dump(2);
   ASSERT_GE(profile["diagnosis"].size(), 2u) << profile.dump(2);
   EXPECT_EQ(profile["workload"], j["reference"]["timed_workload"]) << j.dump(2);
   for (const auto& line : profile["diagnosis"])

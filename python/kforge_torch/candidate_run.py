@@ -19,6 +19,7 @@ generation and copies, parameter copies, checks) nor those of an earlier, warm-u
 import contextlib
 import os
 import time
+import weakref
 
 import torch
 import torch.cuda.nvtx
@@ -66,10 +67,48 @@ class CallFailure(Exception):
         self.verdict = verdict
 
 
-def prepare(session, request, plan):
+# Above this many bytes of inputs per call, a call's input copies and outputs are not held
+# until the next call has returned (see hold_copies): at KernelBench 23 and 36 (6.4 and 7.5 GB a
+# tensor) holding them doubled the worker's memory and ran an 80 GB card out of it beside the
+# reference worker. kforge-worker stops rotating input sets at sizes like these too
+# (EvaluationPolicy::rotation_limit_bytes): there the timed checks that write new values at a
+# used address catch a replayed result. $KFORGE_CANDIDATE_HOLD_LIMIT_BYTES sets another limit
+# (0: never hold; the corpus tests run both ways).
+HOLD_LIMIT_BYTES = int(os.environ.get("KFORGE_CANDIDATE_HOLD_LIMIT_BYTES", "") or (1 << 30))
+
+
+def hold_copies(sources):
+    """Whether a call on `sources` ({signature index: tensor}) keeps its input copies and outputs
+    alive until the next call of the candidate has returned (so that no two calls share an
+    address): when the inputs come to at most HOLD_LIMIT_BYTES."""
+    total = sum(t.numel() * t.element_size() for t in sources.values() if torch.is_tensor(t))
+    return total <= HOLD_LIMIT_BYTES
+
+
+def release_copies(session):
+    """Lets go of what `session` holds from its last call: its input copies, and its outputs,
+    which it keeps watching through weak references (an output the candidate itself keeps alive
+    and returns again is still found as a replay)."""
+    session.previous_inputs = {}
+    session.earlier_weak = session.earlier_weak + [(label, weakref.ref(t))
+                                                   for label, t in session.earlier_outputs]
+    session.earlier_outputs = []
+
+
+def earlier_outputs(session):
+    """[(label, tensor)] of the outputs of the session's earlier calls that are still alive:
+    those it holds, and those it let go of that someone (the candidate) still holds."""
+    alive = [(label, ref()) for label, ref in session.earlier_weak]
+    session.earlier_weak = [(label, ref) for label, ref in session.earlier_weak
+                            if ref() is not None]
+    return session.earlier_outputs + [(label, t) for label, t in alive if t is not None]
+
+
+def prepare(session, request, plan, with_inputs=True):
     """(model, held, values) for a request: ModelNew at the request's workload and seed, its
-    tensors matched to the signature (held), and the generated (or provided) inputs (values).
-    CallFailure for the candidate's failures."""
+    tensors matched to the signature (held), and the generated (or provided) inputs (values;
+    None unless `with_inputs`: the timing makes its own sets). CallFailure for the candidate's
+    failures."""
     task = session.candidate.task
     task.provided_dir = getattr(request, "provided_dir", "")
     try:
@@ -82,6 +121,8 @@ def prepare(session, request, plan):
         if not is_out_of_memory(e):
             raise
         raise out_of_memory_failure("building ModelNew", e)
+    if not with_inputs:
+        return model, held, None
     try:
         values = task.generate_inputs(plan, request.seed, request.distribution,
                                       session.device.torch_device,
@@ -134,6 +175,9 @@ def call_once(session, plan, model, held, sources, workload_name, seed, nvtx_ran
     forward received by signature index. CallFailure for a failed check."""
     task = session.candidate.task
     device = session.device
+    hold = hold_copies(sources)
+    if not hold:
+        release_copies(session)
     try:
         with torch.no_grad():
             for i, tensor in held.items():
@@ -155,7 +199,7 @@ def call_once(session, plan, model, held, sources, workload_name, seed, nvtx_ran
     pairs, problem = task.outputs(plan, returned)
     if pairs is None:
         raise CallFailure("wrong_signature", problem)
-    owners = owners_of(plan, passed, model) + session.earlier_outputs
+    owners = owners_of(plan, passed, model) + earlier_outputs(session)
     for i, output in pairs:
         alias = find_alias(output, owners)
         if alias:
@@ -164,8 +208,12 @@ def call_once(session, plan, model, held, sources, workload_name, seed, nvtx_ran
                               "result kept from an earlier call" % (plan[i].spec.name, alias))
     # Held until the next call has returned: an output that reappears there was replayed, and
     # the next inputs cannot take these inputs' addresses.
+    # Past HOLD_LIMIT_BYTES the outputs are watched through weak references only, and the
+    # caller drops its references before the next call (hold_copies).
     session.earlier_outputs = [("the output of an earlier call", t) for _, t in pairs]
     session.previous_inputs = passed
+    if not hold:
+        release_copies(session)
     return pairs, passed, call_ms
 
 
@@ -241,6 +289,8 @@ def run_candidate(session, request):
                 snapshots = [output.detach().clone() for _, output in pairs]
                 result["late_write"] = late_change(pairs, plan, snapshots,
                                                    request.late_write_wait_ms, session.device)
+                del snapshots
             result["check_ms"] += ms_since(check_start)
             write_call_outputs(pairs, plan, out, result)
+            del pairs, passed  # what the next call may reuse (hold_copies)
     return result

@@ -88,7 +88,7 @@ def run_candidate_time(session, request, cache):
 
     start = time.perf_counter()
     try:
-        model, held, _ = prepare(session, request, plan)
+        model, held, _ = prepare(session, request, plan, with_inputs=False)
     except CallFailure as e:
         return fail(e.verdict, str(e))
     key = json.dumps([id(session.candidate), request.workload.name, request.workload.dims,
@@ -151,6 +151,7 @@ def run_candidate_time(session, request, cache):
                                    seed + set_index, i)
             if failure:
                 return fail("wrong_answer", "timed call %d: %s" % (i, failure))
+        del pairs, passed, sources  # what the next call may reuse (candidate_run.hold_copies)
         ordered.append(sample_ms)
         ordered.sort()
         if i + 1 >= policy.min_repetitions:  # checks are all below min_repetitions

@@ -26,7 +26,7 @@ import types
 from kforge_torch import protocol
 from kforge_torch.candidate import Candidate, CandidateFailure, CandidateTask
 from kforge_torch.candidate_guard import TamperWatch
-from kforge_torch.candidate_run import run_candidate
+from kforge_torch.candidate_run import release_copies, run_candidate
 from kforge_torch.candidate_timing import run_candidate_time
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.timing import new_timing_cache
@@ -70,12 +70,18 @@ class CandidateWorker(Worker):
         self._next_handle += 1
         self._candidates[handle] = types.SimpleNamespace(
             candidate=candidate, device=self.device, watch=self.watch, earlier_outputs=[],
-            previous_inputs={})
+            earlier_weak=[], previous_inputs={})
         return {"verdict": "ok", "message": "", "handle": handle}
 
     def _session(self, handle):
+        """The session of `handle`. The other sessions let go of their last call's copies
+        (release_copies): they keep two calls of one candidate apart, and a candidate not being
+        run holds device memory the one being run may need."""
         if handle not in self._candidates:
             raise ProtocolError("unknown kernel handle %d" % handle)
+        for other, session in self._candidates.items():
+            if other != handle:
+                release_copies(session)
         return self._candidates[handle]
 
     def dispatch(self, command, request):

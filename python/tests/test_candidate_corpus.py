@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import tomllib
 import unittest
+import unittest.mock
 
 import torch
 
@@ -164,6 +165,7 @@ class Judge:
 class CandidateCorpusTest(unittest.TestCase):
     """Every manifest entry gets its labelled verdict from the candidate worker."""
     backend = "cpu"
+    worker_environment = {}  # set in the worker's environment
 
     @classmethod
     def setUpClass(cls):
@@ -181,7 +183,8 @@ class CandidateCorpusTest(unittest.TestCase):
         if self.worker is None or self.worker.exited:
             if self.worker is not None:
                 self.worker.close()
-            type(self).worker = CandidateWorkerProcess(self.backend)
+            with unittest.mock.patch.dict(os.environ, self.worker_environment):
+                type(self).worker = CandidateWorkerProcess(self.backend)
             self.worker.request("hello", measure=False)
         judge = Judge(self.worker, self.task, self.directory, self.backend)
         return judge.verdict(os.path.join(CORPUS, entry["file"]))
@@ -205,6 +208,14 @@ class CandidateCorpusTest(unittest.TestCase):
 class CandidateCorpusCudaTest(CandidateCorpusTest):
     """The corpus entries marked cuda (streams, Triton, load_inline) on the cuda backend."""
     backend = "cuda"
+
+
+class CandidateCorpusUnheldTest(CandidateCorpusTest):
+    """The same verdicts when the worker holds no call's copies for the next (as it does past
+    candidate_run.HOLD_LIMIT_BYTES, KernelBench 23 and 36's gigabyte tensors): a candidate that
+    returns a result it kept is still caught (the outputs are watched through weak references),
+    and one that caches by address is caught by the checked calls."""
+    worker_environment = {"KFORGE_CANDIDATE_HOLD_LIMIT_BYTES": "0"}
 
 
 if __name__ == "__main__":
