@@ -8,7 +8,9 @@ earlier call's output (wrong_answer: a result returned by reference, or replayed
 Then, as kforge-worker reports them for the gate to judge: an input or parameter changed
 (input_modified), an output changed after the call returned and the device was idle
 (late_write). Whether the outputs are right is the orchestrator's to
-judge, as for native candidates: they are written to output_path, call after call.
+judge, as for native candidates: they are written to output_path, call after call, and with
+request.digest each call's digest (digest.py) is reported, so that a timed check that returns
+the same outputs for the same inputs needs no read-back.
 
 A run for profiling (request.nvtx_range, sent by kforge's NcuProfiler) opens an NVTX push/pop
 range of that name around the last call's forward only: ncu, run with `--nvtx --nvtx-include
@@ -27,6 +29,7 @@ import torch.cuda.nvtx
 from kforge_torch import inputs as kinputs
 from kforge_torch.candidate import CandidateFailure, map_parameters
 from kforge_torch.candidate_guard import find_alias, fresh_copy
+from kforge_torch.digest import format_digest, output_digest
 from kforge_torch.protocol import ProtocolError
 from kforge_torch.reference import describe_exception
 from kforge_torch.running import first_change, ms_since, new_run_result, write_call_outputs
@@ -217,6 +220,13 @@ def call_once(session, plan, model, held, sources, workload_name, seed, nvtx_ran
     return pairs, passed, call_ms
 
 
+def call_digest(plan, pairs):
+    """The digest (digest.output_digest) of one call's outputs `pairs` ([(signature index,
+    tensor)]), each in its signature dtype."""
+    return output_digest([t for _, t in pairs],
+                         [kinputs.TORCH_DTYPES[plan[i].spec.dtype] for i, _ in pairs])
+
+
 def modified_input(plan, sources, passed):
     """"" or "'x' at [i, j]" for the first input or parameter whose bits differ from the
     values it was given."""
@@ -259,6 +269,7 @@ def run_candidate(session, request):
     task = session.candidate.task
     plan = task.plan(request.signature, request.workload)
     result = new_run_result()
+    result["digests"] = []
     result["output_bytes"] = sum(e.numel * kinputs.ELEMENT_BYTES[e.spec.dtype]
                                  for e in plan if e.source == "output")
     start = time.perf_counter()
@@ -290,6 +301,8 @@ def run_candidate(session, request):
                 result["late_write"] = late_change(pairs, plan, snapshots,
                                                    request.late_write_wait_ms, session.device)
                 del snapshots
+            if getattr(request, "digest", False) and not result["late_write"]:
+                result["digests"].append(format_digest(call_digest(plan, pairs)))
             result["check_ms"] += ms_since(check_start)
             write_call_outputs(pairs, plan, out, result)
             del pairs, passed  # what the next call may reuse (hold_copies)

@@ -7,20 +7,22 @@ from its rotated set (candidate_guard.fresh_copy); parameters and buffers get th
 copied in too (unlike the reference's timing, which keeps set 0's: a checked call's outputs are
 compared with the reference's for all of that set's values).
 A checked call runs on the set's own values, or with `overwrite` on new values of (seed,
-distribution), and its outputs go to "<check_path>.<k>" for the orchestrator to compare;
+distribution), and its outputs go to "<check_path>.<k>" for the orchestrator to compare
+unless their digest (taken on the device, digest.py) is one the orchestrator verified for those
+inputs or an earlier check's of the request (record_check);
 around it the worker checks what candidate_run checks around a gate call (tamper, aliasing,
 unchanged inputs and parameters). Every timed call's outputs are checked for aliasing.
 """
 
-import hashlib
 import json
 import statistics
 import time
 import types
 
 from kforge_torch import inputs as kinputs
-from kforge_torch.candidate_run import (CallFailure, call_once, is_out_of_memory, modified_input,
-                                        out_of_memory_failure, prepare)
+from kforge_torch.candidate_run import (CallFailure, call_digest, call_once, is_out_of_memory,
+                                        modified_input, out_of_memory_failure, prepare)
+from kforge_torch.digest import format_digest
 from kforge_torch.protocol import ProtocolError, DISTRIBUTIONS
 from kforge_torch.running import ms_since
 from kforge_torch.timing import (_make_sets, _validate, median_relative_half_width,
@@ -52,17 +54,13 @@ def parse_checks(request):
 
 
 def write_check(path, plan, pairs):
-    """Writes the outputs `pairs` (signature order, signature dtypes) to `path`; returns a
-    64-bit digest of the bytes (blake2b: equal outputs, equal digests) as the protocol writes
-    digests: 16 lowercase hex digits."""
-    digest = hashlib.blake2b(digest_size=8)
+    """Writes the outputs `pairs` (signature order, signature dtypes) to `path`, a device tensor
+    through one pinned chunk at a time (inputs.write_raw)."""
     with open(path, "r+b") as out:
         out.truncate(0)
         for i, tensor in pairs:
             cast = tensor.detach().to(kinputs.TORCH_DTYPES[plan[i].spec.dtype]).contiguous()
             kinputs.write_raw(cast, out)
-            digest.update(kinputs.raw_bytes(cast))
-    return digest.hexdigest()
 
 
 def run_candidate_time(session, request, cache):
@@ -217,18 +215,33 @@ class _Forward:
 
 
 def record_check(result, request, plan, check, pairs, passed, sources, set_seed, call):
-    """Writes checked call `call`'s outputs to its file and appends its CheckedCall to
-    result["checked"]; returns "" or what the unchanged-input check found."""
+    """Records checked call `call` in result["checked"] (a CheckedCall of protocol.h) and
+    returns "" or what the unchanged-input check found. The outputs' digest (digest.py) is
+    taken on the device; they are written to the check's file only when the digest is neither
+    one the orchestrator verified for these inputs (request.verified) nor an earlier checked
+    call's of this request on the same inputs (then `same_as` names it), as kforge-worker does
+    (kernel_runner.cpp)."""
     k, spec = check
     check_start = time.perf_counter()
     changed = modified_input(plan, sources, passed)
     if changed:
         return "input %s was modified (ModelNew must not write its inputs or parameters)" \
             % changed
-    digest = write_check("%s.%d" % (request.check_path, k), plan, pairs)
+    seed = spec.seed if spec.overwrite else set_seed
+    distribution = spec.distribution if spec.overwrite else request.distribution
+    digest = call_digest(plan, pairs)
+    same_as = -1
+    for earlier in result["checked"]:
+        if (earlier["seed"] == seed and earlier["distribution"] == distribution
+                and earlier["digest"] == format_digest(digest)):
+            same_as = earlier["same_as"] if earlier["same_as"] >= 0 else earlier["call"]
+    verified = (seed, distribution, digest) in set(getattr(request, "verified", []))
+    offset = -1
+    if not verified and same_as < 0:
+        write_check("%s.%d" % (request.check_path, k), plan, pairs)
+        offset = 0
     result["checked"].append({
-        "call": call, "seed": spec.seed if spec.overwrite else set_seed,
-        "distribution": spec.distribution if spec.overwrite else request.distribution,
-        "digest": digest, "offset": 0, "same_as": -1})
+        "call": call, "seed": seed, "distribution": distribution,
+        "digest": format_digest(digest), "offset": offset, "same_as": same_as})
     result["check_ms"] += ms_since(check_start)
     return ""

@@ -148,6 +148,19 @@ class Device:
         if self.is_cuda:
             torch.cuda.synchronize(self.index)
 
+    def release_cached_memory(self, limit_bytes=1 << 30):
+        """Returns the blocks PyTorch's caching allocator keeps reserved but unused to the
+        driver when they exceed `limit_bytes` (cuda; nothing on cpu). Called after every
+        request: the reference and candidate workers share one card, and a worker that has
+        made and freed gigabyte tensors (KernelBench 36's float64 reference: 15 GB a tensor)
+        otherwise keeps them from the other worker, which then runs out (seen on an 80 GB H100).
+        Below the limit the cache stays, so small problems keep allocating without the driver."""
+        if not self.is_cuda:
+            return
+        unused = torch.cuda.memory_reserved(self.index) - torch.cuda.memory_allocated(self.index)
+        if unused > limit_bytes:
+            torch.cuda.empty_cache()
+
     def free_memory_bytes(self):
         """Memory still free on the device (cuda) or available on the host (cpu), bytes."""
         if self.is_cuda:

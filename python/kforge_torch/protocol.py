@@ -176,7 +176,8 @@ def parse_run_request(j):
         output_path=_field(j, "output_path", str, required=True),
         late_write_wait_ms=_field(j, "late_write_wait_ms", float, 2.0),
         host_inputs=_field(j, "host_inputs", bool, False), remap=_remap(j),
-        nvtx_range=_field(j, "nvtx_range", str, ""), **_common(j))
+        nvtx_range=_field(j, "nvtx_range", str, ""), digest=_field(j, "digest", bool, False),
+        **_common(j))
 
 
 def parse_time_request(j):
@@ -194,8 +195,25 @@ def parse_time_request(j):
     return types.SimpleNamespace(
         input_sets=_field(j, "input_sets", int, 2), policy=policy, baseline=baseline,
         flush_l2=_field(j, "flush_l2", bool, True),
-        checks=_field(j, "checks", list, []),
+        checks=_field(j, "checks", list, []), verified=_verified(j),
         check_path=_field(j, "check_path", str, ""), **_common(j))
+
+
+def _verified(j):
+    """TimeRequest.verified as [(seed, distribution, digest int)]; ProtocolError when an entry
+    is malformed."""
+    found = []
+    for entry in _field(j, "verified", list, []):
+        if not isinstance(entry, dict):
+            raise ProtocolError("field 'verified': expected objects {seed, distribution, digest}")
+        try:
+            digest = int(entry.get("digest", ""), 16)
+        except (TypeError, ValueError):
+            raise ProtocolError("field 'verified': digest %r is not hex digits"
+                                % (entry.get("digest"),))
+        found.append((_field(entry, "seed", int, 0) & 0xFFFFFFFFFFFFFFFF,
+                      _distribution(entry, "distribution"), digest))
+    return found
 
 
 def parse_provide_request(j):

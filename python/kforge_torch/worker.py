@@ -108,6 +108,11 @@ class Worker:
             reply = {"ok": False, "error": message}
             if self.device.is_cuda and self.device.device_lost():
                 self.device_lost = True
+        if not self.device_lost:
+            try:
+                self.device.release_cached_memory()
+            except Exception:  # a device error here is the next request's to report
+                pass
         reply["id"] = request_id
         reply["token"] = self.token
         if self.device_lost:

@@ -141,6 +141,43 @@ class CandidateWorkerTest(unittest.TestCase):
         self.assertEqual(reply["stop_reason"], "max_repetitions")
         self.assertTrue(all(h >= s for h, s in zip(reply["host_ms"], reply["samples_ms"])))
 
+    def test_checked_outputs_already_verified_or_repeated_are_not_written(self):
+        handle = self.honest()
+        output = os.path.join(self.directory, "out.bin")
+        open(output, "wb").close()
+        common = dict(handle=handle, signature=self.task["signature"],
+                      workload=workload(self.task, "tail"))
+        run = self.worker.request("run", calls=2, output_path=output, digest=True, seed=40,
+                                  **common)
+        self.assertEqual(run["verdict"], "ok", run)
+        self.assertEqual(len(run["digests"]), 2)
+        self.assertEqual(run["digests"][0], run["digests"][1])  # same inputs, same outputs
+        check_path = os.path.join(self.directory, "check")
+        for k in range(3):
+            open("%s.%d" % (check_path, k), "wb").close()
+        checks = [{"call": 1}, {"call": 2}, {"call": 3, "overwrite": True, "seed": 7}]
+        policy = {"warmup": 0, "min_repetitions": 4, "max_repetitions": 4,
+                  "target_relative_noise": 0.0, "max_seconds": 30.0}
+
+        def time(verified):
+            reply = self.worker.request("time", seed=40, input_sets=1, flush_l2=False,
+                                        checks=checks, check_path=check_path, policy=policy,
+                                        verified=verified, **common)
+            self.assertEqual(reply["verdict"], "ok", reply)
+            return reply["checked"]
+
+        # Set 0 is seed 40's values, which the run above verified.
+        checked = time([{"seed": 40, "distribution": "uniform", "digest": run["digests"][0]}])
+        self.assertEqual([c["offset"] for c in checked], [-1, -1, 0])
+        self.assertEqual(checked[0]["digest"], run["digests"][0])
+        self.assertEqual(os.path.getsize(check_path + ".0"), 0)
+        self.assertEqual(os.path.getsize(check_path + ".2"), 7 * 33 * 4)
+        # Unverified: the first check is written, the second repeats it (same inputs, bytes).
+        checked = time([])
+        self.assertEqual([(c["offset"], c["same_as"]) for c in checked], [(0, -1), (-1, 1),
+                                                                           (0, -1)])
+        self.assertEqual(os.path.getsize(check_path + ".0"), 7 * 33 * 4)
+
     def test_provided_inputs_are_read_from_the_reference_files(self):
         task = masked_pick_task(self.directory)
         source = os.path.join(self.directory, "masked_pick_new.py")
