@@ -217,6 +217,10 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
           load_family_for(task, root, backend), to_string(element_dtype(task)));
       templates->set_task_defines(task_defines(task));
     }
+    const auto largest = generation::largest_dims(task.workloads);
+    for (const std::string& why : templates->set_task_dims(largest)) {
+      std::cerr << "kforge: note: variant left out: " << why << "\n";
+    }
   }
 
   compile::ToolchainOptions toolchain;

@@ -128,6 +128,18 @@ TemplateVariant read_variant(const toml::table& table, const fs::path& dir,
   if (const toml::node* node = table.get("params_by_dtype")) {
     read_params_by_dtype(*node, where, variant);
   }
+  if (const toml::node* node = table.get("max_dims")) {
+    const toml::table* limits = node->as_table();
+    if (limits == nullptr) throw Error(where + ".max_dims: expected a table of dim = size");
+    for (const auto& [key, value] : *limits) {
+      const std::optional<int64_t> size = value.value<int64_t>();
+      if (!value.is_integer() || !size || *size < 1) {
+        throw Error(where + ".max_dims." + std::string(key.str()) +
+                    ": expected a positive integer (the largest size of that dim)");
+      }
+      variant.max_dims[std::string(key.str())] = *size;
+    }
+  }
   return variant;
 }
 

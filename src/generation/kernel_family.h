@@ -44,6 +44,11 @@ struct TemplateVariant {
   /// `cuda_arch`, e.g. "sm_90a" for wgmma); empty for the toolchain's. Passed as
   /// CompileJob::cuda_arch.
   std::string cuda_arch;
+  /// Largest sizes the variant computes, by task dim name (family.toml `[variants.max_dims]`,
+  /// e.g. Triton softmax row_resident's cols = 16384: one row in one program's registers). A
+  /// task with a larger workload does not get the variant (TemplatesGenerator::set_task_dims);
+  /// empty = no limit.
+  std::map<std::string, int64_t> max_dims;
 
   /// The parameter called `name`, or nullptr.
   const TemplateParam* param(const std::string& name) const;

@@ -122,6 +122,23 @@ TEST_F(KernelFamilyTest, AVariantMayNameItsOwnCudaTarget) {
   EXPECT_NE(load_error().find("variants[0].cuda_arch: expected an nvcc target"), std::string::npos);
 }
 
+TEST_F(KernelFamilyTest, MaxDimsAreReadAndMalformedOnesNameTheField) {
+  write_family("[variants.max_dims]\ncols = 16384\n");
+  const KernelFamily family = load_family(root_.string(), "cuda", "toy");
+  EXPECT_EQ(family.variants.at(0).max_dims, (std::map<std::string, int64_t>{{"cols", 16384}}));
+  write_family("");
+  EXPECT_TRUE(load_family(root_.string(), "cuda", "toy").variants.at(0).max_dims.empty());
+  write_family("max_dims = 5\n");
+  EXPECT_NE(load_error().find("variants[0].max_dims: expected a table of dim = size"),
+            std::string::npos);
+  for (const char* bad : {"\"big\"", "0", "1.5"}) {
+    write_family(std::string("[variants.max_dims]\ncols = ") + bad + "\n");
+    EXPECT_NE(load_error().find("variants[0].max_dims.cols: expected a positive integer"),
+              std::string::npos)
+        << bad;
+  }
+}
+
 // The wgmma GEMM builds for Hopper's architecture-specific target; the others for the toolchain's.
 TEST(BundledFamilies, OnlyTheWgmmaGemmNeedsSm90a) {
   const std::string kernels = (fs::path(KFORGE_SOURCE_DIR) / "kernels").string();

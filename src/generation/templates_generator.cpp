@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 #include "common/files.h"
 
@@ -135,6 +137,45 @@ Proposal TemplatesGenerator::make_proposal(const TemplatePoint& point) const {
   // f32 builds keep the sources' default, so their artifacts and ids are unchanged.
   if (dtype_ != "f32") proposal.job.defines["KF_DTYPE"] = dtype_define(dtype_);
   return proposal;
+}
+
+std::map<std::string, int64_t> largest_dims(const std::vector<Workload>& workloads) {
+  std::map<std::string, int64_t> largest;
+  for (const Workload& workload : workloads) {
+    for (const auto& [dim, size] : workload.dims) {
+      largest[dim] = std::max(largest[dim], size);
+    }
+  }
+  return largest;
+}
+
+std::vector<std::string> TemplatesGenerator::set_task_dims(
+    const std::map<std::string, int64_t>& largest) {
+  std::vector<std::string> left_out;
+  std::vector<TemplateVariant> kept;
+  for (TemplateVariant& variant : family_.variants) {
+    std::string why;
+    for (const auto& [dim, limit] : variant.max_dims) {
+      const auto size = largest.find(dim);
+      if (size != largest.end() && size->second > limit) {
+        why = fmt::format("{}: {} = {} exceeds its {}", variant.name, dim, size->second, limit);
+        break;
+      }
+    }
+    if (why.empty()) {
+      kept.push_back(std::move(variant));
+    } else {
+      left_out.push_back(why);
+    }
+  }
+  if (kept.empty()) {
+    std::string all;
+    for (const std::string& why : left_out) all += (all.empty() ? "" : "; ") + why;
+    throw Error("no variant of family '" + family_.family + "' computes this task's sizes (" +
+                all + ")");
+  }
+  family_.variants = std::move(kept);
+  return left_out;
 }
 
 std::vector<Proposal> TemplatesGenerator::initial_proposals() {

@@ -2,9 +2,12 @@
 // change of template parameters or of variant (DESIGN.md, "Generation plane").
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "core/task.h"
 #include "generation/generator.h"
 
 namespace kforge::generation {
@@ -34,6 +37,12 @@ class TemplatesGenerator : public Generator {
     task_defines_ = std::move(defines);
   }
 
+  /// Leaves out the variants whose max_dims a workload of the task exceeds: `largest` is each
+  /// dim's largest size over the task's workloads (largest_dims()). Returns one line per
+  /// variant left out ("row_resident: cols = 393216 exceeds its 16384"), for the user. Throws
+  /// Error naming the family and the sizes when no variant is left. Call before proposing.
+  std::vector<std::string> set_task_dims(const std::map<std::string, int64_t>& largest);
+
   /// The proposal for a given point (reads the variant's source). Throws Error on an unknown
   /// variant or a parameter value outside its allowed list.
   Proposal make_proposal(const TemplatePoint& point) const;
@@ -44,6 +53,9 @@ class TemplatesGenerator : public Generator {
   std::string model_new_shell_;  // "" for native kernels
   std::map<std::string, std::string> task_defines_;
 };
+
+/// Each dim's largest size over `workloads` (gate and timed alike: a variant runs at both).
+std::map<std::string, int64_t> largest_dims(const std::vector<Workload>& workloads);
 
 /// The line of a ModelNew shell where a Python kernel module goes (the same text as
 /// python/kforge_torch/solution_template.py KERNEL_MODULE_MARKER).

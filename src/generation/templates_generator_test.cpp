@@ -256,5 +256,44 @@ TEST(TritonTemplatesTest, EachPointIsTheShellWithTheVariantModuleWrittenIn) {
   EXPECT_THROW(TemplatesGenerator(family, "f32", "import torch\n"), Error);
 }
 
+// A variant with max_dims (softmax row_resident: cols = 16384) is left out for a task whose
+// workloads are larger, with a line saying why, and kept otherwise; a family left with no
+// variant is an error naming the sizes.
+TEST(TritonTemplatesTest, VariantsBeyondTheirMaxDimsAreLeftOut) {
+  const std::string shell = std::string("import torch\n") + kKernelModuleMarker + "\n";
+  const KernelFamily family =
+      load_family((fs::path(KFORGE_SOURCE_DIR) / "kernels").string(), "triton", "softmax");
+  const std::vector<Workload> kernelbench_23 = {
+      {"gate", {{"rows", 7}, {"cols", 4097}}, false},
+      {"problem", {{"rows", 4096}, {"cols", 393216}}, true}};
+  EXPECT_EQ(largest_dims(kernelbench_23),
+            (std::map<std::string, int64_t>{{"cols", 393216}, {"rows", 4096}}));
+
+  TemplatesGenerator generator(family, "f32", shell);
+  EXPECT_EQ(generator.set_task_dims(largest_dims(kernelbench_23)),
+            std::vector<std::string>{"row_resident: cols = 393216 exceeds its 16384"});
+  std::vector<std::string> variants;
+  for (const Proposal& hint : generator.initial_proposals()) variants.push_back(hint.point.variant);
+  EXPECT_EQ(variants, std::vector<std::string>{"online_row"});
+
+  TemplatesGenerator short_rows(family, "f32", shell);
+  EXPECT_TRUE(short_rows.set_task_dims({{"rows", 4096}, {"cols", 8192}}).empty());
+  EXPECT_EQ(short_rows.initial_proposals().size(), family.variants.size());
+
+  KernelFamily only_resident = family;
+  std::erase_if(only_resident.variants,
+                [](const TemplateVariant& v) { return v.name != "row_resident"; });
+  TemplatesGenerator none_left(only_resident, "f32", shell);
+  try {
+    none_left.set_task_dims(largest_dims(kernelbench_23));
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no variant of family 'softmax' computes this task's "
+                                         "sizes (row_resident: cols = 393216 exceeds its 16384)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kforge::generation
