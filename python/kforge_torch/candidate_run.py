@@ -29,8 +29,8 @@ import torch.cuda.nvtx
 from kforge_torch import inputs as kinputs
 from kforge_torch.candidate import CandidateFailure, map_parameters
 from kforge_torch.candidate_guard import find_alias, fresh_copy
-from kforge_torch.digest import format_digest, output_digest
-from kforge_torch.protocol import ProtocolError
+from kforge_torch.digest import output_digest
+from kforge_torch.protocol import ProtocolError, format_digest
 from kforge_torch.reference import describe_exception
 from kforge_torch.running import first_change, ms_since, new_run_result, write_call_outputs
 
@@ -101,10 +101,14 @@ def release_copies(session):
 def earlier_outputs(session):
     """[(label, tensor)] of the outputs of the session's earlier calls that are still alive:
     those it holds, and those it let go of that someone (the candidate) still holds."""
-    alive = [(label, ref()) for label, ref in session.earlier_weak]
-    session.earlier_weak = [(label, ref) for label, ref in session.earlier_weak
-                            if ref() is not None]
-    return session.earlier_outputs + [(label, t) for label, t in alive if t is not None]
+    watched, alive = [], []
+    for label, ref in session.earlier_weak:
+        tensor = ref()
+        if tensor is not None:
+            watched.append((label, ref))
+            alive.append((label, tensor))
+    session.earlier_weak = watched
+    return session.earlier_outputs + alive
 
 
 def prepare(session, request, plan, with_inputs=True):

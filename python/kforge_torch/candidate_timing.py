@@ -22,8 +22,7 @@ import types
 from kforge_torch import inputs as kinputs
 from kforge_torch.candidate_run import (CallFailure, call_digest, call_once, is_out_of_memory,
                                         modified_input, out_of_memory_failure, prepare)
-from kforge_torch.digest import format_digest
-from kforge_torch.protocol import ProtocolError, DISTRIBUTIONS
+from kforge_torch.protocol import ProtocolError, DISTRIBUTIONS, format_digest
 from kforge_torch.running import ms_since
 from kforge_torch.timing import (_make_sets, _validate, median_relative_half_width,
                                  new_time_result)
@@ -230,18 +229,19 @@ def record_check(result, request, plan, check, pairs, passed, sources, set_seed,
     seed = spec.seed if spec.overwrite else set_seed
     distribution = spec.distribution if spec.overwrite else request.distribution
     digest = call_digest(plan, pairs)
+    text = format_digest(digest)
     same_as = -1
     for earlier in result["checked"]:
-        if (earlier["seed"] == seed and earlier["distribution"] == distribution
-                and earlier["digest"] == format_digest(digest)):
+        if (earlier["seed"], earlier["distribution"], earlier["digest"]) == \
+                (seed, distribution, text):
             same_as = earlier["same_as"] if earlier["same_as"] >= 0 else earlier["call"]
-    verified = (seed, distribution, digest) in set(getattr(request, "verified", []))
+    verified = (seed, distribution, digest) in getattr(request, "verified", [])
     offset = -1
     if not verified and same_as < 0:
         write_check("%s.%d" % (request.check_path, k), plan, pairs)
         offset = 0
     result["checked"].append({
         "call": call, "seed": seed, "distribution": distribution,
-        "digest": format_digest(digest), "offset": offset, "same_as": same_as})
+        "digest": text, "offset": offset, "same_as": same_as})
     result["check_ms"] += ms_since(check_start)
     return ""

@@ -11,9 +11,8 @@ Method: the bytes of each output (signature order, signature dtype) as 32-bit wo
 per-position odd multipliers m_i = ((i mod 2^32) * A + B) mod 2^31 | 1 in two lanes (A, B below
 2^31, differing per lane); lane sum = sum_i ((w_i * m_i) mod 2^32) mod 2^64, in int64 arithmetic
 that never overflows (every product is below 2^63, a chunk's sum of masked products below
-2^58). A single changed
-word changes a lane (m_i odd: w -> w * m_i mod 2^32 is one-to-one); the two lanes make an
-accidental collision of several changed words about 2^-64 likely. It is a checksum against
+2^58). A single changed word changes a lane (m_i odd: w -> w * m_i mod 2^32 is one-to-one); the
+two lanes make an accidental collision of several changed words about 2^-64 likely. It is a checksum against
 accidents, as FNV-1a is, not a cryptographic hash. The host-side blake2b it replaces read every
 output back twice: about 10 s a check at KernelBench 23's 6.4 GB output on an H100.
 """
@@ -67,16 +66,3 @@ def output_digest(tensors, dtypes):
         for value in _lane_sums(words) + [size]:
             digest = ((digest ^ value) * _MIX) % _MOD64
     return digest
-
-
-def format_digest(digest):
-    """16 lowercase hex digits, as protocol.cpp writes a digest."""
-    return "%016x" % digest
-
-
-def parse_digest(text):
-    """The int of a digest written as hex digits (protocol.cpp's digest_to_json). ValueError
-    when it is not one."""
-    if not isinstance(text, str) or not 1 <= len(text) <= 16:
-        raise ValueError("a digest is 1 to 16 hex digits, got %r" % (text,))
-    return int(text, 16)

@@ -199,6 +199,22 @@ def parse_time_request(j):
         check_path=_field(j, "check_path", str, ""), **_common(j))
 
 
+def format_digest(digest):
+    """A digest (int in [0, 2^64)) as protocol.cpp writes one: 16 lowercase hex digits."""
+    return "%016x" % digest
+
+
+def parse_digest(text):
+    """The int of a digest written as hex digits (protocol.cpp's digest_to_json). ValueError
+    when it is not one."""
+    if isinstance(text, str) and 1 <= len(text) <= 16:
+        try:
+            return int(text, 16)
+        except ValueError:
+            pass
+    raise ValueError("a digest is 1 to 16 hex digits, got %r" % (text,))
+
+
 def _verified(j):
     """TimeRequest.verified as [(seed, distribution, digest int)]; ProtocolError when an entry
     is malformed."""
@@ -207,10 +223,9 @@ def _verified(j):
         if not isinstance(entry, dict):
             raise ProtocolError("field 'verified': expected objects {seed, distribution, digest}")
         try:
-            digest = int(entry.get("digest", ""), 16)
-        except (TypeError, ValueError):
-            raise ProtocolError("field 'verified': digest %r is not hex digits"
-                                % (entry.get("digest"),))
+            digest = parse_digest(entry.get("digest"))
+        except ValueError as e:
+            raise ProtocolError("field 'verified': %s" % e)
         found.append((_field(entry, "seed", int, 0) & 0xFFFFFFFFFFFFFFFF,
                       _distribution(entry, "distribution"), digest))
     return found

@@ -6,7 +6,8 @@ import unittest.mock
 import torch
 
 from kforge_torch import digest
-from kforge_torch.protocol import ProtocolError, parse_time_request
+from kforge_torch.protocol import (ProtocolError, format_digest, parse_digest,
+                                   parse_time_request)
 
 
 def _digest(*tensors):
@@ -53,10 +54,10 @@ class OutputDigestTest(unittest.TestCase):
         self.assertEqual(_digest(self.y.cuda()), _digest(self.y))
 
     def test_digests_are_written_and_read_as_sixteen_hex_digits(self):
-        self.assertEqual(digest.format_digest(255), "00000000000000ff")
-        self.assertEqual(digest.parse_digest("00000000000000ff"), 255)
+        self.assertEqual(format_digest(255), "00000000000000ff")
+        self.assertEqual(parse_digest("00000000000000ff"), 255)
         with self.assertRaises(ValueError):
-            digest.parse_digest("not hex")
+            parse_digest("not hex")
 
 
 class VerifiedFieldTest(unittest.TestCase):

@@ -4,6 +4,15 @@
 #include "cli/eval_command.h"
 
 namespace kforge::cli {
+namespace {
+
+// Seconds building the kernel: the compiler's, plus a Python candidate's import in its worker
+// (where load_inline compiles).
+double build_seconds(const KernelEvaluation& e) {
+  return e.artifact.compile_s + (e.quick ? e.quick->worker_build_s : 0.0);
+}
+
+}  // namespace
 
 nlohmann::json to_json(const KernelEvaluation& e) {
   nlohmann::json j = {{"kernel", e.kernel},
@@ -27,7 +36,7 @@ nlohmann::json to_json(const KernelEvaluation& e) {
   // the gate's.
   if (e.quick && j["compile"].is_object()) {
     j["compile"]["worker_build_s"] = e.quick->worker_build_s;
-    j["compile"]["compile_s"] = e.artifact.compile_s + e.quick->worker_build_s;
+    j["compile"]["compile_s"] = build_seconds(e);
   }
   j["rungs"] = e.quick ? nlohmann::json(e.quick->rungs) : nlohmann::json();
   j["quick"] = e.quick && e.quick->verdict == Verdict::ok
@@ -118,8 +127,7 @@ std::string render_kernel_evaluation(const KernelEvaluation& e) {
     text += "  warning: " + warning + "\n";
   }
   for (const std::string& note : e.reference.notes) text += "  note: " + note + "\n";
-  const double build_s = e.artifact.compile_s + (e.quick ? e.quick->worker_build_s : 0.0);
-  if (build_s > 0) {
+  if (const double build_s = build_seconds(e); build_s > 0) {
     text += fmt::format("  {:.1f} s in all, of which {:.1f} s building the kernel{}\n", e.wall_s,
                         build_s, e.quick && e.quick->worker_build_s > 0
                                      ? " (importing the Python candidate in its worker)"
