@@ -110,15 +110,30 @@ void to_json(nlohmann::json& j, const RungRecord& record) {
        {"detail", record.detail}};
 }
 
+std::vector<double> QuickReference::samples_ms() const {
+  std::vector<double> all;
+  for (const std::vector<double>& round : rounds_ms) all.insert(all.end(), round.begin(), round.end());
+  return all;
+}
+
 void to_json(nlohmann::json& j, const QuickReference& window) {
-  j = {{"before_ms", window.before_ms},     {"after_ms", window.after_ms},
-       {"median_ms", window.median_ms},     {"speedup", window.speedup},
-       {"outcome", to_string(window.outcome)}, {"seconds", window.seconds}};
+  j = {{"rounds_ms", window.rounds_ms},
+       {"candidate_rounds", window.candidate_rounds},
+       {"median_ms", window.median_ms},
+       {"speedup", window.speedup},
+       {"outcome", to_string(window.outcome)},
+       {"seconds", window.seconds}};
 }
 
 void from_json(const nlohmann::json& j, QuickReference& window) {
-  j.at("before_ms").get_to(window.before_ms);
-  j.at("after_ms").get_to(window.after_ms);
+  if (j.contains("rounds_ms")) {
+    j.at("rounds_ms").get_to(window.rounds_ms);
+    j.at("candidate_rounds").get_to(window.candidate_rounds);
+  } else {  // recorded before rung 1 interleaved: R C R
+    window.rounds_ms = {j.at("before_ms").get<std::vector<double>>(),
+                        j.at("after_ms").get<std::vector<double>>()};
+    window.candidate_rounds = 1;
+  }
   j.at("median_ms").get_to(window.median_ms);
   j.at("speedup").get_to(window.speedup);
   window.outcome = parse_comparison_outcome(j.at("outcome").get<std::string>());

@@ -55,18 +55,21 @@ struct EvaluationPolicy {
   double run_timeout_s = 300.0;    // one gate case (both calls and read-backs)
   double time_timeout_s = 300.0;   // one timing request
   worker::MeasurementPolicy quick{2, 10, 40, 0.01, 3.0};    // rung 1
-  /// Rung 1's reference window (issue 21): the reference is timed with this policy in its
-  /// worker once just before and once just after each candidate's quick timing (reference,
-  /// candidate, reference), and the candidate's quick speedup is over the median of those two
-  /// rounds, so both saw the same load. A reference timed once at the start of a run made the
-  /// reference itself, run as a candidate, 2.17x "faster" than itself on a loaded 2-core
-  /// machine. Cost per candidate: 2 x (1 + 5) = 12 reference calls and two requests, each call
-  /// with its cache flush: on cuda 12 kernel calls (the L2 flush is microseconds); on the 2-core
-  /// cpu VM, whose every call also writes a 256 MiB flush buffer (0.1-0.25 s under load), a
-  /// round stops at 1.5 s, so a window costs at most about 3 s there
-  /// (bench/ladder/identical_cpu.md). One warm-up is enough: the reference's worker has run it
-  /// on these inputs since prepare(); 10 pooled samples match the quick rung's least.
-  worker::MeasurementPolicy quick_reference{1, 5, 5, 1.0, 1.5};
+  /// Rung 1 interleaves (issue 21): the candidate's quick timing is split into `quick_rounds`
+  /// rounds (quick_round_measurement) between quick_rounds + 1 rounds of the reference in its
+  /// worker (R C R C R C R), and the candidate's quick speedup is over all the reference's
+  /// samples pooled, so both sampled the same load. A reference timed once at the start of a
+  /// run made the reference itself, run as a candidate, 2.17x "faster" than itself on a loaded
+  /// 2-core machine; one round before and one after (R C R) still called identical code faster
+  /// in one window and slower in another when the load changed within the window
+  /// (bench/ladder/identical_cpu_rung2_interleaved.md, run 1). Rung 2 interleaves the same way
+  /// (full_rounds). Cost per candidate: 4 x (1 + 3) = 16 reference calls in four requests, each
+  /// call with its cache flush: microseconds on cuda; on the 2-core cpu VM, whose every call
+  /// also writes a 256 MiB flush buffer (0.1-0.25 s under load), a round stops at 1 s. One
+  /// warm-up is enough: the reference's worker has run it on these inputs since prepare(); 12
+  /// pooled samples match the quick rung's least.
+  int quick_rounds = 3;
+  worker::MeasurementPolicy quick_reference{1, 3, 3, 1.0, 1.0};
   worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
   /// Rung 2 times a workload in this many candidate rounds, each under `full` with its
   /// repetitions and seconds divided among them, between reference rounds (FullRung::Entry).
@@ -100,6 +103,11 @@ struct EvaluationPolicy {
 /// One of rung 2's candidate rounds on a workload: `policy.full` with its repetitions (at
 /// least 5 a round) and seconds divided among `policy.full_rounds` rounds (FullRung::Entry).
 worker::MeasurementPolicy full_round_measurement(const EvaluationPolicy& policy);
+/// One of rung 1's candidate rounds: `policy.quick` with its repetitions divided among
+/// `policy.quick_rounds` rounds, rounded up (so that the rounds together time at least the
+/// policy's least; at least 4 a round), its seconds divided among them, and one warm-up call (the gate ran
+/// the candidate on this worker just before; each later round follows one of the reference's).
+worker::MeasurementPolicy quick_round_measurement(const EvaluationPolicy& policy);
 
 /// What one rung did to one candidate, for the run directory.
 struct RungRecord {
@@ -112,13 +120,19 @@ struct RungRecord {
 void to_json(nlohmann::json& j, const RungRecord& record);
 
 /// Rung 1's reference, timed in the candidate's own window (EvaluationPolicy::quick_reference):
-/// one round just before the candidate's quick timing and one just after, in the reference's
-/// worker, on the same workload and inputs. Bracketing (A B A) cancels a load that is steady or
-/// changes linearly over the window; robust-kbench orders its timings the same way.
+/// quick_rounds + 1 rounds in the reference's worker, on the same workload and inputs, one
+/// before each of the candidate's quick rounds and one after the last. Interleaving cancels a
+/// load that changes within the window as long as it changes slowly against a round; bracketing
+/// alone (A B A) cancels only a steady or linear one. robust-kbench orders its timings the same
+/// way.
 struct QuickReference {
-  std::vector<double> before_ms;  // the reference's samples of the round before, in ms
-  std::vector<double> after_ms;   // ... of the round after
-  double median_ms = 0.0;         // median of both rounds' samples together
+  /// The reference's samples per round, in order, in ms. Runs recorded before rung 1
+  /// interleaved hold two rounds (before and after).
+  std::vector<std::vector<double>> rounds_ms;
+  int candidate_rounds = 0;       // the candidate's quick rounds between them
+  /// Every round's samples together, in order.
+  std::vector<double> samples_ms() const;
+  double median_ms = 0.0;         // median of every round's samples together
   /// The candidate's rung-1 speedup: median_ms over its quick median, with a percentile-
   /// bootstrap interval at acceptance_level (estimate_speedup: both sample sets resampled).
   SpeedupEstimate speedup;
@@ -127,10 +141,12 @@ struct QuickReference {
   /// processes over one short window differ for identical code by up to 7% on the loaded cpu
   /// VM (bench/ladder/README.md). The scheduler scores the samples' order-statistic bounds.
   ComparisonOutcome outcome = ComparisonOutcome::tie;
-  double seconds = 0.0;           // wall time of the two rounds (part of the rung's seconds)
+  double seconds = 0.0;           // wall time of the reference's rounds (part of the rung's seconds)
 };
 void to_json(nlohmann::json& j, const QuickReference& window);
-/// Reads what to_json wrote; throws nlohmann's exception for a missing or mistyped field.
+/// Reads what to_json wrote, or the form of runs recorded before rung 1 interleaved
+/// (before_ms and after_ms: two rounds around one candidate round); throws nlohmann's exception
+/// for a missing or mistyped field.
 void from_json(const nlohmann::json& j, QuickReference& window);
 
 /// Everything learned about one candidate.
@@ -330,8 +346,8 @@ class Evaluator : public EvaluationPlane {
                               const std::string& source_name) const override;
 
   /// Rung 0 and rung 1 of one compiled candidate, loaded into `on` (default: the candidate
-  /// worker given to the constructor); rung 1 is the reference, the candidate's quick timing
-  /// and the reference again (time_quick_in_window). Every method that takes a worker may run concurrently
+  /// worker given to the constructor); rung 1 is the candidate's quick timing in rounds
+  /// between the reference's (time_quick_in_window). Every method that takes a worker may run concurrently
   /// with the others on *different* workers once prepare() and prime_full_rung_reference()
   /// have run (they fill the caches the calls read); one worker serves one call at a time.
   CandidateEvaluation evaluate(const compile::Artifact& artifact);
@@ -397,11 +413,26 @@ class Evaluator : public EvaluationPlane {
   /// One rung-3 turn of the compiled reference module: its samples, or nullopt with `failure`
   /// set ("<verdict>: <why>").
   std::optional<std::vector<double>> time_compiled_reference(std::string& failure);
-  /// Rung 1 of `handle` on `on`: the candidate's checked quick timing between two rounds of the
-  /// reference (EvaluationPolicy::quick_reference), `window` set to them when the candidate's
-  /// timing passed. Throws Error when the reference fails (as time_reference_samples).
+  /// Rung 1 of `handle` on `on`: the candidate's checked quick timing in quick_rounds rounds
+  /// interleaved with the reference's (EvaluationPolicy::quick_reference), `window` set to the
+  /// reference's rounds when every candidate round passed. Throws Error when the reference
+  /// fails (as time_reference_samples).
   TimingVerdict time_quick_in_window(worker::Worker& on, int handle,
                                      std::optional<QuickReference>& window);
+  /// A candidate's timing in rounds interleaved with the reference's on `workload`: a
+  /// reference round (quick_reference) before each of the candidate's rounds (`per_round`, with
+  /// checks[r] checked calls in round r; rounds = checks.size()) and one after the last.
+  /// `candidate` pools every round's samples (summary over them all; throttled counts summed;
+  /// the first warning kept); on the first round that fails, its verdict, and no more rounds.
+  /// Throws Error when the reference fails.
+  struct Interleaved {
+    std::vector<std::vector<double>> reference_rounds_ms;
+    TimingVerdict candidate;
+    double reference_seconds = 0.0;  // wall time of the reference's rounds
+  };
+  Interleaved time_interleaved(worker::Worker& on, int handle, const Workload& workload,
+                               const worker::MeasurementPolicy& per_round,
+                               const std::vector<int>& checks, Rung rung);
   /// Times `handle` in the candidate worker with `checks` checked calls and judges the timing
   /// (rung `rung`: quick or full); a wrong checked output becomes wrong_answer.
   TimingVerdict time_checked(worker::Worker& on, int handle, const Workload& workload,

@@ -104,30 +104,65 @@ TimingVerdict Evaluator::time_checked(worker::Worker& on, int handle, const Work
   return verdict;
 }
 
+Evaluator::Interleaved Evaluator::time_interleaved(worker::Worker& on, int handle,
+                                                   const Workload& workload,
+                                                   const worker::MeasurementPolicy& per_round,
+                                                   const std::vector<int>& checks, Rung rung) {
+  Interleaved timed;
+  const auto reference_round = [&] {
+    const auto started = std::chrono::steady_clock::now();
+    timed.reference_rounds_ms.push_back(
+        time_reference_samples(workload, policy_.quick_reference).samples_ms);
+    timed.reference_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  std::vector<double> samples;
+  for (size_t round = 0; round < checks.size(); ++round) {
+    reference_round();
+    TimingVerdict verdict =
+        time_checked(on, handle, workload, per_round, timing_seed_, checks[round], rung);
+    if (verdict.verdict != Verdict::ok) {
+      timed.candidate = std::move(verdict);
+      return timed;
+    }
+    samples.insert(samples.end(), verdict.samples_ms.begin(), verdict.samples_ms.end());
+    if (round == 0) {
+      timed.candidate = std::move(verdict);
+    } else {
+      timed.candidate.throttled_dropped += verdict.throttled_dropped;
+      timed.candidate.slow_warmup = timed.candidate.slow_warmup || verdict.slow_warmup;
+      if (timed.candidate.warning.empty()) timed.candidate.warning = verdict.warning;
+    }
+  }
+  reference_round();
+  timed.candidate.samples_ms = std::move(samples);
+  timed.candidate.summary = summarize(timed.candidate.samples_ms);
+  return timed;
+}
+
 TimingVerdict Evaluator::time_quick_in_window(worker::Worker& on, int handle,
                                               std::optional<QuickReference>& window) {
-  const auto started = std::chrono::steady_clock::now();
+  // The quick rung's checked calls spread over its rounds, earlier rounds first (2 checks in 3
+  // rounds: 1, 1, 0), so that rung 1 checks as many calls as it did in one request.
+  const int rounds = std::max(1, policy_.quick_rounds);
+  std::vector<int> checks(static_cast<size_t>(rounds), policy_.checks_per_request / rounds);
+  for (int r = 0; r < policy_.checks_per_request % rounds; ++r) ++checks[static_cast<size_t>(r)];
+  Interleaved timed = time_interleaved(on, handle, timed_workload_,
+                                       quick_round_measurement(policy_), checks, Rung::quick);
+  if (timed.candidate.verdict != Verdict::ok || timed.candidate.samples_ms.empty()) {
+    return std::move(timed.candidate);
+  }
   QuickReference reference;
-  reference.before_ms = time_reference_samples(policy_.quick_reference).samples_ms;
-  const auto candidate_started = std::chrono::steady_clock::now();
-  TimingVerdict quick = time_checked(on, handle, timed_workload_, policy_.quick, timing_seed_,
-                                     policy_.checks_per_request, Rung::quick);
-  const auto candidate_ended = std::chrono::steady_clock::now();
-  if (quick.verdict != Verdict::ok || quick.samples_ms.empty()) return quick;
-  reference.after_ms = time_reference_samples(policy_.quick_reference).samples_ms;
-  std::vector<double> both = reference.before_ms;
-  both.insert(both.end(), reference.after_ms.begin(), reference.after_ms.end());
-  reference.median_ms = median(both);
-  reference.speedup = estimate_speedup(both, quick.samples_ms, policy_.acceptance_level, 2000,
-                                       policy_.gate.base_seed);
+  reference.rounds_ms = std::move(timed.reference_rounds_ms);
+  reference.candidate_rounds = rounds;
+  const std::vector<double> pooled = reference.samples_ms();
+  reference.median_ms = median(pooled);
+  reference.speedup = estimate_speedup(pooled, timed.candidate.samples_ms,
+                                       policy_.acceptance_level, 2000, policy_.gate.base_seed);
   reference.outcome = judge_speedup(reference.speedup, policy_.min_gain);
-  const auto seconds = [](auto from, auto to) {
-    return std::chrono::duration<double>(to - from).count();
-  };
-  reference.seconds = seconds(started, std::chrono::steady_clock::now()) -
-                      seconds(candidate_started, candidate_ended);
+  reference.seconds = timed.reference_seconds;
   window = std::move(reference);
-  return quick;
+  return std::move(timed.candidate);
 }
 
 worker::TimeResult Evaluator::time_reference_samples(const worker::MeasurementPolicy& measurement) {
@@ -180,6 +215,17 @@ worker::MeasurementPolicy full_round_measurement(const EvaluationPolicy& policy)
   return round;
 }
 
+worker::MeasurementPolicy quick_round_measurement(const EvaluationPolicy& policy) {
+  const int rounds = std::max(1, policy.quick_rounds);
+  worker::MeasurementPolicy round = policy.quick;
+  round.warmup = std::min(1, policy.quick.warmup);
+  const auto share = [rounds](int total) { return (total + rounds - 1) / rounds; };
+  round.min_repetitions = std::max(4, share(policy.quick.min_repetitions));
+  round.max_repetitions = std::max(round.min_repetitions, share(policy.quick.max_repetitions));
+  round.max_seconds = policy.quick.max_seconds / rounds;
+  return round;
+}
+
 FullRung Evaluator::full_rung(int handle) { return full_rung(handle, candidates_); }
 
 FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
@@ -188,39 +234,24 @@ FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
   const worker::MeasurementPolicy per_round = full_round_measurement(policy_);
   FullRung rung;
   double log_sum = 0.0;
+  const std::vector<int> checks(static_cast<size_t>(rounds), policy_.checks_per_request);
   for (const Workload& workload : task_.workloads) {
     if (!workload.timed) continue;
     FullRung::Entry entry;
     entry.workload = workload.name;
-    std::vector<double> reference, candidate;
-    const auto time_reference_round = [&] {
-      entry.reference_rounds_ms.push_back(
-          time_reference_samples(workload, policy_.quick_reference).samples_ms);
-      reference.insert(reference.end(), entry.reference_rounds_ms.back().begin(),
-                       entry.reference_rounds_ms.back().end());
-    };
-    time_reference_round();
-    for (int round = 0; round < rounds; ++round) {
-      TimingVerdict timed = time_checked(on, handle, workload, per_round, timing_seed_,
-                                         policy_.checks_per_request, Rung::full);
-      if (timed.verdict != Verdict::ok) {
-        rung.verdict = timed.verdict;
-        rung.message = "workload '" + workload.name + "': " + timed.message;
-        entry.candidate = std::move(timed);
-        rung.workloads.push_back(std::move(entry));
-        return rung;
-      }
-      candidate.insert(candidate.end(), timed.samples_ms.begin(), timed.samples_ms.end());
-      if (round == 0) {
-        entry.candidate = std::move(timed);
-      } else {
-        entry.candidate.throttled_dropped += timed.throttled_dropped;
-        if (entry.candidate.warning.empty()) entry.candidate.warning = timed.warning;
-      }
-      time_reference_round();
+    Interleaved timed = time_interleaved(on, handle, workload, per_round, checks, Rung::full);
+    entry.reference_rounds_ms = std::move(timed.reference_rounds_ms);
+    entry.candidate = std::move(timed.candidate);
+    if (entry.candidate.verdict != Verdict::ok) {
+      rung.verdict = entry.candidate.verdict;
+      rung.message = "workload '" + workload.name + "': " + entry.candidate.message;
+      rung.workloads.push_back(std::move(entry));
+      return rung;
     }
-    entry.candidate.samples_ms = candidate;
-    entry.candidate.summary = summarize(candidate);
+    std::vector<double> reference;
+    for (const std::vector<double>& round : entry.reference_rounds_ms) {
+      reference.insert(reference.end(), round.begin(), round.end());
+    }
     entry.reference_median_ms = median(reference);
     entry.speedup = entry.reference_median_ms / entry.candidate.summary.median_ms;
     log_sum += std::log(entry.speedup);

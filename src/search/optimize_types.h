@@ -95,7 +95,7 @@ struct CandidateRecord {
   /// reference timed in its own window; 0 if not timed.
   double quick_score = 0.0;
   std::vector<double> quick_samples_ms;  // the quick rung's samples (the score's input)
-  /// The reference timed just before and just after its quick timing (QuickReference): every
+  /// The reference timed in rounds interleaved with its quick timing (QuickReference): every
   /// rung-1 speedup of the candidate is over its median. Empty for a run recorded before it
   /// and for a plane that times none: the run's start-of-run reference median stands in.
   std::optional<evaluation::QuickReference> quick_reference;

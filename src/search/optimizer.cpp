@@ -298,9 +298,7 @@ double Optimizer::quick_score_of(const CandidateRecord& record, bool upper) cons
     return upper ? quick_score_upper(record.quick_samples_ms, reference_ms_, level)
                  : quick_score(record.quick_samples_ms, reference_ms_, level);
   }
-  std::vector<double> reference = record.quick_reference->before_ms;
-  reference.insert(reference.end(), record.quick_reference->after_ms.begin(),
-                   record.quick_reference->after_ms.end());
+  const std::vector<double> reference = record.quick_reference->samples_ms();
   return upper ? quick_score_upper(record.quick_samples_ms, reference, level)
                : quick_score(record.quick_samples_ms, reference, level);
 }

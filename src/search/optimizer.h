@@ -9,7 +9,7 @@
 //   step t   the policy picks (direction, strategy) pairs applicable to the current best (and,
 //            in diversity_slots of the step's proposals, to the fastest candidate of another
 //            parallel decomposition); the generator turns each into a candidate; the compile pool builds them in parallel;
-//            each is gated and quick-timed between two short rounds of the reference (its
+//            each is gated and quick-timed in rounds between short rounds of the reference (its
 //            quick speedup is over the reference timed in its own window, so that a load
 //            that comes and goes during the run does not decide rung 1: QuickReference, issue
 //            21); a failed one goes back to the generator for up to

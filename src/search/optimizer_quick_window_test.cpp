@@ -48,9 +48,13 @@ TEST_F(OptimizerQuickWindowTest, EveryQuickSpeedupIsOverTheReferenceTimedAroundI
     ++timed;
     ASSERT_TRUE(c.quick_reference) << c.id;
     EXPECT_NEAR(c.quick_reference->median_ms, 20.0, 0.1) << c.id;  // not the start's 40 ms
-    const auto round = static_cast<size_t>(evaluation::EvaluationPolicy{}.quick_reference.min_repetitions);
-    EXPECT_EQ(c.quick_reference->before_ms.size(), round);
-    EXPECT_EQ(c.quick_reference->after_ms.size(), round);
+    // R C R C R C R: a reference round before each quick round and one after the last.
+    const evaluation::EvaluationPolicy policy;
+    EXPECT_EQ(c.quick_reference->candidate_rounds, policy.quick_rounds);
+    ASSERT_EQ(c.quick_reference->rounds_ms.size(), static_cast<size_t>(policy.quick_rounds + 1));
+    for (const std::vector<double>& round : c.quick_reference->rounds_ms) {
+      EXPECT_EQ(round.size(), static_cast<size_t>(policy.quick_reference.min_repetitions));
+    }
     EXPECT_NEAR(c.quick_reference->speedup.speedup, 20.0 / *c.median_ms, 0.02 * 20.0 / *c.median_ms);
     // S(p, 1) is a lower bound of that speedup, not of 40 / median.
     EXPECT_GT(c.quick_score, 0.0) << c.id;
@@ -81,6 +85,53 @@ TEST_F(OptimizerQuickWindowTest, TheReferencesOwnCodeIsATieAtRungOne) {
     if (c["id"].get<std::string>().rfind("copy", 0) != 0) continue;
     EXPECT_EQ(c["quick_reference"]["outcome"], "tie") << c.dump(2);
   }
+}
+
+// A load that comes within one candidate's window and goes: the reference's round before the
+// copy's first quick round and that round run 2x slower. One reference round before and one
+// after a single quick timing (quick_rounds 1) reads the reference's own code as 0.75x of the
+// reference (median 40 ms against 30; its interval, over six reference samples, still
+// reaches 1); rounds interleaved (quick_rounds 3) sample the load alike on both sides: 1.00x,
+// a tie (issue 21: bench/ladder/identical_cpu_rung2_*.md).
+TEST_F(OptimizerQuickWindowTest, ALoadWithinTheWindowIsATieOnlyWhenInterleaved) {
+  reference_worker_.loaded_times.clear();
+  const auto copy_window = [&](int quick_rounds) {
+    SharedLoad load;
+    load.trigger = "reference_copy";
+    worker_.shared_load = &load;
+    reference_worker_.shared_load = &load;
+    policy_.quick_rounds = quick_rounds;
+    const OptimizeResult result = run(one_step());
+    worker_.shared_load = reference_worker_.shared_load = nullptr;
+    EXPECT_TRUE(load.triggered);
+    const auto copy = std::find_if(result.candidates.begin(), result.candidates.end(),
+                                   [](const CandidateRecord& c) { return c.id.rfind("copy", 0) == 0; });
+    EXPECT_NE(copy, result.candidates.end());
+    return copy == result.candidates.end() ? evaluation::QuickReference{} : *copy->quick_reference;
+  };
+  const evaluation::QuickReference bracketed = copy_window(1);
+  ASSERT_EQ(bracketed.rounds_ms.size(), 2u);
+  EXPECT_NEAR(bracketed.speedup.speedup, 0.75, 0.01);
+  EXPECT_LT(bracketed.speedup.ci_low, 0.9);
+  const evaluation::QuickReference interleaved = copy_window(3);
+  ASSERT_EQ(interleaved.rounds_ms.size(), 4u);
+  EXPECT_EQ(interleaved.outcome, ComparisonOutcome::tie) << nlohmann::json(interleaved).dump();
+  EXPECT_NEAR(interleaved.speedup.speedup, 1.0, 0.01);
+}
+
+// The form of runs recorded before rung 1 interleaved (one round before, one after) reads as
+// two reference rounds around one candidate round.
+TEST(QuickReferenceJson, ReadsTheBracketedFormOfEarlierRuns) {
+  const nlohmann::json old = {{"before_ms", {1.0, 2.0}}, {"after_ms", {3.0}},
+                              {"median_ms", 2.0},        {"speedup", evaluation::SpeedupEstimate{}},
+                              {"outcome", "tie"},        {"seconds", 0.5}};
+  const auto window = old.get<evaluation::QuickReference>();
+  EXPECT_EQ(window.rounds_ms, (std::vector<std::vector<double>>{{1.0, 2.0}, {3.0}}));
+  EXPECT_EQ(window.candidate_rounds, 1);
+  EXPECT_EQ(window.samples_ms(), (std::vector<double>{1.0, 2.0, 3.0}));
+  const nlohmann::json now = window;
+  EXPECT_EQ(now.get<evaluation::QuickReference>().rounds_ms, window.rounds_ms);
+  EXPECT_FALSE(now.contains("before_ms"));
 }
 
 // A run that is resumed reads each candidate's window back from its row: the promotions,

@@ -403,8 +403,9 @@ TEST_F(OptimizerTest, FullFidelityGivesEveryCorrectCandidateTheFullRung) {
     ++correct;
     EXPECT_EQ(c.promotion, PromotionOutcome::promoted) << c.id;
     EXPECT_TRUE(c.full_geomean_speedup) << c.id;
-    // The quick rung ran with the full policy: 20 repetitions, not 10.
-    EXPECT_EQ(c.quick_samples_ms.size(), 20u) << c.id;
+    // The quick rung ran with the full policy: 3 rounds of 7 repetitions (20 / 3 rounded up),
+    // not of 4 (10 / 3).
+    EXPECT_EQ(c.quick_samples_ms.size(), 21u) << c.id;
   }
   EXPECT_EQ(events_of(root_ / "run0", "full_rung").size(), static_cast<size_t>(correct));
   const nlohmann::json json = result.to_json();

@@ -45,6 +45,20 @@ class FakeCompiler : public compile::Compiler {
   std::string toolchain(const std::string&) override { return "fake-cc 1.0"; }
 };
 
+// A load on the machine that both fakes (candidate and reference worker) see: a clock that
+// every time() call of either advances, and a load that starts when a candidate worker first
+// runs (gates) a kernel whose path contains `trigger` and lasts `ticks` time() calls: the
+// reference's round before the candidate's first quick round and that round, for ticks 2. A
+// load that comes within one candidate's window (issue 21).
+struct SharedLoad {
+  std::string trigger;
+  int ticks = 2;
+  double factor = 2.0;
+  int clock = 0;
+  int loaded_until = 0;  // time() calls up to this clock are loaded
+  bool triggered = false;
+};
+
 // A worker whose timings follow a known payoff: base 10 ms, divided by ACCUMULATORS, halved by
 // PARALLEL=1; the reference takes 20 ms. Kernels from "wrong.cpp" give wrong answers.
 class FakeWorker : public worker::Worker {
@@ -65,6 +79,11 @@ class FakeWorker : public worker::Worker {
   /// Every kernel writes y[i] = 1 + i / 1000, except those from wrong.cpp (zeros).
   worker::RunResult run(const worker::RunRequest& request, double) override {
     ++runs;
+    if (shared_load && !shared_load->triggered &&
+        paths_.at(request.handle).find(shared_load->trigger) != std::string::npos) {
+      shared_load->triggered = true;
+      shared_load->loaded_until = shared_load->clock + shared_load->ticks;
+    }
     const bool wrong = paths_.at(request.handle).find("wrong.cpp") != std::string::npos;
     const int64_t n = request.workload.dims.at("n");
     worker::RunResult result;
@@ -102,6 +121,7 @@ class FakeWorker : public worker::Worker {
     if (value("KF_PARALLEL") == 1.0 && path.find("KF_PARALLEL") != std::string::npos) ms /= 2;
     if (slow_on && slow_on(path, request.workload.name)) ms *= 100;
     if (loaded_times.contains(times)) ms *= load_factor;
+    if (shared_load && ++shared_load->clock <= shared_load->loaded_until) ms *= shared_load->factor;
     worker::TimeResult result;
     for (int i = 0; i < request.policy.min_repetitions; ++i) {
       result.samples_ms.push_back(ms * (1 + 0.001 * (i % 3)));
@@ -142,6 +162,7 @@ class FakeWorker : public worker::Worker {
   /// times slower (a reference timed once under load, issue 21).
   std::set<int> loaded_times;
   double load_factor = 2.0;
+  SharedLoad* shared_load = nullptr;  // a load both workers see; none if null
   /// Candidates (by artifact path) that run 100x slower on a workload.
   std::function<bool(const std::string& path, const std::string& workload)> slow_on;
 
@@ -215,7 +236,7 @@ decomposition = "row_tiled"
         generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
     report::RunDirectory run_dir(dir, options.resume ? report::RunDirectory::Mode::resume
                                                      : report::RunDirectory::Mode::create);
-    RealPlane plane = make_real_plane(task_, "cpu", options, evaluation::EvaluationPolicy{},
+    RealPlane plane = make_real_plane(task_, "cpu", options, policy_,
                                       compiler_, workers, reference_worker_);
     Optimizer optimizer(task_, "cpu", options, *store_, generator, *plane.evaluator, *plane.pool,
                         workers, reference_worker_, run_dir,
@@ -240,6 +261,7 @@ decomposition = "row_tiled"
   FakeCompiler compiler_;
   FakeWorker worker_;
   FakeWorker reference_worker_;
+  evaluation::EvaluationPolicy policy_;  // the plane's policy
   std::unique_ptr<memory::SqliteStore> store_;
   evaluation::Profiler* profiler_ = nullptr;
   std::function<void(const std::string&)> on_line_;  // sees every progress line as it comes
