@@ -172,6 +172,11 @@ def main() -> int:
     parser.add_argument("--timing-method", default="cuda_event")
     parser.add_argument("--build-dir", type=pathlib.Path, default=None,
                         help="load_inline build folders (default OUT's folder/torch_extensions)")
+    parser.add_argument("--reference-fp32", action="store_true",
+                        help="compute in strict fp32 in this process (torch.backends "
+                             "cudnn.allow_tf32 and cuda.matmul.allow_tf32 off): PyTorch lets "
+                             "cuDNN convolutions use TF32 by default, so KernelBench's reference "
+                             "of a convolution is TF32-rounded unless this is set")
     parser.add_argument("--no-prebuild", action="store_true",
                         help="build each solution inside its evaluation only (default: build "
                              "them all first, in parallel processes, into the folders the "
@@ -180,11 +185,17 @@ def main() -> int:
     args.build_dir = args.build_dir or args.out.resolve().parent / "torch_extensions"
     evaluation, checker, placeholders = import_harness(args.harness.resolve())
     import torch
+    if args.reference_fp32:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     prebuilt = {} if args.no_prebuild else prebuild(args.runs, args.build_dir)
     report = {"prebuild_s": prebuilt, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "python": sys.version.split()[0], "harness": str(args.harness.resolve()),
-              "harness_placeholders": placeholders, "runs": []}
+              "harness_placeholders": placeholders,
+              "tf32": {"cudnn": torch.backends.cudnn.allow_tf32,
+                       "matmul": torch.backends.cuda.matmul.allow_tf32},
+              "runs": []}
     for run in args.runs:
         missing = [f for f in ("solution.py", "result.json", "reference.torch.json")
                    if not (run / f).is_file()]
