@@ -8,7 +8,9 @@
 #
 # usage: bench/ladder/run.sh [--backend cpu|cuda] [--out DIR] [--kforge PATH]
 #                            [--machine "words"] [--tasks "rmsnorm softmax"] [--commit SHA]
-#                            [--no-summary] [-- optimize flags...]
+#                            [--no-summary] [--task-dir DIR] [-- optimize flags...]
+# --task-dir takes the tasks from DIR/NAME/task.toml instead of the bundled examples (e.g.
+# bench/tasks, whose *_kernelbench tasks have KernelBench's sizes).
 # --commit names the commit measured when the tree is a copy without a usable git (the GPU
 # machine's copy reports a stale HEAD); --no-summary keeps the result.json files under
 # OUT/runs-BACKEND for a later summarize.py over several batches (one device call is limited to
@@ -22,6 +24,7 @@ out="$root/bench/ladder"
 kforge="$root/build/release/kforge"
 machine="$(uname -n), $(nproc) cores"
 tasks=""
+task_dir="$root/examples"
 commit=""
 summary=1
 extra=()
@@ -34,13 +37,14 @@ while (($#)); do
     --tasks) tasks=$2; shift 2 ;;
     --commit) commit=$2; shift 2 ;;
     --no-summary) summary=0; shift ;;
+    --task-dir) task_dir=$(cd "$2" && pwd); shift 2 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "bench/ladder/run.sh: unknown argument '$1' (see the header for usage)" >&2; exit 2 ;;
   esac
 done
 [[ -x "$kforge" ]] || { echo "bench/ladder/run.sh: no kforge at $kforge (build first)" >&2; exit 1; }
 if [[ -z "$tasks" ]]; then
-  tasks=$(cd "$root/examples" && ls -d */ | tr -d / | tr '\n' ' ')
+  tasks=$(cd "$task_dir" && ls -d */ | tr -d / | tr '\n' ' ')
 fi
 
 work="$out/runs-$backend"
@@ -51,7 +55,7 @@ for task in $tasks; do
   for fidelity in ladder full; do
     name="$task-$fidelity"
     echo "== $name" >&2
-    "$kforge" optimize "$root/examples/$task/task.toml" --backend "$backend" \
+    "$kforge" optimize "$task_dir/$task/task.toml" --backend "$backend" \
       --fidelity "$fidelity" --seed 1 --run-dir "$work/$name" \
       --memory "$work/$name.memory.sqlite" --cache-dir "$work/$name.cache" --json \
       "${extra[@]}" > "$work/$name.result.json" 2> "$work/$name.log" ||
