@@ -48,7 +48,7 @@ def run_summary(run):
         "final": [final["speedup"], final["ci_low"], final["ci_high"], final_outcome],
         "best": run["best"],
         "window_s_mean": statistics.mean(c["window_s"] for c in rung1),
-        "window_samples_mean": statistics.mean(c.get("window_samples", 0) for c in rung1),
+        "window_rounds_mean": statistics.mean(c.get("window_rounds", 2) for c in rung1),
         "device_s_mean": statistics.mean(c["device_s"] for c in rung1),
         "wall_s": run["wall_s"],
     }
@@ -88,7 +88,9 @@ def main():
         "#define), every core busy (3 loops per core until the start-of-run reference is timed, "
         "1 per core after), besides whatever else ran on the shared machine.",
         "",
-        "Rung 1 = each candidate's speedup over the reference timed just before and after it "
+        "Rung 1 = each candidate's speedup over the reference timed in rounds interleaved with its "
+        "quick rounds (from 5b61f12 four reference rounds around three quick rounds; before, one "
+        "round just before and one just after) "
         "(95% bootstrap interval; tie unless it clears 1 +- min_gain 1%); \"start ref\" = the "
         "same medians over the reference timed once at the start of the run (the rule before). "
         "S = the scheduler's score (lower bound of the quick speedup). Rung 2 geomean = the "
@@ -113,11 +115,11 @@ def main():
             f"| {'pass' if s['passed'] else 'FAIL'} |")
     window = statistics.mean(s["window_s_mean"] for s in summaries)
     device = statistics.mean(s["device_s_mean"] for s in summaries)
-    samples = statistics.mean(s["window_samples_mean"] for s in summaries)
+    rounds = statistics.mean(s["window_rounds_mean"] for s in summaries)
     lines += [
         "",
-        f"Cost of the rung-1 windows: {window:.2f} s per candidate on average ({samples:.1f} "
-        "reference samples from two rounds of EvaluationPolicy::quick_reference, each call with "
+        f"Cost of the rung-1 windows: {window:.2f} s per candidate on average ({rounds:.1f} "
+        "reference rounds of EvaluationPolicy::quick_reference, each call with "
         f"the cpu backend's 256 MiB cache flush), {100 * window / device:.0f}% of the "
         f"{device:.1f} s a candidate's rungs 0-1 took (its device seconds, window included).",
         "",
