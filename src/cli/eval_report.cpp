@@ -93,7 +93,7 @@ std::string render_kernel_evaluation(const KernelEvaluation& e) {
                         e.quick->gate.cases_checked, e.quick->gate.max_normalized_error);
     if (const auto& window = e.quick->quick_reference) {
       text += fmt::format("  quick timing (rung 1): {:.4f} ms, {:.3f}x ({:.0f}% CI {:.3f}-{:.3f}x, "
-                          "{}) over the reference timed just before and after it ({:.4f} ms)\n",
+                          "{}) over the reference timed in rounds between its own ({:.4f} ms)\n",
                           e.quick->timing.median_ms, window->speedup.speedup,
                           window->speedup.level * 100, window->speedup.ci_low,
                           window->speedup.ci_high, to_string(window->outcome), window->median_ms);

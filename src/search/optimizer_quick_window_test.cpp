@@ -1,5 +1,5 @@
 // Rung 1 is not decided by load (issue 21): each candidate's quick speedup is over the
-// reference timed just before and just after its quick timing, not over the reference timed once
+// reference timed in rounds interleaved with its quick rounds, not over the reference timed once
 // at the start of the run. The fake reference worker is "loaded" (2x slower) while the run times
 // it at the start and quiet afterwards, so a start-of-run reference would make every candidate
 // twice as fast as it is, and the reference's own code a 2x win over itself.
