@@ -84,7 +84,7 @@ class LaterRungChecks : public ::testing::Test {
 };
 
 // Gate: 2 calls at the timed shape; quick: 3 rounds (quick_rounds), each of 2 warm-up calls
-// (one per input set) + 4 timed calls (quick_round_measurement: at least 4 a round).
+// (quick_reference's 2, which cover both input sets) + 4 timed calls (quick_round_measurement).
 constexpr int kHonestThroughQuick = 2 + 3 * (2 + 4);
 
 TEST_F(LaterRungChecks, AcceptanceComparisonFindsAChallengerThatStoppedComputing) {
@@ -118,18 +118,18 @@ TEST_F(LaterRungChecks, HonestKernelPassesEveryCheckedRung) {
   const evaluation::FullRung full = evaluator_->full_rung(honest);
   EXPECT_EQ(full.verdict, Verdict::ok) << full.message;
   // Rung 2's reference is timed in rounds interleaved with the candidate's on each workload
-  // (quick_reference rounds of 3 calls: before, between and after full_rounds candidate
+  // (quick_reference rounds of 4 calls: before, between and after full_rounds candidate
   // rounds), and its speedup is over their pooled median.
   ASSERT_FALSE(full.workloads.empty());
   for (const evaluation::FullRung::Entry& entry : full.workloads) {
     ASSERT_EQ(entry.reference_rounds_ms.size(), 4u) << entry.workload;  // full_rounds 3, + 1
     std::vector<double> pooled;
     for (const std::vector<double>& round : entry.reference_rounds_ms) {
-      EXPECT_EQ(round.size(), 3u) << entry.workload;
+      EXPECT_EQ(round.size(), 4u) << entry.workload;
       pooled.insert(pooled.end(), round.begin(), round.end());
     }
     std::sort(pooled.begin(), pooled.end());
-    EXPECT_DOUBLE_EQ(entry.reference_median_ms, (pooled[5] + pooled[6]) / 2) << entry.workload;
+    EXPECT_DOUBLE_EQ(entry.reference_median_ms, (pooled[7] + pooled[8]) / 2) << entry.workload;
     // Three candidate rounds of at least 5 calls each, pooled.
     EXPECT_GE(entry.candidate.samples_ms.size(), 15u) << entry.workload;
     EXPECT_DOUBLE_EQ(entry.speedup,

@@ -63,13 +63,17 @@ struct EvaluationPolicy {
   /// 2-core machine; one round before and one after (R C R) still called identical code faster
   /// in one window and slower in another when the load changed within the window
   /// (bench/ladder/identical_cpu_rung2_interleaved.md, run 1). Rung 2 interleaves the same way
-  /// (full_rounds). Cost per candidate: 4 x (1 + 3) = 16 reference calls in four requests, each
-  /// call with its cache flush: microseconds on cuda; on the 2-core cpu VM, whose every call
-  /// also writes a 256 MiB flush buffer (0.1-0.25 s under load), a round stops at 1 s. One
-  /// warm-up is enough: the reference's worker has run it on these inputs since prepare(); 12
-  /// pooled samples match the quick rung's least.
+  /// (full_rounds). Both sides' rounds have the same shape, 2 warm-up calls and 4 timed calls
+  /// (quick_round_measurement), so that an effect of the switch between workers weighs on both
+  /// alike: on the loaded 2-core VM the first timed call after one warm-up was 2.5x slower in
+  /// every reference round of a window (6.8 against 2.7 ms), a third of rounds of 3 calls and
+  /// less of the candidate's longer rounds, and identical code read 1.78x
+  /// (bench/ladder/identical_cpu_rung1_interleaved.md). Cost per candidate: 4 x (2 + 4) = 24
+  /// reference calls in four requests, each call with its cache flush: microseconds on cuda;
+  /// on the 2-core cpu VM, whose every call also writes a 256 MiB flush buffer (0.1-0.25 s
+  /// under load), a round stops at 1 s.
   int quick_rounds = 3;
-  worker::MeasurementPolicy quick_reference{1, 3, 3, 1.0, 1.0};
+  worker::MeasurementPolicy quick_reference{2, 4, 4, 1.0, 1.0};
   worker::MeasurementPolicy full{3, 20, 200, 0.005, 10.0};  // rung 2, per workload
   /// Rung 2 times a workload in this many candidate rounds, each under `full` with its
   /// repetitions and seconds divided among them, between reference rounds (FullRung::Entry).
@@ -103,10 +107,10 @@ struct EvaluationPolicy {
 /// One of rung 2's candidate rounds on a workload: `policy.full` with its repetitions (at
 /// least 5 a round) and seconds divided among `policy.full_rounds` rounds (FullRung::Entry).
 worker::MeasurementPolicy full_round_measurement(const EvaluationPolicy& policy);
-/// One of rung 1's candidate rounds: `policy.quick` with its repetitions divided among
-/// `policy.quick_rounds` rounds, rounded up (so that the rounds together time at least the
-/// policy's least; at least 4 a round), its seconds divided among them, and one warm-up call (the gate ran
-/// the candidate on this worker just before; each later round follows one of the reference's).
+/// One of rung 1's candidate rounds: `policy.quick`'s least repetitions divided among
+/// `policy.quick_rounds` rounds, rounded up (at least 4 a round), as a fixed count (no noise
+/// rule: every round the same length, as the reference's are), its seconds divided among them,
+/// and quick_reference's warm-up (the same shape as the reference's rounds).
 worker::MeasurementPolicy quick_round_measurement(const EvaluationPolicy& policy);
 
 /// What one rung did to one candidate, for the run directory.

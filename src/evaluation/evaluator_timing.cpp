@@ -221,10 +221,9 @@ worker::MeasurementPolicy full_round_measurement(const EvaluationPolicy& policy)
 worker::MeasurementPolicy quick_round_measurement(const EvaluationPolicy& policy) {
   const int rounds = std::max(1, policy.quick_rounds);
   worker::MeasurementPolicy round = policy.quick;
-  round.warmup = std::min(1, policy.quick.warmup);
-  const auto share = [rounds](int total) { return (total + rounds - 1) / rounds; };
-  round.min_repetitions = std::max(4, share(policy.quick.min_repetitions));
-  round.max_repetitions = std::max(round.min_repetitions, share(policy.quick.max_repetitions));
+  round.warmup = policy.quick_reference.warmup;
+  round.min_repetitions = std::max(4, (policy.quick.min_repetitions + rounds - 1) / rounds);
+  round.max_repetitions = round.min_repetitions;
   round.max_seconds = policy.quick.max_seconds / rounds;
   return round;
 }
