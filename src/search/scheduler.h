@@ -20,7 +20,7 @@
 // earn the expensive rung. With 8 samples or fewer u = n (the slowest sample) at level 0.95.
 // reference_ms is the reference timed in p's own rung-1 window (short rounds interleaved with
 // p's quick rounds: evaluation::QuickReference), at the lower end of its median's interval,
-// x_(n + 1 - u) of its samples: 12 samples by default, whose own noise must
+// x_(n + 1 - u) of its samples: 16 samples by default, whose own noise must
 // not pass for a speedup (with the window's median instead, identical code scored up to 1.81
 // under load, bench/ladder/identical_cpu.md). Before, it was the reference's median timed once
 // at the start of the run, and a load that came or went since moved every S by up to 4x: on a
