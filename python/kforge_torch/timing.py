@@ -186,8 +186,9 @@ def run_time(task, device, request, cache, compiled):
                     and median_relative_half_width(ordered) <= policy.target_relative_noise):
                 result["stop_reason"] = "noise"
                 break
+            # The limit cuts samples short only before the last one asked for.
             if (ms_since(start) >= policy.max_seconds * 1000.0
-                    and i + 1 >= policy.min_repetitions):
+                    and policy.min_repetitions <= i + 1 < policy.max_repetitions):
                 result["stop_reason"] = "max_seconds"
                 break
     if not result["stop_reason"]:

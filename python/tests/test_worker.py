@@ -440,6 +440,15 @@ class TimeTest(WorkerTestCase):
         self.assertEqual(reply["stop_reason"], "max_seconds")
         self.assertEqual(len(reply["samples_ms"]), 3)
 
+    def test_a_fixed_length_request_past_its_limit_stops_at_max_repetitions(self):
+        # Every call asked for ran (min = max, rung 1's rounds): not cut short by the limit.
+        task = softmax_task(self.directory)
+        reply = self.time_request(task, self.load(task), "own", flush_l2=False, policy={
+            "warmup": 0, "min_repetitions": 3, "max_repetitions": 3,
+            "target_relative_noise": 0.0, "max_seconds": 1e-6})
+        self.assertEqual(reply["stop_reason"], "max_repetitions")
+        self.assertEqual(len(reply["samples_ms"]), 3)
+
     def test_forward_that_raises_is_a_runtime_error(self):
         task = misbehaving_task(self.directory, "not_a_tensor")
         task = write_task(self.directory, problem("raises"), task["signature"]["tensors"],

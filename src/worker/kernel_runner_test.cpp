@@ -287,6 +287,22 @@ TEST_F(KernelRunner, TimingStopsAtMaxSeconds) {
   EXPECT_EQ(result.stop_reason, "max_seconds");
 }
 
+// A fixed-length request (min = max repetitions, rung 1's rounds) whose calls outlast the limit
+// still got every sample it asked for: it stopped at max_repetitions, not at its time limit
+// (whose warning says samples were cut short).
+TEST_F(KernelRunner, AFixedLengthRequestPastItsLimitStopsAtMaxRepetitions) {
+  TimeRequest request = unary_time(16);
+  request.policy = MeasurementPolicy{0, 4, 4, 0.0, 0.001};
+  request.flush_l2 = false;
+  KernelEntry slow =
+      kernel("slow4", "usleep(2000);\n  for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];",
+             "#include <unistd.h>");
+  TimeResult result = run_time(*backend_, slow, request);
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  EXPECT_EQ(result.samples_ms.size(), 4u);
+  EXPECT_EQ(result.stop_reason, "max_repetitions");
+}
+
 TEST_F(KernelRunner, CheckedCallRunsOnTheInputsItNames) {
   TimeRequest request = unary_time(256);
   request.checks = {{1, false, 0, "uniform"}, {3, true, 555, "heavy_tailed"}};
