@@ -110,9 +110,9 @@ void to_json(nlohmann::json& j, const RungRecord& record) {
        {"detail", record.detail}};
 }
 
-std::vector<double> QuickReference::samples_ms() const {
+std::vector<double> pooled_rounds(const std::vector<std::vector<double>>& rounds) {
   std::vector<double> all;
-  for (const std::vector<double>& round : rounds_ms) all.insert(all.end(), round.begin(), round.end());
+  for (const std::vector<double>& round : rounds) all.insert(all.end(), round.begin(), round.end());
   return all;
 }
 
@@ -141,15 +141,11 @@ void from_json(const nlohmann::json& j, QuickReference& window) {
 }
 
 std::vector<double> EvaluationPlane::PairedSamples::reference_ms() const {
-  std::vector<double> all;
-  for (const auto& round : reference_rounds) all.insert(all.end(), round.begin(), round.end());
-  return all;
+  return pooled_rounds(reference_rounds);
 }
 
 std::vector<double> EvaluationPlane::PairedSamples::candidate_ms() const {
-  std::vector<double> all;
-  for (const auto& round : candidate_rounds) all.insert(all.end(), round.begin(), round.end());
-  return all;
+  return pooled_rounds(candidate_rounds);
 }
 
 Evaluator::Evaluator(worker::Worker& candidates, worker::Worker& reference, const Task& task,

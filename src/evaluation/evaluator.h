@@ -123,6 +123,10 @@ struct RungRecord {
 };
 void to_json(nlohmann::json& j, const RungRecord& record);
 
+/// Every round's samples together, rounds in order (a rung's rounds pooled: rung 1's and rung
+/// 2's reference rounds, rung 3's paired rounds).
+std::vector<double> pooled_rounds(const std::vector<std::vector<double>>& rounds);
+
 /// Rung 1's reference, timed in the candidate's own window (EvaluationPolicy::quick_reference):
 /// quick_rounds + 1 rounds in the reference's worker, on the same workload and inputs, one
 /// before each of the candidate's quick rounds and one after the last. Interleaving cancels a
@@ -134,8 +138,8 @@ struct QuickReference {
   /// interleaved hold two rounds (before and after).
   std::vector<std::vector<double>> rounds_ms;
   int candidate_rounds = 0;       // the candidate's quick rounds between them
-  /// Every round's samples together, in order.
-  std::vector<double> samples_ms() const;
+  /// Every round's samples together, in order (pooled_rounds).
+  std::vector<double> samples_ms() const { return pooled_rounds(rounds_ms); }
   double median_ms = 0.0;         // median of every round's samples together
   /// The candidate's rung-1 speedup: median_ms over its quick median, with a percentile-
   /// bootstrap interval at acceptance_level (estimate_speedup: both sample sets resampled).

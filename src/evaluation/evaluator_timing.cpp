@@ -250,11 +250,7 @@ FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
       rung.workloads.push_back(std::move(entry));
       return rung;
     }
-    std::vector<double> reference;
-    for (const std::vector<double>& round : entry.reference_rounds_ms) {
-      reference.insert(reference.end(), round.begin(), round.end());
-    }
-    entry.reference_median_ms = median(reference);
+    entry.reference_median_ms = median(pooled_rounds(entry.reference_rounds_ms));
     entry.speedup = entry.reference_median_ms / entry.candidate.summary.median_ms;
     log_sum += std::log(entry.speedup);
     rung.workloads.push_back(std::move(entry));
