@@ -194,49 +194,96 @@ def reanalyze(arguments):
     return analyze(record, pathlib.Path(arguments.suite_dir).resolve())
 
 
+# Which parts of a suite's time are evaluation. The evaluation plane (DESIGN.md, "Evaluation
+# plane") builds, gates and times candidates and profiles the best, against a reference whose
+# outputs and times it computes: so the reference's preparation, the builds the search waits for,
+# the candidates' worker time, the final rung and the profile are evaluation. Outside it: the
+# derivation (ingest), each child's start (task load, workers, probes) and end (reports), the
+# search's own bookkeeping (policy, memory, journal: the search phase less the workers' time) and
+# the suite's own time.
+EVALUATION_PARTS = ("prepare", "compile_wait", "candidates", "final", "profile",
+                    "reference_check_work")
+OUTSIDE_PARTS = ("derivation", "child_start", "child_end", "search_bookkeeping",
+                 "reference_check_process", "suite_own")
+
+
+def check_breakdown(report_path):
+    """(evaluation seconds, the check's whole seconds or None) of a `kforge task --check
+    --report` file: its prepare phases but the workers' start, plus its timed calls (warm-up
+    left out: an underestimate of the evaluation)."""
+    if not report_path.exists():
+        return 0.0
+    report = json.loads(report_path.read_text())
+    phases = report.get("phases", {})
+    work = sum(v for k, v in phases.items() if k != "workers")
+    return work + sum(report.get("samples_ms", [])) / 1000.0
+
+
 def analyze(record, suite_dir):
-    """Adds the split of record["total_wall_s"] over the parts of the suite at `suite_dir`."""
+    """Adds the split of record["total_wall_s"] over the parts of the suite at `suite_dir`:
+    record["seconds"] (part -> s), and the share outside evaluation. Runs that recorded their
+    phases (result.json phases_s, startup_s: kforge at 2026-12-06 and later) are split
+    precisely; older ones as before (compile waits inside "search_bookkeeping")."""
     total_s = record["total_wall_s"]
     derivation_path = suite_dir / "derived" / "derivation.json"
     derivation = json.loads(derivation_path.read_text()) if derivation_path.exists() else {}
-    parts = {"derivation": derivation.get("batch_wall_s", 0.0), "child_process": 0.0,
-             "prepare": 0.0, "compile_and_search": 0.0, "evaluation": 0.0,
-             "reference_check": 0.0}
+    parts = dict.fromkeys(EVALUATION_PARTS + OUTSIDE_PARTS, 0.0)
+    parts["derivation"] = derivation.get("batch_wall_s", 0.0)
     rows = json.loads((suite_dir / "suite.json").read_text())["tasks"]
     record["tasks"] = []
     prepare_phases = {}
     for row in rows:
         entry = {"task": row["name"], "status": row["status"], "child_wall_s": row["wall_s"]}
-        run_dir = pathlib.Path(row["run_dir"])
+        run_dir = pathlib.Path(row["run_dir"]) if row.get("run_dir") else None
         # Finished by an earlier invocation: no time in this one, unless the record sums the
         # invocations (bench/torch/suite_device.sh; a resumed row's wall_s is then its run's
         # own, so its child's start is not counted).
         if row.get("resumed") and "invocations" not in record:
             entry["resumed"] = True
-        elif (run_dir / "result.json").exists():
+        elif run_dir is not None and (run_dir / "result.json").exists():
+            result = json.loads((run_dir / "result.json").read_text())
             wall_s, device_s, prepare_s, phases = run_breakdown(run_dir)
             entry.update(run_wall_s=wall_s, device_s=device_s, prepare_s=prepare_s,
                          prepare_phases=phases)
             for name, seconds in phases.items():
                 prepare_phases[name] = prepare_phases.get(name, 0.0) + seconds
-            parts["child_process"] += row["wall_s"] - wall_s
-            parts["prepare"] += prepare_s
-            parts["compile_and_search"] += wall_s - device_s - prepare_s
-            parts["evaluation"] += device_s
+            run_phases = result.get("phases_s") or {}
+            # The workers' start inside the prepare (the torch reference worker's import of
+            # torch, CUDA's start) is the child's start, not evaluation.
+            workers = phases.get("workers", 0.0)
+            startup = result.get("startup_s", 0.0) + workers
+            parts["child_start"] += startup
+            parts["prepare"] -= workers
+            parts["child_end"] += max(0.0, row["wall_s"] - wall_s - result.get("startup_s", 0.0))
+            if run_phases:
+                entry["phases_s"] = run_phases
+                candidates = result.get("budget", {}).get("spent", {}).get("device_s", 0.0)
+                search = run_phases.get("search", 0.0)
+                parts["prepare"] += run_phases.get("prepare", 0.0)
+                parts["compile_wait"] += run_phases.get("compile_wait", 0.0)
+                parts["final"] += run_phases.get("final", 0.0)
+                parts["profile"] += run_phases.get("profile", 0.0)
+                parts["candidates"] += min(candidates, search)
+                parts["search_bookkeeping"] += max(0.0, search - candidates)
+            else:
+                parts["prepare"] += prepare_s
+                parts["candidates"] += device_s
+                parts["search_bookkeeping"] += max(0.0, wall_s - device_s - prepare_s)
         elif row.get("reference_check") == "ran" or row.get("exit") == "reference check failed":
             # A problem no generator serves: `kforge task --check` ran its reference (issue 18).
-            entry["reference_check_s"] = row["wall_s"]
-            parts["reference_check"] += row["wall_s"]
+            work = check_breakdown(suite_dir / "checks" / f"{row['name']}.json")
+            entry.update(reference_check_s=row["wall_s"], reference_check_work_s=round(work, 3))
+            parts["reference_check_work"] += min(work, row["wall_s"])
+            parts["reference_check_process"] += max(0.0, row["wall_s"] - work)
         else:
-            parts["child_process"] += row["wall_s"]  # a child that ended without a run
+            parts["child_start"] += row["wall_s"]  # a child that ended without a run
         record["tasks"].append(entry)
     parts["suite_own"] = total_s - sum(parts.values())
     record["seconds"] = {k: round(v, 3) for k, v in parts.items()}
     record["prepare_phases_s"] = {k: round(v, 3) for k, v in prepare_phases.items()}
-    outside = total_s - parts["evaluation"] - parts["prepare"]
+    outside = sum(parts[k] for k in OUTSIDE_PARTS)
+    record["outside_evaluation_s"] = round(outside, 3)
     record["outside_evaluation_fraction"] = round(outside / total_s, 4) if total_s else None
-    record["outside_evaluation_with_prepare_fraction"] = \
-        round((outside + parts["prepare"]) / total_s, 4) if total_s else None
     record["derived_problems"] = derivation.get("problems", [])
     return record
 
@@ -284,12 +331,12 @@ def _suite_table(record):
     print(f"`kforge {shown}` over {len(files)} problem files: {total:.1f} s, exit "
           f"{record['exit_code']}\n" if files else
           f"`kforge {record['command']}`: {total:.1f} s, exit {record['exit_code']}\n")
-    print("| part | seconds | share |")
-    print("| --- | ---: | ---: |")
+    print("| part | seconds | share | |")
+    print("| --- | ---: | ---: | --- |")
     for part, seconds in record["seconds"].items():
-        print(f"| {part} | {seconds:.1f} | {100 * seconds / total:.1f}% |")
-    print(f"\noutside evaluation: {100 * record['outside_evaluation_fraction']:.1f}% "
-          f"(with prepare: {100 * record['outside_evaluation_with_prepare_fraction']:.1f}%)")
+        kind = "outside" if part in OUTSIDE_PARTS else "evaluation"
+        print(f"| {part} | {seconds:.1f} | {100 * seconds / total:.1f}% | {kind} |")
+    print(f"\noutside evaluation: {100 * record['outside_evaluation_fraction']:.1f}%")
     if record.get("prepare_phases_s"):
         print("\nprepare, by phase (all runs): " + ", ".join(
             f"{name} {seconds:.1f} s" for name, seconds in record["prepare_phases_s"].items()))

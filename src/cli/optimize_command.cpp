@@ -148,6 +148,7 @@ int report_complete(const OptimizeCommandOptions& given, const ResumePlan& plan)
 }  // namespace
 
 int run_optimize(const OptimizeCommandOptions& command_options) {
+  const auto command_started = std::chrono::steady_clock::now();
   // Everything that can be wrong with the input is checked before the run directory is written.
   OptimizeCommandOptions options = command_options;
   options.search.budget.validate();
@@ -475,8 +476,10 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
     optimizer.set_profiler(profiler.get());
   }
   search::OptimizeResult result;
+  const std::chrono::duration<double> startup = std::chrono::steady_clock::now() - command_started;
   try {
     result = optimizer.run();
+    result.startup_s += startup.count();
   } catch (const std::exception& e) {
     record_failure(e);
     throw;

@@ -358,6 +358,7 @@ void Optimizer::run_final() {
   event["event"] = "final";
   run_dir_.append_event(event);
   if (profiler_ != nullptr) {
+    auto phase = phases_.enter("profile");
     progress_(fmt::format("final: profiling {} under Nsight Compute on '{}'", best.id,
                           evaluator_.timed_workload().name));
     handle_on(best.id, home_of(best.id));  // its artifact

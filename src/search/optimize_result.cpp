@@ -51,6 +51,8 @@ nlohmann::json OptimizeResult::to_json() const {
   j["toolchain"] = toolchain;
   j["precision"] = precision;
   j["wall_s"] = wall_s;
+  j["phases_s"] = phases_s;
+  j["startup_s"] = startup_s;
   j["bytes_moved"] = bytes_moved;
   j["task_warnings"] = task_warnings;
   j["flops"] = optional_json(flops);

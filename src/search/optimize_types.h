@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -162,6 +163,15 @@ struct OptimizeResult {
   std::optional<CompileBaselineResult> compile_baseline;
   /// The best's lineage, from its expert hint to it (lineage.h); empty without a best.
   std::vector<LineageStep> lineage;
+  /// Wall seconds of this session's run() by phase, disjoint, summing to its wall time
+  /// (phase_clock.h): "prepare" (workers' reference outputs, self-test, baselines), "compile_wait"
+  /// (the orchestrator waiting for candidate builds), "search" (candidate evaluation plus the
+  /// search's bookkeeping), "final" (the final choice and rung), "profile" (Nsight Compute).
+  std::map<std::string, double> phases_s;
+  /// Wall seconds before the run's budget clock started: run()'s own start (the reference
+  /// worker's start) plus, added by `kforge optimize`, the process's time before run() (task
+  /// load, the candidate workers' start, probes).
+  double startup_s = 0.0;
   nlohmann::json to_json() const;
 };
 

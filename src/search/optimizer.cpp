@@ -85,7 +85,8 @@ Optimizer::Optimizer(const Task& task, std::string backend, OptimizeOptions opti
       run_dir_(run_dir),
       progress_(std::move(progress)),
       selector_(selector),
-      now_s_(steady_seconds) {}
+      now_s_(steady_seconds),
+      phases_([this] { return now_s_(); }, "search") {}
 
 Optimizer::~Optimizer() = default;
 
@@ -349,6 +350,7 @@ void Optimizer::note_recorded_runs() {
 }
 
 OptimizeResult Optimizer::run() {
+  const double entered_s = now_s_();
   result_ = OptimizeResult{};
   result_.run_dir = run_dir_.path().string();
   result_.backend = backend_;
@@ -376,6 +378,8 @@ OptimizeResult Optimizer::run() {
   }
   budget_ = std::make_unique<BudgetTracker>(options_.steps, options_.budget, now_s_, cost_usd_,
                                             prior);
+  result_.startup_s = now_s_() - entered_s;  // the reference worker's start, mostly
+  phases_.start();
   run_dir_.append_event({{"event", options_.resume ? "run_resumed" : "run_started"},
                          {"task", task_.name},
                          {"backend", backend_},
@@ -402,7 +406,11 @@ OptimizeResult Optimizer::run() {
   const std::string ablated = memory::to_string(options_.ablations);
   progress_(fmt::format("policy: {}{}", policy_->name(),
                         ablated.empty() ? "" : " (ablated: " + ablated + ")"));
-  prepare_reference();
+  start_hint_builds();
+  {
+    auto phase = phases_.enter("prepare");
+    prepare_reference();
+  }
 
   run_hints();
   promote_cohort(0);
@@ -410,6 +418,7 @@ OptimizeResult Optimizer::run() {
   promote_cohort(state_.step);  // whatever a stop left undecided
   progress_line("search done");
 
+  auto final_phase = phases_.enter("final");
   if (best_ && interrupts() < 2) {
     const std::string chosen = choose_final(best_->id);
     best_ = *find_record(chosen);
@@ -432,6 +441,7 @@ OptimizeResult Optimizer::run() {
   result_.budget = budget_->to_json();
   result_.budget["stopped_by"] = to_string(result_.stopped_by);
   result_.wall_s = budget_->spend().wall_s;
+  result_.phases_s = phases_.seconds();
   const BudgetSpend spend = budget_->spend();
   journal_->set_meta("spent", {{"wall_s", spend.wall_s}, {"cost_usd", spend.cost_usd}});
   journal_->set_meta("status", result_.interrupted ? "interrupted" : "finished");

@@ -107,6 +107,7 @@
 #include "search/decisions.h"
 #include "search/lineage.h"
 #include "search/optimize_types.h"
+#include "search/phase_clock.h"
 #include "search/run_journal.h"
 #include "search/scheduler.h"
 #include "search/worker_pool.h"
@@ -187,7 +188,16 @@ class Optimizer {
   memory::Diagnosis diagnose(const CandidateRecord& record) const;
 
   // optimizer_loop.cpp: the expert hints, the steps and their planning
+  /// Step 0's builds, started before the reference is prepared where builds overlap timings
+  /// (cuda): the hints compile while the reference worker loads, computes the expected outputs
+  /// and times the reference, instead of after it. Only hints that come written (the built-in
+  /// kernels); a generator that writes its first kernel from the reference waits for it.
+  void start_hint_builds();
   void run_hints();
+  /// Starts the builds of `hints` (none for a candidate the journal replays or a duplicate of an
+  /// earlier hint of the batch): one future per hint, invalid where none started.
+  std::vector<std::shared_future<compile::Artifact>> submit_hint_builds(
+      const std::vector<generation::Proposal>& hints);
   /// Has the generator write the hints it planned without a source (the llm generator's first
   /// kernel for a task with no native reference); one it could not write is a generation
   /// failure, reported and dropped from `hints`. Returns the ids of the hints it was asked to
@@ -356,6 +366,8 @@ class Optimizer {
   const std::atomic<int>* interrupts_ = nullptr;
   std::function<double()> cost_usd_;
   std::function<double()> now_s_;
+  /// Where run()'s wall time goes (result.json phases_s); counts from run()'s start, on now_s_.
+  PhaseClock phases_;
 
   // State of one run().
   worker::DeviceInfo device_;
@@ -379,6 +391,10 @@ class Optimizer {
   std::map<std::string, generation::Proposal> proposals_;  // every candidate tried, by id
   int generation_failures_ = 0;
   bool first_written_by_generator_ = false;  // step 0's kernels came from the generator
+  /// start_hint_builds()'s hints and their builds, taken by run_hints().
+  std::optional<std::pair<std::vector<generation::Proposal>,
+                          std::vector<std::shared_future<compile::Artifact>>>>
+      early_hints_;
   std::map<std::string, std::string> originals_;  // duplicate key -> first candidate's id
   /// Evidence rows of the backend in the store when the run started (meta
   /// "memory_rows_at_start"): the rows a choice's support counts as prior (memory/support.h).

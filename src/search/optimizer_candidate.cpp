@@ -46,7 +46,10 @@ std::future<compile::Artifact> Optimizer::submit_screened(const generation::Prop
 
 Optimizer::Evaluated Optimizer::evaluate_now(const std::function<compile::Artifact()>& build) {
   Evaluated evaluated;
-  evaluated.artifact = build();
+  {
+    auto phase = phases_.enter("compile_wait");
+    evaluated.artifact = build();
+  }
   evaluated.outcome = evaluator_.evaluate(evaluated.artifact, workers_.at(0));
   return evaluated;
 }
@@ -61,6 +64,7 @@ std::vector<std::optional<Optimizer::Evaluated>> Optimizer::evaluate_batch(
     if (builds[i].valid()) pending.push_back(i);
   }
   if (!backends::get_backend(backend_).can.builds_overlap_timing) {
+    auto phase = phases_.enter("compile_wait");
     for (size_t i : pending) builds[i].wait();
   }
   // Never start more than the candidate budget has room for (the rest would be discarded).

@@ -26,12 +26,43 @@ std::function<Optimizer::Evaluated()> Optimizer::evaluated_or_now(
   };
 }
 
+void Optimizer::start_hint_builds() {
+  if (!backends::get_backend(backend_).can.builds_overlap_timing) return;
+  std::vector<generation::Proposal> hints = generator_.initial_proposals();
+  const bool all_written = std::all_of(hints.begin(), hints.end(), [](const auto& hint) {
+    return !hint.job.source.empty();
+  });
+  std::vector<std::shared_future<compile::Artifact>> builds;
+  if (all_written) builds = submit_hint_builds(hints);
+  early_hints_.emplace(std::move(hints), std::move(builds));
+}
+
+std::vector<std::shared_future<compile::Artifact>> Optimizer::submit_hint_builds(
+    const std::vector<generation::Proposal>& hints) {
+  std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
+  std::set<std::string> batch_keys;
+  for (size_t i = 0; i < hints.size(); ++i) {
+    if (!journal_->replay().candidate(hints[i].id) && !batch_duplicate(hints[i], batch_keys)) {
+      builds[i] = submit_screened(hints[i]).share();
+    }
+  }
+  return builds;
+}
+
 void Optimizer::run_hints() {
   // Expert hints, built in parallel, then evaluated: one at a time with one worker, else
   // concurrently on the pool (evaluate_batch); recorded and judged in their order either way.
   // With one worker a batch's builds all finish before any of its timings start: on cpu the
   // compilers would share the cores with the timed kernel.
-  std::vector<generation::Proposal> hints = generator_.initial_proposals();
+  std::vector<generation::Proposal> hints;
+  std::vector<std::shared_future<compile::Artifact>> builds;
+  if (early_hints_) {
+    hints = std::move(early_hints_->first);
+    builds = std::move(early_hints_->second);
+    early_hints_.reset();
+  } else {
+    hints = generator_.initial_proposals();
+  }
   const bool any_unwritten = std::any_of(hints.begin(), hints.end(), [](const auto& hint) {
     return hint.job.source.empty();
   });
@@ -40,18 +71,15 @@ void Optimizer::run_hints() {
                 : "step 0: expert hints (one kernel per parallel decomposition)");
   const std::set<std::string> written = write_hints(hints);
   first_written_by_generator_ = any_unwritten;
-  std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
+  if (builds.size() != hints.size()) builds = submit_hint_builds(hints);
   std::vector<const generation::Proposal*> batch;
-  std::set<std::string> batch_keys;
-  for (size_t i = 0; i < hints.size(); ++i) {
-    if (!journal_->replay().candidate(hints[i].id) && !batch_duplicate(hints[i], batch_keys)) {
-      builds[i] = submit_screened(hints[i]).share();
-    }
-    batch.push_back(&hints[i]);
-  }
+  for (const generation::Proposal& hint : hints) batch.push_back(&hint);
   const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;
   for (auto& build : builds) {
-    if (build.valid() && (workers_.size() == 1 || !overlap)) build.wait();
+    if (build.valid() && (workers_.size() == 1 || !overlap)) {
+      auto phase = phases_.enter("compile_wait");
+      build.wait();
+    }
   }
   std::vector<std::optional<Evaluated>> evaluated = evaluate_batch(batch, builds);
   for (size_t i = 0; i < hints.size(); ++i) {
@@ -372,7 +400,10 @@ void Optimizer::run_moves(std::vector<Move>& moves, int step) {
   }
   const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;
   for (auto& build : builds) {
-    if (build.valid() && (workers_.size() == 1 || !overlap)) build.wait();
+    if (build.valid() && (workers_.size() == 1 || !overlap)) {
+      auto phase = phases_.enter("compile_wait");
+      build.wait();
+    }
   }
   // A step's first attempts run concurrently on the pool; the repairs (each depends on the
   // failure before it) and everything recorded or decided follow in the plan's order.

@@ -4,6 +4,7 @@
 // real workers are never asked to run or time anything.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <future>
 #include <map>
 #include <string>
@@ -41,6 +42,7 @@ class SimulatedPlane : public evaluation::EvaluationPlane {
   // Baseline compile: prepare() "compiles" the reference (23.4 s, or fails) and time_paired()
   // gives it a turn in each round at compiled_ms.
   evaluation::TaskReport prepare(const compile::Artifact&) override {
+    if (on_prepare) on_prepare();
     evaluation::TaskReport report;
     if (policy_.baseline != BaselineKind::compile) return report;
     report.compile.ran = true;
@@ -132,6 +134,7 @@ class SimulatedPlane : public evaluation::EvaluationPlane {
   const Workload& timed_workload() const override { return timed_; }
   const evaluation::EvaluationPolicy& policy() const override { return policy_; }
 
+  std::function<void()> on_prepare;  // called when the reference is prepared
   int evaluated = 0;
   int loaded = 0;
   int full_rungs = 0;
@@ -174,12 +177,13 @@ class InstantBuilds : public compile::BuildQueue {
 class OptimizerPlaneTest : public OptimizerTest {
  protected:
   OptimizeResult run_simulated(SimulatedPlane& plane, InstantBuilds& builds,
-                               OptimizeOptions options, const fs::path& dir) {
+                               OptimizeOptions options, const fs::path& dir,
+                               const std::string& backend = "cpu") {
     generation::TemplatesGenerator generator(
         generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
     report::RunDirectory run_dir(dir, options.resume ? report::RunDirectory::Mode::resume
                                                      : report::RunDirectory::Mode::create);
-    Optimizer optimizer(task_, "cpu", options, *store_, generator, plane, builds, {&worker_},
+    Optimizer optimizer(task_, backend, options, *store_, generator, plane, builds, {&worker_},
                         reference_worker_, run_dir, [](const std::string&) {});
     return optimizer.run();
   }
@@ -219,6 +223,30 @@ TEST_F(OptimizerPlaneTest, MeasuresAndBuildsOnlyThroughTheInjectedPlaneAndQueue)
   auto db = report::RunDatabase::open(root_ / "simulated" / "run.sqlite");
   EXPECT_EQ(db->meta("options")->at("min_gain"), 0.05);
   EXPECT_EQ(db->meta("options")->at("final_rounds"), 3);
+}
+
+TEST_F(OptimizerPlaneTest, WhereBuildsOverlapTimingsTheHintsCompileWhileTheReferenceIsPrepared) {
+  // cuda (builds overlap timings): step 0's builds are queued before the reference worker
+  // prepares, so nvcc runs while the expected outputs are computed; cpu keeps its compilers off
+  // the cores that time the reference.
+  task_.reference_paths["cuda"] = task_.reference_paths.at("cpu");  // built by InstantBuilds
+  for (const std::string backend : {"cuda", "cpu"}) {
+    SimulatedPlane plane(task_, simulated_policy());
+    InstantBuilds builds;
+    int queued_at_prepare = -1;
+    plane.on_prepare = [&] { queued_at_prepare = builds.submitted; };
+    OptimizeOptions options;
+    options.steps = 0;
+    const OptimizeResult result =
+        run_simulated(plane, builds, options, root_ / ("early-" + backend), backend);
+    ASSERT_TRUE(result.best) << backend;
+    const int hints = static_cast<int>(result.candidates.size());
+    ASSERT_GT(hints, 1);
+    // The native reference's own build is queued just before it is prepared.
+    EXPECT_EQ(queued_at_prepare, (backend == "cuda" ? hints : 0) + 1) << backend;
+    EXPECT_EQ(builds.submitted, hints + 1) << backend;  // each hint built once either way
+    EXPECT_EQ(plane.evaluated, hints) << backend;
+  }
 }
 
 TEST_F(OptimizerPlaneTest, AResumedRunReplaysEveryDecisionWithoutMeasuringAgain) {

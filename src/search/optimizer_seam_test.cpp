@@ -139,6 +139,27 @@ TEST_F(OptimizerSeamTest, FailedCandidatesGoBackToTheGeneratorAndTheRepairIsEval
   EXPECT_EQ(store_->evidence_count(), 2);  // one piece of evidence per move, after its repairs
 }
 
+TEST_F(OptimizerSeamTest, ResultSaysWhereTheWallTimeWent) {
+  // result.json's phases_s (issue 18: what a suite spends outside evaluation): disjoint phases
+  // that sum to the run's wall time, the reference's preparation and the final rung among them.
+  ScriptedGenerator generator(family());
+  OptimizeOptions options;
+  options.steps = 1;
+  options.proposals_per_step = 1;
+  OptimizeResult result = run_with(generator, options);
+  ASSERT_TRUE(result.best.has_value());
+  double sum = 0.0;
+  for (const auto& [phase, seconds] : result.phases_s) {
+    EXPECT_GE(seconds, 0.0) << phase;
+    sum += seconds;
+  }
+  EXPECT_GT(result.phases_s.count("prepare"), 0u);
+  EXPECT_GT(result.phases_s.count("final"), 0u);
+  EXPECT_GT(result.phases_s.count("search"), 0u);
+  EXPECT_NEAR(sum, result.wall_s, 0.05 + 0.02 * result.wall_s);
+  EXPECT_TRUE(result.to_json().at("phases_s").is_object());
+}
+
 TEST_F(OptimizerSeamTest, RepairTriesAreBounded) {
   ScriptedGenerator generator(family());
   generator.broken_first = true;
