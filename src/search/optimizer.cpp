@@ -354,6 +354,7 @@ OptimizeResult Optimizer::run() {
   result_ = OptimizeResult{};
   result_.run_dir = run_dir_.path().string();
   result_.backend = backend_;
+  start_hint_builds();  // cuda: nvcc runs while the reference worker starts and prepares
   // The reference worker's hello carries the measured copy bandwidth and FMA rate.
   device_ = reference_worker_.device_info();
   toolchain_ = builds_.toolchain(backend_);
@@ -406,7 +407,6 @@ OptimizeResult Optimizer::run() {
   const std::string ablated = memory::to_string(options_.ablations);
   progress_(fmt::format("policy: {}{}", policy_->name(),
                         ablated.empty() ? "" : " (ablated: " + ablated + ")"));
-  start_hint_builds();
   {
     auto phase = phases_.enter("prepare");
     prepare_reference();

@@ -188,10 +188,12 @@ class Optimizer {
   memory::Diagnosis diagnose(const CandidateRecord& record) const;
 
   // optimizer_loop.cpp: the expert hints, the steps and their planning
-  /// Step 0's builds, started before the reference is prepared where builds overlap timings
-  /// (cuda): the hints compile while the reference worker loads, computes the expected outputs
-  /// and times the reference, instead of after it. Only hints that come written (the built-in
-  /// kernels); a generator that writes its first kernel from the reference waits for it.
+  /// Step 0's builds, started when run() starts where builds overlap timings (cuda): the hints
+  /// compile while the reference worker starts (a PyTorch reference: importing torch), computes
+  /// the expected outputs and times the reference, instead of after it. Only hints that come
+  /// written (the built-in kernels); a generator that writes its first kernel from the reference
+  /// waits for it. The journal is not open yet: a resumed run's replayed hints are built too
+  /// (the artifact cache answers) and dropped by run_hints.
   void start_hint_builds();
   void run_hints();
   /// Starts the builds of `hints` (none for a candidate the journal replays or a duplicate of an

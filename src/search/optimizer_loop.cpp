@@ -42,7 +42,10 @@ std::vector<std::shared_future<compile::Artifact>> Optimizer::submit_hint_builds
   std::vector<std::shared_future<compile::Artifact>> builds(hints.size());
   std::set<std::string> batch_keys;
   for (size_t i = 0; i < hints.size(); ++i) {
-    if (!journal_->replay().candidate(hints[i].id) && !batch_duplicate(hints[i], batch_keys)) {
+    // Started before the journal is open (start_hint_builds), every hint is built; run_hints
+    // drops the builds of those a resumed run replays.
+    const bool replayed = journal_ && journal_->replay().candidate(hints[i].id);
+    if (!replayed && !batch_duplicate(hints[i], batch_keys)) {
       builds[i] = submit_screened(hints[i]).share();
     }
   }
@@ -72,6 +75,9 @@ void Optimizer::run_hints() {
   const std::set<std::string> written = write_hints(hints);
   first_written_by_generator_ = any_unwritten;
   if (builds.size() != hints.size()) builds = submit_hint_builds(hints);
+  for (size_t i = 0; i < hints.size(); ++i) {
+    if (journal_->replay().candidate(hints[i].id)) builds[i] = {};  // recorded: not evaluated
+  }
   std::vector<const generation::Proposal*> batch;
   for (const generation::Proposal& hint : hints) batch.push_back(&hint);
   const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;

@@ -249,6 +249,27 @@ TEST_F(OptimizerPlaneTest, WhereBuildsOverlapTimingsTheHintsCompileWhileTheRefer
   }
 }
 
+TEST_F(OptimizerPlaneTest, AResumedCudaRunBuildsItsHintsEarlyButEvaluatesNoneAgain) {
+  // The early builds start before the run's journal is open: a resumed run builds its replayed
+  // hints too (the artifact cache answers), and must not evaluate them.
+  task_.reference_paths["cuda"] = task_.reference_paths.at("cpu");
+  OptimizeOptions options;
+  options.steps = 0;
+  SimulatedPlane first(task_, simulated_policy());
+  InstantBuilds first_builds;
+  const OptimizeResult recorded =
+      run_simulated(first, first_builds, options, root_ / "cuda-run", "cuda");
+  ASSERT_TRUE(recorded.best);
+  options.resume = true;
+  SimulatedPlane replay(task_, simulated_policy());
+  InstantBuilds replay_builds;
+  const OptimizeResult resumed =
+      run_simulated(replay, replay_builds, options, root_ / "cuda-run", "cuda");
+  EXPECT_EQ(replay.evaluated, 0);
+  ASSERT_TRUE(resumed.best);
+  EXPECT_EQ(resumed.best->id, recorded.best->id);
+}
+
 TEST_F(OptimizerPlaneTest, AResumedRunReplaysEveryDecisionWithoutMeasuringAgain) {
   OptimizeOptions options;
   options.steps = 4;
