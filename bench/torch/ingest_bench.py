@@ -208,13 +208,16 @@ OUTSIDE_PARTS = ("derivation", "child_start", "child_end", "search_bookkeeping",
 
 
 def check_breakdown(report_path):
-    """(evaluation seconds, the check's whole seconds or None) of a `kforge task --check
-    --report` file: its prepare phases but the workers' start, plus its timed calls (warm-up
-    left out: an underestimate of the evaluation)."""
+    """Evaluation seconds of a `kforge task --check --report` file: the check's own wall time
+    (its report's wall_s: workers' start, the reference's preparation and its timing) less its
+    workers' start. A report without wall_s: its prepare phases but the workers' start plus its
+    timed calls (warm-up and the harness's time between calls left out: an underestimate)."""
     if not report_path.exists():
         return 0.0
     report = json.loads(report_path.read_text())
     phases = report.get("phases", {})
+    if "wall_s" in report:
+        return max(0.0, report["wall_s"] - phases.get("workers", 0.0))
     work = sum(v for k, v in phases.items() if k != "workers")
     return work + sum(report.get("samples_ms", [])) / 1000.0
 
