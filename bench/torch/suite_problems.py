@@ -24,8 +24,9 @@ import torch.nn.functional as F
 
 '''
 
-# Served templates: (family, what, forward body, constructor, constants, inputs, init inputs).
-# {r}/{c} are filled per problem; "sizes" give (rows, cols) ranges per scale.
+# One-input [rows, cols] problems: (file-name kind, what it computes, forward body). The served
+# ones compute what a built-in family computes; the unserved ones what none does. The other
+# served kinds (NCHW channels, LayerNorm, matrix-vector, Linear epilogue) have makers below.
 SERVED = [
     ("relu", "ReLU of a [rows, cols] input", "return torch.relu(x)"),
     ("gelu", "GELU (erf) of a [rows, cols] input", "return F.gelu(x)"),

@@ -164,9 +164,10 @@ struct OptimizeResult {
   /// The best's lineage, from its expert hint to it (lineage.h); empty without a best.
   std::vector<LineageStep> lineage;
   /// Wall seconds of this session's run() by phase, disjoint, summing to its wall time
-  /// (phase_clock.h): "prepare" (workers' reference outputs, self-test, baselines), "compile_wait"
-  /// (the orchestrator waiting for candidate builds), "search" (candidate evaluation plus the
-  /// search's bookkeeping), "final" (the final choice and rung), "profile" (Nsight Compute).
+  /// (phase_clock.h): "prepare" (the reference's expected outputs, self-test, timing,
+  /// baselines), "compile_wait" (the orchestrator waiting for candidate builds), "search"
+  /// (candidate evaluation plus the search's bookkeeping), "final" (the final choice and rung),
+  /// "profile" (Nsight Compute).
   std::map<std::string, double> phases_s;
   /// Wall seconds before the run's budget clock started: run()'s own start (the reference
   /// worker's start) plus, added by `kforge optimize`, the process's time before run() (task

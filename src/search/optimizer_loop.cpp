@@ -63,6 +63,10 @@ void Optimizer::run_hints() {
     hints = std::move(early_hints_->first);
     builds = std::move(early_hints_->second);
     early_hints_.reset();
+    // Started before the journal was open: a resumed run's recorded hints are not evaluated.
+    for (size_t i = 0; i < builds.size(); ++i) {
+      if (journal_->replay().candidate(hints[i].id)) builds[i] = {};
+    }
   } else {
     hints = generator_.initial_proposals();
   }
@@ -75,9 +79,6 @@ void Optimizer::run_hints() {
   const std::set<std::string> written = write_hints(hints);
   first_written_by_generator_ = any_unwritten;
   if (builds.size() != hints.size()) builds = submit_hint_builds(hints);
-  for (size_t i = 0; i < hints.size(); ++i) {
-    if (journal_->replay().candidate(hints[i].id)) builds[i] = {};  // recorded: not evaluated
-  }
   std::vector<const generation::Proposal*> batch;
   for (const generation::Proposal& hint : hints) batch.push_back(&hint);
   const bool overlap = backends::get_backend(backend_).can.builds_overlap_timing;
