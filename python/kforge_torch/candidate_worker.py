@@ -12,13 +12,15 @@ worker's, and expected outputs never enter it. It speaks worker protocol v2
   ncu) the last call's forward, and only it, runs inside that NVTX range;
 - `time` times it with the reference worker's measurement policy, L2 flush and rotated input
   sets, with checked calls (candidate_timing.py);
-- `provide` is refused (ok: false), as kforge-worker refuses it.
+- `provide` is refused (ok: false), as kforge-worker refuses it;
+- `unload` forgets a candidate (its module, its copies, the timed input sets).
 
 The harness (timers, synchronize, its own functions) is snapshotted before any candidate is
 imported (candidate_guard.TamperWatch) and checked after every import and call.
 Exit status: 0 after shutdown or EOF, 1 when it cannot start, 3 after a sticky device error.
 """
 
+import gc
 import os
 import tempfile
 import types
@@ -84,8 +86,20 @@ class CandidateWorker(Worker):
                 release_copies(session)
         return self._candidates[handle]
 
+    def unload(self, request):
+        """UnloadRequest {handle} -> {}: drops the candidate's session and the timed input sets.
+        Its derived task stays (other candidates of the task share it)."""
+        handle = protocol.parse_unload_request(request)
+        self._session(handle)  # raises for an unknown handle
+        del self._candidates[handle]
+        self._timing_cache.key, self._timing_cache.sets = None, None
+        gc.collect()
+        return {}
+
     def dispatch(self, command, request):
         """The reply body of one request (Worker.dispatch's contract)."""
+        if command == "unload":
+            return self.unload(request)
         if command in ("hello", "load", "shutdown"):
             return super().dispatch(command, request)
         if command == "provide":

@@ -15,11 +15,19 @@ PROTOCOL_VERSION = 2
 EXIT_HARNESS_ERROR = 1  # could not start (no device, bad fds)
 EXIT_USAGE = 2          # bad command line
 EXIT_DEVICE_LOST = 3    # sticky device error: the client respawns the worker
-COMMANDS = ("hello", "load", "run", "time", "provide", "shutdown")
+COMMANDS = ("hello", "load", "run", "time", "provide", "unload", "shutdown")
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "bool")
 DISTRIBUTIONS = ("uniform", "normal", "heavy_tailed", "small", "pareto", "spike")
 REMAPS = ("none", "every_16th", "half_rows")  # InputRemap (src/worker/host_data.h)
 BASELINES = ("eager", "compile")  # TimeRequest::baseline: the module as given, torch.compile
+
+
+def parse_unload_request(request):
+    """The handle of an UnloadRequest {handle: int}; raises ProtocolError when it is missing."""
+    handle = request.get("handle")
+    if not isinstance(handle, int) or isinstance(handle, bool):
+        raise ProtocolError("unload needs field 'handle' (an integer)")
+    return handle
 
 
 class ProtocolError(Exception):

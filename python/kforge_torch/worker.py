@@ -5,10 +5,13 @@ its stdin/stdout: one JSON request per line, exactly one reply line per request 
 request's id and the hello's token. `load` takes a derived task file (docs/torch_tasks.md),
 `run` writes the module's outputs for kforge's generated inputs, `time` times forward (as
 PyTorch eager runs it, or compiled with torch.compile: the request's baseline),
-`provide` writes the provided inputs (get_inputs() values) candidate workers read.
+`provide` writes the provided inputs (get_inputs() values) candidate workers read, `unload`
+forgets a loaded task and what was kept for it (its models, compiled modules, timed input sets),
+so that one worker serves task after task (`kforge task --check-batch`).
 Exit status: 0 after shutdown or EOF, 1 when it cannot start, 3 after a sticky device error.
 """
 
+import gc
 import json
 import resource
 import sys
@@ -55,6 +58,20 @@ class Worker:
         self._tasks[handle] = task
         return {"verdict": "ok", "message": "", "handle": handle}
 
+    def unload(self, request):
+        """UnloadRequest {handle} -> {}: drops the task, the compiled modules built for it and
+        the timed input sets, then collects them so that their device memory goes back (the
+        caching allocator's share too, after the reply: release_cached_memory)."""
+        handle = protocol.parse_unload_request(request)
+        self._task(handle)  # raises for an unknown handle
+        task = self._tasks.pop(handle)
+        for key in [k for k in self._compiled if k[0] == id(task)]:
+            del self._compiled[key]
+        self._timing_cache.key, self._timing_cache.sets = None, None
+        del task
+        gc.collect()
+        return {}
+
     def dispatch(self, command, request):
         """The reply body (without ok/id/token) of one request; raises ProtocolError (or any
         exception) for a harness error."""
@@ -66,6 +83,8 @@ class Worker:
             return self.device.info(measure=bool(request.get("measure", False)))
         if command == "load":
             return self.load(request)
+        if command == "unload":
+            return self.unload(request)
         if command == "run":
             parsed = protocol.parse_run_request(request)
             reply = run_outputs(self._task(parsed.handle), self.device, parsed)

@@ -380,6 +380,43 @@ class HarnessErrorTest(WorkerTestCase):
 
 
 
+class UnloadTest(WorkerTestCase):
+    def test_an_unloaded_task_is_gone_and_others_keep_running(self):
+        task = softmax_task(self.directory)
+        first, second = self.load(task), self.load(task)
+        self.run_request(task, first, "tail")
+        self.assertTrue(self.worker.request("unload", handle=first)["ok"])
+        reply = self.worker.request("run", handle=first, signature=task["signature"],
+                                    workload=workload(task, "tail"),
+                                    output_path=self.output_file())
+        self.assertIs(reply["ok"], False)
+        self.assertIn("unknown kernel handle %d" % first, reply["error"])
+        again = self.worker.request("unload", handle=first)
+        self.assertIs(again["ok"], False)  # a second unload names the handle it does not know
+        self.assertIn("unknown kernel handle", again["error"])
+        reply, _ = self.run_request(task, second, "tail")
+        self.assertEqual(reply["verdict"], "ok")
+        missing = self.worker.request("unload")
+        self.assertIs(missing["ok"], False)
+        self.assertIn("unload needs field 'handle'", missing["error"])
+
+    def test_unload_drops_the_tasks_compiled_modules_and_timed_inputs(self):
+        from kforge_torch.worker import Worker
+        from kforge_torch.device import Device
+        worker = Worker(Device("cpu", 0))
+        task = softmax_task(self.directory)
+        handle = worker.load({"path": task["path"]})["handle"]
+        kept = worker._tasks[handle]
+        other = object()
+        worker._compiled[(id(kept), "tail", 1)] = "compiled for the task"
+        worker._compiled[(id(other), "tail", 1)] = "compiled for another task"
+        worker._timing_cache.key, worker._timing_cache.sets = "k", ["sets"]
+        self.assertEqual(worker.dispatch("unload", {"handle": handle}), {})
+        self.assertNotIn(handle, worker._tasks)
+        self.assertEqual(list(worker._compiled.values()), ["compiled for another task"])
+        self.assertIsNone(worker._timing_cache.sets)
+
+
 class ExitTest(unittest.TestCase):
     def test_shutdown_and_eof_exit_zero(self):
         worker = WorkerProcess("cpu")

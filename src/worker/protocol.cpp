@@ -13,12 +13,13 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<Command, const char*>, 6> kCommandNames = {{
+constexpr std::array<std::pair<Command, const char*>, 7> kCommandNames = {{
     {Command::hello, "hello"},
     {Command::load, "load"},
     {Command::run, "run"},
     {Command::time, "time"},
     {Command::provide, "provide"},
+    {Command::unload, "unload"},
     {Command::shutdown, "shutdown"},
 }};
 
@@ -93,7 +94,7 @@ Command parse_command(const std::string& name) {
     if (name == known) return value;
   }
   throw Error("unknown worker command '" + name +
-              "' (expected one of hello, load, run, time, shutdown)");
+              "' (expected one of hello, load, run, time, provide, unload, shutdown)");
 }
 
 namespace {

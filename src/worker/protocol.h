@@ -6,8 +6,9 @@
 // not errors). The first exchange is always `hello`, which hands the worker a random session
 // token; every later reply must carry it, so a line a candidate forges on the result channel is
 // recognised as forged. A client refuses a worker whose protocol_version differs.
-// Commands: hello, load, run, time, provide, shutdown (provide: reference workers of PyTorch
-// tasks only).
+// Commands: hello, load, run, time, provide, unload, shutdown (provide: reference workers of
+// PyTorch tasks only; unload {"handle": h} forgets a loaded kernel or task and frees what the
+// worker keeps for it, so that one worker can serve task after task: `kforge task --check-batch`).
 //
 // The worker never judges correctness (version 1 did): `run` writes a kernel's outputs to a file
 // and kforge's orchestrator compares them with expected outputs computed by a different worker
@@ -39,7 +40,7 @@ inline constexpr int kWorkerExitHarnessError = 1;  // could not start (no device
 inline constexpr int kWorkerExitUsage = 2;         // bad command line
 inline constexpr int kWorkerExitDeviceLost = 3;    // sticky device error: respawn before reuse
 
-enum class Command { hello, load, run, time, provide, shutdown };
+enum class Command { hello, load, run, time, provide, unload, shutdown };
 std::string to_string(Command command);
 Command parse_command(const std::string& name);  // throws Error on unknown names
 

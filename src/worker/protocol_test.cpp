@@ -28,7 +28,7 @@ Signature sample_signature() {
 TEST(Protocol, CommandNamesRoundTrip) {
   for (Command command :
        {Command::hello, Command::load, Command::run, Command::time, Command::provide,
-        Command::shutdown}) {
+        Command::unload, Command::shutdown}) {
     EXPECT_EQ(parse_command(to_string(command)), command);
   }
   EXPECT_EQ(to_string(Command::time), "time");

@@ -120,6 +120,14 @@ json Server::dispatch(Command command, const json& request) {
     case Command::provide:
       throw Error("kforge-worker cannot write provided inputs: only the reference worker of a "
                   "PyTorch task (python3 -m kforge_torch worker) runs the problem's get_inputs()");
+    case Command::unload: {
+      // The library stays mapped (a kernel may have left threads or callbacks in it); the
+      // handle and the input sets timed for it go.
+      const int handle = request.at("handle").get<int>();
+      if (kernels_.erase(handle) == 0) throw Error("unknown kernel handle " + std::to_string(handle));
+      timing_cache_ = {};
+      return json::object();
+    }
     case Command::shutdown:
       shutdown_ = true;
       return json::object();

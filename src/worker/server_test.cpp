@@ -110,6 +110,18 @@ TEST_F(ServerTest, LoadChecksTheEntryPointAndAbi) {
   EXPECT_NE(reply.at("message").get<std::string>().find("cannot load"), std::string::npos);
 }
 
+TEST_F(ServerTest, UnloadForgetsAHandle) {
+  const std::string path = build_cpu_kernel(
+      "server_unloaded", "extern \"C\" int kforge_run(const void*) { return 0; }\n");
+  const json loaded = ask({{"cmd", "load"}, {"id", 1}, {"path", path}});
+  ASSERT_EQ(loaded.at("verdict"), "ok");
+  const int handle = loaded.at("handle").get<int>();
+  EXPECT_EQ(ask({{"cmd", "unload"}, {"id", 2}, {"handle", handle}}).at("ok"), true);
+  const json again = ask({{"cmd", "unload"}, {"id", 3}, {"handle", handle}});
+  EXPECT_EQ(again.at("ok"), false);
+  EXPECT_NE(again.at("error").get<std::string>().find("unknown kernel handle"), std::string::npos);
+}
+
 TEST_F(ServerTest, ShutdownEndsTheServeLoop) {
   EXPECT_FALSE(server_.should_exit());
   EXPECT_EQ(ask({{"cmd", "shutdown"}, {"id", 7}}).at("ok"), true);

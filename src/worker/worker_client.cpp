@@ -315,6 +315,7 @@ LoadResult ProcessWorker::load(const LoadRequest& request, double timeout_s) {
     return result;
   }
   handle_loads_.push_back(request);
+  unloaded_.push_back(false);
   const int client_handle = static_cast<int>(handle_loads_.size());
   if (process_) worker_handles_[client_handle] = result.handle;
   result.handle = client_handle;
@@ -325,6 +326,10 @@ std::optional<ProcessWorker::Outcome> ProcessWorker::resolve(int client_handle, 
                                                              int* worker_handle) {
   if (client_handle < 1 || client_handle > static_cast<int>(handle_loads_.size())) {
     throw Error("unknown kernel handle " + std::to_string(client_handle) + " for " + describe());
+  }
+  if (unloaded_[client_handle - 1]) {
+    throw Error("kernel handle " + std::to_string(client_handle) + " of " + describe() +
+                " was unloaded");
   }
   ensure_started();
   if (auto found = worker_handles_.find(client_handle); found != worker_handles_.end()) {
@@ -369,6 +374,35 @@ ProvideResult ProcessWorker::provide(const ProvideRequest& request, double timeo
     return decode<ProvideResult>(std::move(*failure), Command::load);
   }
   return decode<ProvideResult>(exchange(Command::provide, sent, timeout_s), Command::provide);
+}
+
+bool ProcessWorker::unload(int handle, double timeout_s, std::string* error) {
+  if (handle < 1 || handle > static_cast<int>(handle_loads_.size())) {
+    throw Error("unknown kernel handle " + std::to_string(handle) + " for " + describe());
+  }
+  if (unloaded_[handle - 1]) return true;
+  unloaded_[handle - 1] = true;
+  const auto mapped = worker_handles_.find(handle);
+  if (mapped == worker_handles_.end()) return true;  // not in this process: nothing to free
+  const int worker_handle = mapped->second;
+  worker_handles_.erase(mapped);
+  if (!process_) return true;
+  try {
+    const Outcome outcome = exchange(Command::unload, json{{"handle", worker_handle}}, timeout_s);
+    if (outcome.verdict == Verdict::ok) return true;
+    if (error != nullptr) *error = outcome.message;
+  } catch (const Error& e) {  // {"ok": false}: e.g. a worker of an older kforge
+    if (error != nullptr) *error = e.what();
+  }
+  return false;
+}
+
+std::vector<int> ProcessWorker::loaded_handles() const {
+  std::vector<int> handles;
+  for (size_t i = 0; i < unloaded_.size(); ++i) {
+    if (!unloaded_[i]) handles.push_back(static_cast<int>(i) + 1);
+  }
+  return handles;
 }
 
 void ProcessWorker::shutdown() {

@@ -101,6 +101,15 @@ class ProcessWorker final : public Worker {
   /// Sends shutdown and reaps the worker (killing its group if it does not exit within
   /// exit_timeout_s). Idempotent, never throws; handles stay valid (a later call respawns).
   void shutdown() override;
+  /// Forgets client handle `handle`: the running worker is asked (protocol `unload`) to drop the
+  /// kernel or task and what it keeps for it (device memory, input sets), and a respawned worker
+  /// will not load it again. Later calls on the handle throw Error. Idempotent; an unknown handle
+  /// throws Error. Returns false (and keeps going) when the running worker could not do it: it
+  /// crashed or timed out (then it is killed and respawned on the next call, which frees it all
+  /// the same) or refused (`error` says why).
+  bool unload(int handle, double timeout_s, std::string* error = nullptr);
+  /// The client handles loaded and not unloaded, ascending.
+  std::vector<int> loaded_handles() const;
 
   /// Process id of the running worker, or -1.
   int pid() const;
@@ -138,6 +147,7 @@ class ProcessWorker final : public Worker {
   DeviceInfo info_;
   std::vector<LoadRequest> handle_loads_;  // client handle h -> handle_loads_[h - 1]
   std::map<int, int> worker_handles_;      // client handle -> handle in the running process
+  std::vector<bool> unloaded_;             // client handle h -> unloaded_[h - 1]
   std::string last_stderr_tail_;
   std::string lost_cause_;  // why the last process is gone, if not by shutdown(); see on_restart
   std::string token_;       // this worker process's session token (hello)

@@ -326,6 +326,35 @@ TEST_F(ProcessWorkerTest, ShutdownIsIdempotentAndHandlesSurviveIt) {
   EXPECT_EQ(worker_.spawn_count(), 2);
 }
 
+TEST_F(ProcessWorkerTest, AnUnloadedHandleIsGoneHereAndInARespawnedWorker) {
+  const int other = load_kernel("other", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
+  EXPECT_EQ(worker_.loaded_handles(), (std::vector<int>{correct_, other}));
+  std::string error;
+  EXPECT_TRUE(worker_.unload(correct_, kTimeoutS, &error)) << error;
+  EXPECT_TRUE(worker_.unload(correct_, kTimeoutS)) << "idempotent";
+  EXPECT_EQ(worker_.loaded_handles(), (std::vector<int>{other}));
+  try {
+    check(correct_);
+    ADD_FAILURE() << "a call on an unloaded handle must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("was unloaded"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(worker_.unload(99, kTimeoutS), Error);
+  // A respawned worker loads the handles still in use, and only those.
+  const int pid = worker_.pid();
+  ::kill(pid, SIGKILL);
+  for (int i = 0; i < 200 && process_alive(pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(check(other).verdict, Verdict::ok);
+  EXPECT_EQ(worker_.spawn_count(), 2);
+  // The respawned worker holds `other` (reloaded above) and lets it go when asked.
+  EXPECT_TRUE(worker_.unload(other, kTimeoutS, &error)) << error;
+  EXPECT_TRUE(worker_.loaded_handles().empty());
+  const int fresh = load_kernel("fresh", "for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i];");
+  EXPECT_EQ(check(fresh).verdict, Verdict::ok);
+}
+
 TEST(ProcessWorkerSandbox, NoWritesOutsideScratchAndNoNetwork) {
   // Only bubblewrap sandboxes the filesystem and network (the unshare fallback does not).
   const Sandbox sandbox = detect_sandbox({.bubblewrap = true, .unshare = false});
