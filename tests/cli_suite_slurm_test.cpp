@@ -325,7 +325,7 @@ TEST_F(SlurmSuiteTest, RetryFailedResubmitsAJobSlurmCancelledOnceAndTheTaskCompl
 }
 
 // A PyTorch problem no built-in family serves (a cumulative sum): the suite runs only its
-// reference, `kforge task --check`.
+// reference, in a batch of reference checks (`kforge task --check-batch`).
 constexpr const char* kCumsumProblem = R"(import torch
 import torch.nn as nn
 
@@ -346,7 +346,7 @@ def get_init_inputs():
 TEST_F(SlurmSuiteTest, AnUnservedProblemsReferenceCheckIsAJobOfItsOwnAndIsNotResubmitted) {
   fs::create_directories(dir_ / "tasks");
   std::ofstream(dir_ / "tasks" / "cumsum.py") << kCumsumProblem;
-  const fs::path job_json = suite() / "jobs" / "cumsum" / "job.json";
+  const fs::path job_json = suite() / "jobs" / "checks-cumsum" / "job.json";
   auto job_id = [&] { return nlohmann::json::parse(read_file(job_json)).value("job_id", ""); };
   auto cumsum = [&](const char* field) {
     for (const nlohmann::json& row : rows()) {
@@ -365,7 +365,7 @@ TEST_F(SlurmSuiteTest, AnUnservedProblemsReferenceCheckIsAJobOfItsOwnAndIsNotRes
   const Clock::time_point start = Clock::now();
   while (cancelled.empty() && Clock::now() - start < std::chrono::seconds(120)) {
     for (const auto& [id, name] : running_jobs()) {
-      if (name != "kforge-cumsum") continue;
+      if (name != "kforge-checks-cumsum") continue;
       ASSERT_TRUE(process::run_command({"scancel", id}, 30).succeeded());
       cancelled = id;
     }
@@ -385,25 +385,28 @@ TEST_F(SlurmSuiteTest, AnUnservedProblemsReferenceCheckIsAJobOfItsOwnAndIsNotRes
   std::cerr << "[ slurm    ] the cancelled check's row: " << cumsum("failure").get<std::string>()
             << "\n";
 
-  // 2. The same command submits the check again; the job runs `kforge task --check` with the
-  //    driver's options, writes no memory, and the row gets the reference's time.
+  // 2. The same command submits the check again; the job runs `kforge task --check-batch` with
+  //    the driver's options, writes no memory, and the row gets the reference's time.
   process::CommandResult second = process::run_command(kforge_argv(suite_args(false)), 300);
   EXPECT_EQ(second.exit_code, 3) << "not served: no error, not correct\n" << second.output;
-  EXPECT_NE(second.output.find("cumsum: running its reference (kforge task --check"),
+  EXPECT_NE(second.output.find("cumsum: its reference is checked with the next batch"),
             std::string::npos)
       << second.output;
   const nlohmann::json job = nlohmann::json::parse(read_file(job_json));
   EXPECT_EQ(job.value("kind", ""), "reference_check") << job.dump(2);
   EXPECT_NE(job.value("job_id", ""), cancelled) << "a new job";
-  const std::string script = read_file(suite() / "jobs" / "cumsum" / "job.sh");
-  EXPECT_NE(script.find("'task' '" + (suite() / "derived" / "cumsum.toml").string() +
-                        "' '--check' '--report' '" + (suite() / "checks" / "cumsum.json").string() +
+  const std::string script = read_file(suite() / "jobs" / "checks-cumsum" / "job.sh");
+  EXPECT_NE(script.find("'task' '--check-batch' '" +
+                        (suite() / "checks" / "checks-cumsum.batch.json").string() +
                         "' '--backend' 'cpu'"),
             std::string::npos)
       << script;
+  EXPECT_NE(read_file(suite() / "checks" / "checks-cumsum.batch.json")
+                .find((suite() / "derived" / "cumsum.toml").string()),
+            std::string::npos);
   EXPECT_EQ(script.find("--memory"), std::string::npos) << script;
-  EXPECT_FALSE(fs::exists(suite() / "jobs" / "cumsum" / "memory.sqlite"));
-  EXPECT_EQ(read_file(suite() / "jobs" / "cumsum" / "exit_code"), "0\n");
+  EXPECT_FALSE(fs::exists(suite() / "jobs" / "checks-cumsum" / "memory.sqlite"));
+  EXPECT_EQ(read_file(suite() / "jobs" / "checks-cumsum" / "exit_code"), "0\n");
   EXPECT_EQ(cumsum("status"), "not served") << rows().dump(2);
   EXPECT_EQ(cumsum("reference_check"), "ran") << rows().dump(2);
   EXPECT_GT(cumsum("reference_ms").get<double>(), 0.0) << rows().dump(2);

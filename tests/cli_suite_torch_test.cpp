@@ -183,7 +183,7 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
   EXPECT_FALSE(fs::exists(suite_dir() / "broken"));
   // A derived problem no family serves under the templates generator: a row that says so and
   // names the families tried, its log why each did not fit; no optimize child ran, and it is no
-  // error. Its reference still ran (kforge task --check), and the row has its time.
+  // error. Its reference still ran (kforge task --check-batch), and the row has its time.
   EXPECT_EQ(row("cumsum")["status"], "not served") << row("cumsum").dump(2);
   EXPECT_EQ(row("cumsum")["exit"], "not run");
   EXPECT_NE(row("cumsum")["failure"].get<std::string>().find("no built-in kernel family"),
@@ -203,7 +203,8 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
       nlohmann::json::parse(read_file(suite_dir() / "checks" / "cumsum.json"));
   EXPECT_TRUE(check["ok"].get<bool>()) << check.dump(2);
   EXPECT_EQ(check["backend"], "cpu");
-  EXPECT_NE(read_file(suite_dir() / "logs" / "cumsum.check.log").find("--check"), std::string::npos);
+  EXPECT_NE(read_file(suite_dir() / "logs" / "checks-cumsum.log").find("[1/1] cumsum: reference of"),
+            std::string::npos);
   // The served problem's row has the reference's final-rung time.
   EXPECT_GT(row("my_softmax")["reference_ms"].get<double>(), 0.0) << row("my_softmax").dump(2);
 
@@ -259,15 +260,20 @@ TEST_F(CliSuiteTorchTest, ContinuedSuiteDerivesAgainOnlyChangedOrUnfinishedProbl
       << third.output;
   EXPECT_EQ(third.output.find("reused"), std::string::npos) << third.output;
   EXPECT_NE(read_file(toml).find(sha256_hex(changed)), std::string::npos);
-  EXPECT_NE(third.output.find("running its reference (kforge task --check"), std::string::npos)
+  EXPECT_NE(third.output.find("its reference is checked with the next batch"), std::string::npos)
       << third.output;
 }
 
 TEST_F(CliSuiteTorchTest, AProblemWhoseReferenceCannotRunIsAnErrorRowAndTheSuiteGoesOn) {
+  // One batch checks all three: the check after the failing one still runs on its workers.
   write_problem("cumsum.py", kCumsum);
   write_problem("too_large.py", testing::kTooLargeProblem);
+  write_problem("z_cumsum.py", kCumsum);
   process::CommandResult result = suite();
   ASSERT_EQ(result.exit_code, 1) << result.output;  // too_large errored
+  EXPECT_NE(result.output.find("checking 3 unserved problem(s)' references in one batch"),
+            std::string::npos) << result.output;
+  EXPECT_EQ(row("z_cumsum")["reference_check"], "ran") << row("z_cumsum").dump(2);
   EXPECT_EQ(row("too_large")["status"], "error") << row("too_large").dump(2);
   EXPECT_EQ(row("too_large")["exit"], "reference check failed");
   EXPECT_NE(row("too_large")["failure"].get<std::string>().find(

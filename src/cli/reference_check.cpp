@@ -74,15 +74,85 @@ compile::Artifact reference_artifact(const Task& task, const std::string& backen
 
 }  // namespace
 
+ReferenceWorkers::ReferenceWorkers(std::string backend, int device)
+    : backend_(std::move(backend)), device_(device) {}
+
+ReferenceWorkers::~ReferenceWorkers() {
+  for (Plane* plane : {torch_plane_.get(), native_plane_.get()}) {
+    if (plane == nullptr) continue;
+    if (plane->router) plane->router->shutdown();
+    plane->candidates->shutdown();
+    plane->reference->shutdown();
+  }
+}
+
+ReferenceWorkers::Plane& ReferenceWorkers::plane(const Task& task) {
+  const bool torch = task.has_torch_reference();
+  std::unique_ptr<Plane>& slot = torch ? torch_plane_ : native_plane_;
+  if (slot) return *slot;
+  auto plane = std::make_unique<Plane>();
+  plane->configs = worker_configs(task, backend_, device_);
+  plane->candidates = std::make_unique<worker::ProcessWorker>(plane->configs.candidate);
+  plane->candidate_plane = plane->candidates.get();
+  if (torch) {
+    plane->python_candidates =
+        std::make_unique<worker::ProcessWorker>(plane->configs.python_candidate);
+    plane->router =
+        std::make_unique<worker::CandidateRouter>(*plane->candidates, *plane->python_candidates);
+    plane->candidate_plane = plane->router.get();
+  }
+  plane->reference = std::make_unique<worker::ProcessWorker>(plane->configs.reference);
+  slot = std::move(plane);
+  return *slot;
+}
+
+std::vector<std::string> ReferenceWorkers::release_tasks() {
+  constexpr double kUnloadTimeoutS = 60.0;  // dropping a model and collecting: well under
+  std::vector<std::string> problems;
+  for (Plane* plane : {torch_plane_.get(), native_plane_.get()}) {
+    if (plane == nullptr) continue;
+    for (worker::ProcessWorker* worker :
+         {plane->reference.get(), plane->candidates.get(), plane->python_candidates.get()}) {
+      if (worker == nullptr) continue;
+      for (const int handle : worker->loaded_handles()) {
+        std::string error;
+        if (!worker->unload(handle, kUnloadTimeoutS, &error)) {
+          problems.push_back(fmt::format("unloading handle {}: {}", handle, error));
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptions& options,
                                      evaluation::EvaluationPolicy policy)
     : start_(std::chrono::steady_clock::now()) {
+  std::string why;
+  const std::string backend = resolve_backend(options.backend, options.device, &why);
+  if (options.backend == "auto" && !why.empty()) check_.notes.push_back(why);
+  owned_workers_ = std::make_unique<ReferenceWorkers>(backend, options.device);
+  prepare(task, options, policy);
+}
+
+PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptions& options,
+                                     ReferenceWorkers& shared,
+                                     evaluation::EvaluationPolicy policy)
+    : start_(std::chrono::steady_clock::now()) {
+  plane_ = &shared.plane(task);
+  check_.backend = shared.backend();
+  prepare(task, options, policy);
+}
+
+void PreparedReference::prepare(const Task& task, const ReferenceCheckOptions& options,
+                                evaluation::EvaluationPolicy policy) {
   ReferenceCheck& check = check_;
   check.task = task.name;
   check.task_hash = task_hash(task);
-  std::string why;
-  check.backend = resolve_backend(options.backend, options.device, &why);
-  if (options.backend == "auto" && !why.empty()) check.notes.push_back(why);
+  if (owned_workers_) {
+    check.backend = owned_workers_->backend();
+    plane_ = &owned_workers_->plane(task);
+  }
   const Workload& timed = first_timed(task);
   check.timed_workload = timed.name;
   check.bytes_per_call = static_cast<double>(bytes_per_call(task, timed));
@@ -97,20 +167,9 @@ PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptio
   scratch_ = std::make_unique<ScratchDir>("kforge-check");
   compile::Artifact artifact =
       reference_artifact(task, check.backend, options, *scratch_, check.reference);
-  WorkerConfigs configs = worker_configs(task, check.backend, options.device);
-  candidate_config_ = configs.candidate;
-  python_candidate_config_ = configs.python_candidate;
-  candidates_ = std::make_unique<worker::ProcessWorker>(configs.candidate);
-  candidate_plane_ = candidates_.get();
-  if (task.has_torch_reference()) {
-    python_candidates_ = std::make_unique<worker::ProcessWorker>(configs.python_candidate);
-    router_ = std::make_unique<worker::CandidateRouter>(*candidates_, *python_candidates_);
-    candidate_plane_ = router_.get();
-  }
-  reference_ = std::make_unique<worker::ProcessWorker>(configs.reference);
-  evaluator_ =
-      std::make_unique<evaluation::Evaluator>(*candidate_plane_, *reference_, task, policy);
-  // The workers' destructors shut them down if what follows throws.
+  evaluator_ = std::make_unique<evaluation::Evaluator>(*plane_->candidate_plane,
+                                                       *plane_->reference, task, policy);
+  // The workers' owner shuts them down if what follows throws.
   check.report = with_context("reference " + check.reference,
                               [&] { return evaluator_->prepare(artifact); });
   const std::optional<compile::Artifact> fp32_model = evaluation::fp32_model_artifact(
@@ -128,9 +187,7 @@ PreparedReference::PreparedReference(const Task& task, const ReferenceCheckOptio
 
 PreparedReference::~PreparedReference() {
   evaluator_.reset();
-  if (router_) router_->shutdown();
-  if (candidates_) candidates_->shutdown();
-  if (reference_) reference_->shutdown();
+  owned_workers_.reset();  // shuts them down; shared ones stay
 }
 
 double PreparedReference::seconds() const {

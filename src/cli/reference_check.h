@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/worker_setup.h"
 #include "common/scratch_dir.h"
 #include "core/task.h"
 #include "evaluation/evaluator.h"
@@ -47,6 +48,48 @@ struct ReferenceCheck {
   double wall_s = 0.0;                // the whole check, workers' start included
 };
 
+/// The worker processes of one backend and device, kept for task after task: a batch of checks
+/// (`kforge task --check-batch`) starts the torch reference worker (an `import torch` and a
+/// device context: seconds) once, not once per task. Two planes, made at first use: one for
+/// PyTorch tasks (the torch reference worker, kforge-worker, the Python candidate worker behind
+/// a router) and one for native tasks (two kforge-workers). Processes start lazily, at their
+/// first request.
+class ReferenceWorkers {
+ public:
+  /// The workers of one task kind.
+  struct Plane {
+    WorkerConfigs configs;
+    std::unique_ptr<worker::ProcessWorker> candidates;
+    std::unique_ptr<worker::ProcessWorker> python_candidates;  // PyTorch tasks only
+    std::unique_ptr<worker::CandidateRouter> router;           // PyTorch tasks only
+    std::unique_ptr<worker::ProcessWorker> reference;
+    worker::Worker* candidate_plane = nullptr;  // router, else candidates
+  };
+
+  /// `backend` resolved (cpu or cuda), `device` its index. Starts nothing.
+  ReferenceWorkers(std::string backend, int device);
+  /// Shuts every worker down.
+  ~ReferenceWorkers();
+  ReferenceWorkers(const ReferenceWorkers&) = delete;
+  ReferenceWorkers& operator=(const ReferenceWorkers&) = delete;
+
+  const std::string& backend() const { return backend_; }
+  int device() const { return device_; }
+  /// The plane for `task` (a PyTorch task's, or a native task's), made at the first call.
+  Plane& plane(const Task& task);
+  /// Unloads every kernel and task still loaded on the workers (protocol `unload`): what the
+  /// last task left there (its model, compiled modules, input sets, device memory) goes before
+  /// the next. A worker that cannot (it crashed: then it is respawned at the next request) is
+  /// said in the returned lines, one per handle.
+  std::vector<std::string> release_tasks();
+
+ private:
+  std::string backend_;
+  int device_ = 0;
+  std::unique_ptr<Plane> torch_plane_;
+  std::unique_ptr<Plane> native_plane_;
+};
+
 /// A task's reference prepared on its workers and timed, as `kforge optimize` has it before its
 /// search, kept open for candidates: `kforge task --check` reads check() and stops, `kforge
 /// eval` goes on to evaluate a kernel on candidates() through evaluator().
@@ -58,7 +101,12 @@ class PreparedReference {
   /// crashes, raises, does not fit the device, fails its own self-test or cannot be timed.
   PreparedReference(const Task& task, const ReferenceCheckOptions& options,
                     evaluation::EvaluationPolicy policy = {});
-  /// Shuts both workers down.
+  /// The same on `shared` workers (its backend and device; options.backend and options.device
+  /// are not read), which outlive this object; what the task loaded there stays until
+  /// shared.release_tasks().
+  PreparedReference(const Task& task, const ReferenceCheckOptions& options,
+                    ReferenceWorkers& shared, evaluation::EvaluationPolicy policy = {});
+  /// Shuts the workers down unless they are shared.
   ~PreparedReference();
   PreparedReference(const PreparedReference&) = delete;
   PreparedReference& operator=(const PreparedReference&) = delete;
@@ -67,29 +115,29 @@ class PreparedReference {
   evaluation::Evaluator& evaluator() { return *evaluator_; }
   /// Where candidates run: kforge-worker, or for a PyTorch task a router that also sends
   /// ModelNew sources (.py) to a Python candidate worker of their own (candidate_router.h).
-  worker::Worker& candidates() { return *candidate_plane_; }
+  worker::Worker& candidates() { return *plane_->candidate_plane; }
   /// The candidate worker's configuration (a profiler starts its own worker with it).
-  const worker::ProcessWorkerConfig& candidate_config() const { return candidate_config_; }
+  const worker::ProcessWorkerConfig& candidate_config() const {
+    return plane_->configs.candidate;
+  }
   /// The Python candidate worker's configuration (ModelNew candidates of a PyTorch task; a
   /// profiler starts its own with it); an empty worker_path for a task without one.
   const worker::ProcessWorkerConfig& python_candidate_config() const {
-    return python_candidate_config_;
+    return plane_->configs.python_candidate;
   }
   /// Seconds since the constructor started.
   double seconds() const;
 
  private:
+  void prepare(const Task& task, const ReferenceCheckOptions& options,
+               evaluation::EvaluationPolicy policy);
+
   ReferenceCheck check_;
   std::chrono::steady_clock::time_point start_;
   std::unique_ptr<ScratchDir> scratch_;
-  worker::ProcessWorkerConfig candidate_config_;
-  worker::ProcessWorkerConfig python_candidate_config_;
-  std::unique_ptr<worker::ProcessWorker> candidates_;
-  std::unique_ptr<worker::ProcessWorker> python_candidates_;
-  std::unique_ptr<worker::CandidateRouter> router_;
-  worker::Worker* candidate_plane_ = nullptr;
-  std::unique_ptr<worker::ProcessWorker> reference_;
-  std::unique_ptr<evaluation::Evaluator> evaluator_;
+  std::unique_ptr<ReferenceWorkers> owned_workers_;  // null when shared
+  ReferenceWorkers::Plane* plane_ = nullptr;
+  std::unique_ptr<evaluation::Evaluator> evaluator_;  // last: goes first, workers still there
 };
 
 /// Runs the check (a PreparedReference, then shut down). Throws as PreparedReference does.

@@ -142,6 +142,7 @@ class SuiteRunner {
       if (done) land(i, std::move(*done), progress);
       while (executor_.free_slots() == 0 && !suite_stopped()) collect(executor_.wait_any());
     }
+    if (!queued_checks_.empty() && !suite_stopped()) start_checks();  // the last, partial batch
     while (executor_.in_flight() > 0 && !suite_stopped()) collect(executor_.wait_any());
     if (suite_stopped()) collect(executor_.cancel_all());
     return !suite_stopped();
@@ -179,14 +180,44 @@ class SuiteRunner {
       if (started == started_.end()) continue;  // not started by this runner: cannot happen
       Started task = std::move(started->second);
       started_.erase(started);
-      if (task.check) {
-        if (!end.note.empty()) say(task.row.name + ": " + end.note);
-        finish_reference_check(check_setup(task.row.name), end, task.row);
-        land(task.index, std::move(task.row), task.progress);
+      if (!task.batch.empty()) {  // a batch of reference checks
+        if (!end.note.empty()) say(end.label + ": " + end.note);
+        std::vector<report::SuiteRow*> rows;
+        for (Started& check : task.batch) rows.push_back(&check.row);
+        finish_reference_checks(check_setup("checks"), end, rows);
+        for (Started& check : task.batch) land(check.index, std::move(check.row), check.progress);
       } else {
         land(task.index, end_row(std::move(task.row), end), task.progress);
       }
     }
+  }
+
+  // Starts the queued reference checks as one batch on the executor (a free slot is there); a
+  // batch the executor refuses makes each of its tasks an error row.
+  void start_checks() {
+    std::vector<Started> batch = std::move(queued_checks_);
+    queued_checks_.clear();
+    std::vector<QueuedCheck> checks;
+    for (const Started& check : batch) checks.push_back({check.row.name, check.task_file});
+    const std::string label = "checks-" + batch.front().row.name;
+    try {
+      const executor::TaskLaunch launch =
+          reference_check_batch_launch(check_setup("checks"), checks, label);
+      say(fmt::format("checking {} unserved problem(s)' references in one batch (kforge task "
+                      "--check-batch; log {})", checks.size(), launch.log_path.string()));
+      executor_.start(launch);
+    } catch (const Error& e) {
+      for (Started& check : batch) {
+        check.row.unserved = false;
+        check.row.exit = "not started";
+        check.row.failure = std::string("its reference check was not started: ") + e.what();
+        land(check.index, std::move(check.row), check.progress);
+      }
+      return;
+    }
+    Started started;
+    started.batch = std::move(batch);
+    started_[label] = std::move(started);
   }
 
   // The row of a task that needs no run (finished before, not derived, not served, a run dir
@@ -229,7 +260,7 @@ class SuiteRunner {
     const bool checks = unserved && !options_.skip_reference_check;  // no optimize: a check
     if (!checks && executor_.adopt_running(running)) {
       say(progress + ": still running from an earlier session of the suite; followed again");
-      started_[task.label] = Started{index, progress, std::move(row)};
+      started_[task.label] = Started{index, progress, std::move(row), {}, {}};
       return std::nullopt;
     }
     if (fs::exists(run_dir)) {
@@ -245,11 +276,12 @@ class SuiteRunner {
       say(progress + ": not served: " + unserved->first);
       row = unserved_row(std::move(row), *unserved);
       if (!checks ||
-          !start_reference_check(executor_, check_setup(task.label), task_file, row,
-                                 [&](const std::string& line) { say(progress + ": " + line); })) {
+          read_back_reference_check(check_setup(task.label), task_file, row,
+                                    [&](const std::string& line) { say(progress + ": " + line); })) {
         return row;
       }
-      started_[task.label] = Started{index, progress, std::move(row), true};
+      queued_checks_.push_back(Started{index, progress, std::move(row), {}, task_file});
+      if (queued_checks_.size() >= kChecksPerBatch) start_checks();
       return std::nullopt;
     }
     say(progress + ": " + (options_.executor == "local" ? "optimizing " : "submitting ") +
@@ -269,7 +301,7 @@ class SuiteRunner {
       row.failure = e.what();
       return row;
     }
-    started_[task.label] = Started{index, progress, std::move(row)};
+    started_[task.label] = Started{index, progress, std::move(row), {}, {}};
     return std::nullopt;
   }
 
@@ -344,7 +376,10 @@ class SuiteRunner {
     size_t index = 0;
     std::string progress;
     report::SuiteRow row;  // what is known before it runs (paths, name)
-    bool check = false;    // its reference check (suite_reference_check.h), not an optimize
+    /// A batch of reference checks (suite_reference_check.h): its tasks, each with its row;
+    /// empty for an optimize.
+    std::vector<Started> batch;
+    fs::path task_file;  // a queued check's task file
   };
 
   const SuiteCommandOptions& options_;
@@ -352,7 +387,8 @@ class SuiteRunner {
   fs::path suite_dir_;
   executor::Executor& executor_;
   std::vector<std::optional<report::SuiteRow>> slots_;  // by task index: landed rows
-  std::map<std::string, Started> started_;              // by label
+  std::map<std::string, Started> started_;              // by label (a batch's label)
+  std::vector<Started> queued_checks_;                  // unserved tasks awaiting their batch
   std::vector<report::SuiteRow> rows_;                  // the landed rows, in task order
   std::map<std::string, SuiteProblem> problems_;  // by label: the derived PyTorch problems
 };

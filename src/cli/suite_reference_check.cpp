@@ -1,9 +1,12 @@
 #include "cli/suite_reference_check.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/reference_check_batch.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "task/task_loader.h"
@@ -33,8 +36,8 @@ void record_ran(const nlohmann::json& report, report::SuiteRow& row) {
   row.reference_check = "ran";
 }
 
-fs::path check_log(const fs::path& suite_dir, const std::string& label) {
-  return suite_dir / "logs" / (label + ".check.log");
+fs::path check_log(const fs::path& suite_dir, const std::string& batch_label) {
+  return suite_dir / "logs" / (batch_label + ".log");
 }
 
 }  // namespace
@@ -54,85 +57,95 @@ fs::path reference_check_path(const fs::path& suite_dir, const std::string& labe
   return suite_dir / "checks" / (label + ".json");
 }
 
-executor::TaskLaunch reference_check_launch(const SuiteReferenceCheck& setup,
-                                            const fs::path& task_file, const std::string& label) {
+bool read_back_reference_check(const SuiteReferenceCheck& setup, const fs::path& task_file,
+                               report::SuiteRow& row,
+                               const std::function<void(const std::string&)>& say) {
+  const fs::path report_path = reference_check_path(setup.suite_dir, row.name);
+  nlohmann::json earlier = earlier_check(report_path, task_file);
+  if (earlier.is_null()) {
+    say("its reference is checked with the next batch (kforge task --check-batch)");
+    return false;
+  }
+  record_ran(earlier, row);
+  // The row's cost is what the check cost when it ran: a resumed suite's totals stay whole.
+  row.wall_s += earlier.value("wall_s", 0.0);
+  say(fmt::format("its reference ran in an earlier suite run: {:.4f} ms ({})", *row.reference_ms,
+                  report_path.string()));
+  return true;
+}
+
+executor::TaskLaunch reference_check_batch_launch(const SuiteReferenceCheck& setup,
+                                                  const std::vector<QueuedCheck>& checks,
+                                                  const std::string& label) {
+  std::vector<BatchCheck> batch;
+  std::error_code ec;
+  fs::create_directories(setup.suite_dir / "checks", ec);
+  for (const QueuedCheck& check : checks) {
+    const fs::path report = reference_check_path(setup.suite_dir, check.label);
+    fs::remove(report, ec);  // a report that is there afterwards is this batch's
+    batch.push_back({check.label, fs::absolute(check.task_file).string(), report.string()});
+  }
+  const fs::path batch_file = setup.suite_dir / "checks" / (label + ".batch.json");
+  write_check_batch(batch_file.string(), batch);
   executor::TaskLaunch launch;
   launch.label = label;
-  launch.argv = {setup.kforge, "task", task_file.string(), "--check", "--report",
-                 reference_check_path(setup.suite_dir, label).string()};
+  launch.argv = {setup.kforge, "task", "--check-batch", batch_file.string()};
   launch.argv.insert(launch.argv.end(), setup.check_args.begin(), setup.check_args.end());
   launch.log_path = check_log(setup.suite_dir, label);
-  launch.timeout_s = setup.timeout_s;
+  launch.timeout_s = setup.timeout_s * static_cast<double>(checks.size());
   launch.echo_prefix = setup.echo_prefix;
   launch.kind = executor::TaskKind::reference_check;
   return launch;
 }
 
-bool start_reference_check(executor::Executor& executor, const SuiteReferenceCheck& setup,
-                           const fs::path& task_file, report::SuiteRow& row,
-                           const std::function<void(const std::string&)>& say) {
-  const fs::path report_path = reference_check_path(setup.suite_dir, row.name);
-  if (nlohmann::json earlier = earlier_check(report_path, task_file); !earlier.is_null()) {
-    record_ran(earlier, row);
-    // The row's cost is what the check cost when it ran: a resumed suite's totals stay whole.
-    row.wall_s += earlier.value("wall_s", 0.0);
-    say(fmt::format("its reference ran in an earlier suite run: {:.4f} ms ({})",
-                    *row.reference_ms, report_path.string()));
-    return false;
-  }
-  const executor::TaskLaunch launch = reference_check_launch(setup, task_file, row.name);
-  if (executor.adopt_running(launch)) {
-    say("its reference check still runs from an earlier session of the suite; followed again");
-    return true;
-  }
-  std::error_code ec;
-  fs::create_directories(report_path.parent_path(), ec);
-  fs::remove(report_path, ec);  // a report that is there afterwards is this check's
-  say("running its reference (kforge task --check; log " + launch.log_path.string() + ")");
-  try {
-    executor.start(launch);
-  } catch (const Error& e) {
-    row.unserved = false;
-    row.exit = "not started";
-    row.failure = std::string("its reference check was not started: ") + e.what();
-    return false;
-  }
-  return true;
-}
-
-void finish_reference_check(const SuiteReferenceCheck& setup, const executor::TaskEnd& end,
-                            report::SuiteRow& row) {
-  row.wall_s += end.wall_s;
-  const fs::path log = check_log(setup.suite_dir, row.name);
-  nlohmann::json report;
-  try {
-    report = nlohmann::json::parse(read_file(reference_check_path(setup.suite_dir, row.name)));
-  } catch (const std::exception&) {
-    report = nullptr;  // killed, or crashed before writing it
-  }
-  if (!end.timed_out && !end.stopped && report.is_object() && report.value("ok", false)) {
-    record_ran(report, row);
-    return;
-  }
-  row.unserved = false;  // a reference that does not run is the task's error, whatever serves it
-  if (end.timed_out) {
-    row.exit = fmt::format("timed out after {:g} s", setup.timeout_s);
-    row.failure = "its reference check was killed at the --task-timeout-s limit (log " +
-                  log.string() + ")";
-    if (!end.ended_by.empty()) row.failure = end.ended_by + "; " + row.failure;
-  } else if (end.stopped) {
-    row.exit = "stopped";
-    row.failure = "the suite was stopped (Ctrl-C) while this task's reference ran";
-  } else if (!end.status) {
-    row.exit = "ended by the executor";
-    row.failure = "its reference check: " + end.ended_by + " (log " + log.string() + ")";
-  } else {
-    row.exit = "reference check failed";
-    std::string error = report.is_object() ? report.value("error", "") : "";
-    if (error.empty()) {
-      error = end.last_error.empty() ? "kforge task --check failed" : end.last_error;
+void finish_reference_checks(const SuiteReferenceCheck& setup, const executor::TaskEnd& end,
+                             const std::vector<report::SuiteRow*>& rows) {
+  const fs::path log = check_log(setup.suite_dir, end.label);
+  std::vector<nlohmann::json> reports;
+  double checks_s = 0.0;
+  for (const report::SuiteRow* row : rows) {
+    nlohmann::json report;
+    try {
+      report = nlohmann::json::parse(read_file(reference_check_path(setup.suite_dir, row->name)));
+    } catch (const std::exception&) {
+      report = nullptr;  // the batch was killed, or crashed, before this check's report
     }
-    row.failure = "its reference does not run: " + error;
+    if (report.is_object()) checks_s += report.value("wall_s", 0.0);
+    reports.push_back(std::move(report));
+  }
+  const double share_s =
+      rows.empty() ? 0.0 : std::max(0.0, end.wall_s - checks_s) / static_cast<double>(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    report::SuiteRow& row = *rows[i];
+    const nlohmann::json& report = reports[i];
+    row.wall_s += share_s + (report.is_object() ? report.value("wall_s", 0.0) : 0.0);
+    if (report.is_object() && report.value("ok", false)) {
+      record_ran(report, row);  // a report written before a timeout or a stop still counts
+      continue;
+    }
+    row.unserved = false;  // a reference that does not run is the task's error, whatever serves it
+    if (report.is_object()) {
+      row.exit = "reference check failed";
+      row.failure = "its reference does not run: " + report.value("error", std::string(
+                                                                      "no reason given"));
+    } else if (end.timed_out) {
+      row.exit = fmt::format("timed out after {:g} s", setup.timeout_s * rows.size());
+      row.failure = "its reference check's batch was killed at the --task-timeout-s limit (per "
+                    "check) before it checked this task (log " + log.string() + ")";
+      if (!end.ended_by.empty()) row.failure = end.ended_by + "; " + row.failure;
+    } else if (end.stopped) {
+      row.exit = "stopped";
+      row.failure = "the suite was stopped (Ctrl-C) while this task's reference ran";
+    } else if (!end.status) {
+      row.exit = "ended by the executor";
+      row.failure = "its reference check: " + end.ended_by + " (log " + log.string() + ")";
+    } else {
+      row.exit = "reference check failed";
+      const std::string error = end.last_error.empty() ? "kforge task --check-batch failed"
+                                                       : end.last_error;
+      row.failure = "its reference check's batch ended before checking it: " + error +
+                    " (log " + log.string() + ")";
+    }
   }
 }
 

@@ -1,13 +1,18 @@
-// The reference check of a suite's task that no generator serves: so that every problem of a
+// The reference checks of a suite's tasks that no generator serves: so that every problem of a
 // level has at least run its reference where the suite runs (issue 18), the suite runs
-//   kforge task TASK --check --report SUITE_DIR/checks/<label>.json [--backend, --baseline,
+//   kforge task --check-batch SUITE_DIR/checks/<batch>.batch.json [--backend, --baseline,
 //   --device as the optimize children get them]
-// on its executor like any task (its output in SUITE_DIR/logs/<label>.check.log): with
-// --executor local a child of the suite, with --executor slurm a job of its own on the node
-// Slurm picks, with the task's GPUs, throttled, followed, cancelled and timed out as the
-// optimize jobs are (executor::TaskKind::reference_check: no memory snapshot, nothing merged).
-// When it ends, the reference's time, or why it did not run, goes into the task's row. A
-// continued suite reads a check that ran for the same task back instead of running it again.
+// on its executor like a task (its output in SUITE_DIR/logs/<batch>.log): with --executor
+// local a child of the suite, with --executor slurm a job of its own on the node Slurm picks,
+// throttled, followed, cancelled and timed out as the optimize jobs are
+// (executor::TaskKind::reference_check: no memory snapshot, nothing merged). A batch holds up
+// to kChecksPerBatch tasks, checked one after another on one set of workers
+// (reference_check_batch.h): one kforge process and one torch reference worker's start for all
+// of them, where a process per check spent 2.4 s per problem on an H100 around 0.5 s of work.
+// Each check writes SUITE_DIR/checks/<label>.json; when the batch ends, each task's row gets its
+// reference's time, or why it did not run. A continued suite reads a check that ran for the
+// same task back instead of running it again; a batch still running from an earlier session
+// (Slurm) is not followed again: its tasks are checked anew.
 #pragma once
 
 #include <filesystem>
@@ -36,30 +41,42 @@ struct SuiteReferenceCheck {
 report::SuiteRow unserved_row(report::SuiteRow row,
                               const std::pair<std::string, std::string>& why);
 
-/// The check of `task_file` for the task `label`, as the executor runs it.
-executor::TaskLaunch reference_check_launch(const SuiteReferenceCheck& setup,
-                                            const std::filesystem::path& task_file,
-                                            const std::string& label);
+/// How many reference checks one batch holds at most: enough that a batch's process and workers'
+/// start (2-3 s on a GPU machine) is spread thin, few enough that the executor's slots take
+/// several batches of a large level side by side.
+inline constexpr std::size_t kChecksPerBatch = 16;
 
-/// Settles the check of `task_file` for `row`, a row that unserved_row() made: reads back a
-/// check that ran for this very task in an earlier session (row.reference_ms, reference_check
-/// "ran", row.wall_s adds what it cost then), else follows again a check job of an earlier
-/// session that still runs, else starts the check on `executor`. True when the check is on the
-/// executor: the row is finished by finish_reference_check() when its TaskEnd comes back. False
-/// when the row is final now (read back, or the executor refused to start it: an error row).
-/// `say` gets one progress line.
-bool start_reference_check(executor::Executor& executor, const SuiteReferenceCheck& setup,
-                           const std::filesystem::path& task_file, report::SuiteRow& row,
-                           const std::function<void(const std::string&)>& say);
+/// A task waiting for its check: its suite label and the task file checked.
+struct QueuedCheck {
+  std::string label;
+  std::filesystem::path task_file;
+};
 
-/// Puts how the check of `row` ended into it (its report, else the executor's end): when the
-/// reference ran, row.reference_ms and reference_check = "ran"; when it did not (it raised,
-/// crashed, did not fit the device, timed out, Slurm ended the job, the suite was stopped) the
-/// row becomes an error of the task (unserved = false) with exit "reference check failed" (or
-/// the timeout, "ended by the executor", "stopped") and failure = why. row.wall_s adds the
-/// check's time.
-void finish_reference_check(const SuiteReferenceCheck& setup, const executor::TaskEnd& end,
-                            report::SuiteRow& row);
+/// Settles `row` (made by unserved_row()) from a check that ran for this very task in an earlier
+/// session (row.reference_ms, reference_check "ran", row.wall_s adds what it cost then): true.
+/// False when the check must run; `say` gets one progress line either way.
+bool read_back_reference_check(const SuiteReferenceCheck& setup,
+                               const std::filesystem::path& task_file, report::SuiteRow& row,
+                               const std::function<void(const std::string&)>& say);
+
+/// The batch that checks `checks` (1 to kChecksPerBatch of them) as the executor runs it,
+/// labelled `label`: writes SUITE_DIR/checks/<label>.batch.json and removes the tasks' earlier
+/// reports (a report there afterwards is this batch's). Its timeout is the suite's task timeout
+/// per check. Throws Error when the batch file cannot be written.
+executor::TaskLaunch reference_check_batch_launch(const SuiteReferenceCheck& setup,
+                                                  const std::vector<QueuedCheck>& checks,
+                                                  const std::string& label);
+
+/// Puts how each check of a batch ended into its row (rows in the batch's order, each made by
+/// unserved_row()): when the reference ran (its report says so), row.reference_ms and
+/// reference_check = "ran"; when it did not (it raised, crashed, did not fit the device; or the
+/// batch timed out, was ended by Slurm or stopped before writing the row's report) the row
+/// becomes an error of the task (unserved = false) with exit "reference check failed" (or the
+/// timeout, "ended by the executor", "stopped") and failure = why. Each row.wall_s adds its
+/// check's own time (its report's wall_s) and an even share of the rest of the batch's time (the
+/// process's start and end).
+void finish_reference_checks(const SuiteReferenceCheck& setup, const executor::TaskEnd& end,
+                             const std::vector<report::SuiteRow*>& rows);
 
 /// SUITE_DIR/checks/<label>.json: where the check of task `label` writes its report.
 std::filesystem::path reference_check_path(const std::filesystem::path& suite_dir,

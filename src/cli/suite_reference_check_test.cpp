@@ -1,5 +1,5 @@
-// The reference check of an unserved task on an executor: when it starts, is followed again or
-// is read back, and how each way it can end becomes the task's row. The real checks run in
+// The reference checks of unserved tasks on an executor, in batches: what a batch runs, when a
+// check is read back, and how each way it can end becomes its task's row. The real checks run in
 // tests/cli_suite_torch_test.cpp (local) and tests/cli_suite_slurm_test.cpp (a local Slurm).
 #include "cli/suite_reference_check.h"
 
@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/reference_check_batch.h"
 #include "common/error.h"
 #include "task/task_loader.h"
 
@@ -16,27 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kTask = fs::path(KFORGE_SOURCE_DIR) / "tests/data/softmax_small/task.toml";
-
-// Records what the suite asks of it.
-class RecordingExecutor final : public executor::Executor {
- public:
-  std::size_t free_slots() override { return 1; }
-  void start(const executor::TaskLaunch& launch) override {
-    if (refuse) throw Error("sbatch refused it: invalid partition");
-    started.push_back(launch);
-  }
-  std::vector<executor::TaskEnd> wait_any() override { return {}; }
-  std::vector<executor::TaskEnd> cancel_all() override { return {}; }
-  std::size_t in_flight() const override { return started.size(); }
-  bool adopt_running(const executor::TaskLaunch& launch) override {
-    adopted.push_back(launch);
-    return still_running;
-  }
-
-  std::vector<executor::TaskLaunch> started, adopted;
-  bool still_running = false;
-  bool refuse = false;
-};
 
 class SuiteReferenceCheckTest : public ::testing::Test {
  protected:
@@ -48,93 +28,94 @@ class SuiteReferenceCheckTest : public ::testing::Test {
     fs::create_directories(dir_ / "logs");
     setup_ = {"/opt/kforge", dir_, {"--backend", "cpu"}, 90.0, ""};
     row_.name = "t";
+    row_.unserved = true;
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  void write_report(const nlohmann::json& report) {
+  void write_report(const nlohmann::json& report, const std::string& label = "t") {
     fs::create_directories(dir_ / "checks");
-    std::ofstream(reference_check_path(dir_, "t")) << report.dump();
+    std::ofstream(reference_check_path(dir_, label)) << report.dump();
   }
-  bool start() {
-    return start_reference_check(executor_, setup_, kTask, row_, [](const std::string&) {});
+  bool read_back() {
+    return read_back_reference_check(setup_, kTask, row_, [](const std::string&) {});
+  }
+  report::SuiteRow unserved(const std::string& name) const {
+    report::SuiteRow row;
+    row.name = name;
+    row.unserved = true;
+    return row;
   }
 
   fs::path dir_;
   SuiteReferenceCheck setup_;
-  RecordingExecutor executor_;
   report::SuiteRow row_;
 };
 
-TEST_F(SuiteReferenceCheckTest, TheCheckIsStartedOnTheExecutorAsAReferenceCheck) {
+TEST_F(SuiteReferenceCheckTest, ABatchChecksItsTasksInOneProcessAsAReferenceCheck) {
   write_report({{"ok", false}, {"error", "an earlier failure"}});  // run again, and removed
-  EXPECT_TRUE(start());
-  ASSERT_EQ(executor_.started.size(), 1u);
-  const executor::TaskLaunch& launch = executor_.started[0];
+  const executor::TaskLaunch launch = reference_check_batch_launch(
+      setup_, {{"t", kTask}, {"u", "relative/u.toml"}}, "checks-t");
   EXPECT_EQ(launch.kind, executor::TaskKind::reference_check);
-  EXPECT_EQ(launch.argv, (std::vector<std::string>{"/opt/kforge", "task", kTask.string(),
-                                                   "--check", "--report",
-                                                   reference_check_path(dir_, "t").string(),
-                                                   "--backend", "cpu"}));
-  EXPECT_EQ(launch.log_path, dir_ / "logs" / "t.check.log");
-  EXPECT_EQ(launch.timeout_s, 90.0);
+  const fs::path batch_file = dir_ / "checks" / "checks-t.batch.json";
+  EXPECT_EQ(launch.argv, (std::vector<std::string>{"/opt/kforge", "task", "--check-batch",
+                                                   batch_file.string(), "--backend", "cpu"}));
+  EXPECT_EQ(launch.label, "checks-t");
+  EXPECT_EQ(launch.log_path, dir_ / "logs" / "checks-t.log");
+  EXPECT_EQ(launch.timeout_s, 180.0) << "the task timeout per check";
   EXPECT_TRUE(launch.run_dir.empty());
   EXPECT_FALSE(fs::exists(reference_check_path(dir_, "t"))) << "a report there later is new";
+  // The batch file names each task (absolute) and where its report goes.
+  const std::vector<BatchCheck> checks = read_check_batch(batch_file.string());
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[0].label, "t");
+  EXPECT_EQ(checks[0].task_file, kTask.string());
+  EXPECT_EQ(checks[0].report_path, reference_check_path(dir_, "t").string());
+  EXPECT_EQ(checks[1].task_file, fs::absolute("relative/u.toml").string());
 }
 
-TEST_F(SuiteReferenceCheckTest, AFinishedCheckOfTheSameTaskIsReadBackNotStarted) {
+TEST_F(SuiteReferenceCheckTest, AFinishedCheckOfTheSameTaskIsReadBackNotRunAgain) {
+  EXPECT_FALSE(read_back()) << "no report: it runs";
   write_report({{"ok", true},
                 {"reference_ms", 1.5},
                 {"wall_s", 4.0},
                 {"task_hash", task_hash(load_task(kTask.string()))}});
-  EXPECT_FALSE(start());
-  EXPECT_TRUE(executor_.started.empty());
-  EXPECT_TRUE(executor_.adopted.empty());
+  EXPECT_TRUE(read_back());
   EXPECT_EQ(row_.reference_check, "ran");
   EXPECT_EQ(*row_.reference_ms, 1.5);
   EXPECT_EQ(row_.wall_s, 4.0);
+  report::SuiteRow edited;
+  edited.name = "t";
+  write_report({{"ok", true}, {"reference_ms", 1.5}, {"task_hash", "of another task"}});
+  EXPECT_FALSE(read_back_reference_check(setup_, kTask, edited, [](const std::string&) {}));
 }
 
-TEST_F(SuiteReferenceCheckTest, ACheckStillRunningFromAnEarlierSessionIsFollowedAgain) {
-  executor_.still_running = true;
-  EXPECT_TRUE(start());
-  ASSERT_EQ(executor_.adopted.size(), 1u);
-  EXPECT_EQ(executor_.adopted[0].kind, executor::TaskKind::reference_check);
-  EXPECT_TRUE(executor_.started.empty());
-}
-
-TEST_F(SuiteReferenceCheckTest, ACheckTheExecutorRefusesIsTheTasksError) {
-  executor_.refuse = true;
-  row_.unserved = true;
-  EXPECT_FALSE(start());
-  EXPECT_FALSE(row_.unserved);
-  EXPECT_EQ(row_.exit, "not started");
-  EXPECT_NE(row_.failure.find("invalid partition"), std::string::npos) << row_.failure;
-}
-
-TEST_F(SuiteReferenceCheckTest, AReferenceThatRanGivesItsTime) {
-  write_report({{"ok", true}, {"reference_ms", 2.25}});
-  row_.unserved = true;
+TEST_F(SuiteReferenceCheckTest, EachRowOfABatchGetsItsOwnTimeAndAShareOfTheProcess) {
+  write_report({{"ok", true}, {"reference_ms", 2.25}, {"wall_s", 3.0}}, "a");
+  write_report({{"ok", true}, {"reference_ms", 0.5}, {"wall_s", 1.0}}, "b");
+  report::SuiteRow a = unserved("a"), b = unserved("b");
   executor::TaskEnd end;
+  end.label = "checks-a";
   end.status = process::ExitStatus{true, 0, 0};
-  end.wall_s = 7.0;
-  finish_reference_check(setup_, end, row_);
-  EXPECT_TRUE(row_.unserved);
-  EXPECT_EQ(row_.reference_check, "ran");
-  EXPECT_EQ(*row_.reference_ms, 2.25);
-  EXPECT_EQ(row_.wall_s, 7.0);
+  end.wall_s = 6.0;  // 2 s of process start and end besides the checks: 1 s each
+  finish_reference_checks(setup_, end, {&a, &b});
+  EXPECT_TRUE(a.unserved);
+  EXPECT_EQ(a.reference_check, "ran");
+  EXPECT_EQ(*a.reference_ms, 2.25);
+  EXPECT_EQ(a.wall_s, 4.0);
+  EXPECT_EQ(*b.reference_ms, 0.5);
+  EXPECT_EQ(b.wall_s, 2.0);
 }
 
 TEST_F(SuiteReferenceCheckTest, EachWayACheckFailsIsTheTasksErrorSayingHow) {
   auto finish = [&](const executor::TaskEnd& end) {
-    report::SuiteRow row;
-    row.name = "t";
-    row.unserved = true;
-    finish_reference_check(setup_, end, row);
+    report::SuiteRow row = unserved("t");
+    finish_reference_checks(setup_, end, {&row});
     EXPECT_FALSE(row.unserved);
     EXPECT_FALSE(row.reference_ms);
     return row;
   };
   executor::TaskEnd cancelled;
+  cancelled.label = "checks-t";
   cancelled.ended_by = "Slurm job 12 CANCELLED on n1";
   report::SuiteRow row = finish(cancelled);
   EXPECT_EQ(row.exit, "ended by the executor");
@@ -147,19 +128,36 @@ TEST_F(SuiteReferenceCheckTest, EachWayACheckFailsIsTheTasksErrorSayingHow) {
   timed_out.ended_by = "Slurm job 13 TIMEOUT";
   row = finish(timed_out);
   EXPECT_EQ(row.exit, "timed out after 90 s");
-  EXPECT_EQ(row.failure.rfind("Slurm job 13 TIMEOUT; its reference check was killed", 0), 0u)
+  EXPECT_EQ(row.failure.rfind("Slurm job 13 TIMEOUT; its reference check's batch was killed", 0),
+            0u)
       << row.failure;
 
   executor::TaskEnd stopped;
   stopped.stopped = true;
   EXPECT_EQ(finish(stopped).exit, "stopped");
 
+  executor::TaskEnd crashed;  // the batch died before this task's report
+  crashed.status = process::ExitStatus{false, 0, 11};
+  crashed.last_error = "Segmentation fault";
+  row = finish(crashed);
+  EXPECT_EQ(row.exit, "reference check failed");
+  EXPECT_NE(row.failure.find("batch ended before checking it: Segmentation fault"),
+            std::string::npos)
+      << row.failure;
+
   write_report({{"ok", false}, {"error", "workload 'problem' needs 90 GiB"}});
   executor::TaskEnd failed;
-  failed.status = process::ExitStatus{true, 1, 0};
+  failed.status = process::ExitStatus{true, 0, 0};
   row = finish(failed);
   EXPECT_EQ(row.exit, "reference check failed");
   EXPECT_EQ(row.failure, "its reference does not run: workload 'problem' needs 90 GiB");
+
+  // A report that ran counts even when the batch timed out after writing it.
+  write_report({{"ok", true}, {"reference_ms", 1.0}, {"wall_s", 1.0}});
+  report::SuiteRow ran = unserved("t");
+  finish_reference_checks(setup_, timed_out, {&ran});
+  EXPECT_EQ(ran.reference_check, "ran");
+  EXPECT_TRUE(ran.unserved);
 }
 
 }  // namespace

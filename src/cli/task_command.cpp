@@ -1,6 +1,7 @@
 #include "cli/task_command.h"
 
 #include "cli/reference_check.h"
+#include "cli/reference_check_batch.h"
 
 #include <filesystem>
 #include <iostream>
@@ -40,7 +41,7 @@ void add_task_command(CLI::App& app, TaskCommandOptions& options) {
   CLI::App* command = app.add_subcommand(
       "task", "Show the task kforge makes of a file: a PyTorch problem (.py, KernelBench format) "
               "is derived into a task printed as TOML, to keep and edit");
-  command->add_option("file", options.path, "a problem .py file or a task.toml")->required();
+  command->add_option("file", options.path, "a problem .py file or a task.toml");
   command->add_option("-o,--output", options.output_path,
                       "write the derived task TOML to this file instead of printing it");
   command->add_flag("--json", options.json, "print JSON (the derived task, or what was read)");
@@ -55,6 +56,11 @@ void add_task_command(CLI::App& app, TaskCommandOptions& options) {
   command->add_option("--baseline", options.baseline,
                       "with --check: eager, or compile (also torch.compile the module and time it)")
       ->check(CLI::IsMember({"eager", "compile"}));
+  command->add_option("--check-batch", options.batch_path,
+                      "check the references of many tasks on one set of workers (the torch "
+                      "reference worker starts once): a JSON file {\"checks\": [{\"label\", "
+                      "\"task\", \"report\"}, ...]}; each check's JSON goes to its report; "
+                      "no FILE");
   command->add_option("--report", options.report_path,
                       "with --check: also write the check's JSON to this file, {\"ok\": false, "
                       "\"error\"} when it fails");
@@ -89,9 +95,33 @@ int run_check(const TaskCommandOptions& options) {
   return 0;
 }
 
+int run_check_batch_command(const TaskCommandOptions& options) {
+  if (!options.path.empty() || options.check || !options.output_path.empty() ||
+      !options.report_path.empty() || options.json) {
+    throw Error("--check-batch takes no FILE and no --check, -o, --report or --json: each "
+                "check's report path is in the batch file");
+  }
+  ReferenceCheckOptions check_options;
+  check_options.backend = options.backend;
+  check_options.device = options.device;
+  check_options.baseline = options.baseline;
+  const std::vector<BatchCheck> checks = read_check_batch(options.batch_path);
+  const int ran = run_check_batch(checks, check_options, [](const std::string& line) {
+    std::cout << line << std::flush;
+    if (line.empty() || line.back() != '\n') std::cout << "\n";
+  });
+  std::cout << fmt::format("{} of {} reference(s) ran; reports as the batch file names them\n",
+                           ran, checks.size());
+  return 0;
+}
+
 }  // namespace
 
 int run_task_command(const TaskCommandOptions& options) {
+  if (!options.batch_path.empty()) return run_check_batch_command(options);
+  if (options.path.empty()) {
+    throw Error("kforge task: expected a file (a problem .py or a task.toml), or --check-batch");
+  }
   if (fs::is_directory(options.path)) {
     throw Error(options.path + " is a folder; expected a PyTorch problem file (.py) or a "
                                "task.toml (kforge suite takes folders)");

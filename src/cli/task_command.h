@@ -1,7 +1,9 @@
 // `kforge task FILE [-o OUT.toml] [--json]`: shows the task kforge makes of a file. For a PyTorch
 // problem file (KernelBench format) that is the derived task (task/torch_task.h) as TOML, which
 // a user can keep, edit and pass to `kforge optimize`; for a TOML task, what kforge read.
-// `kforge task FILE --check` runs the task's reference on a backend instead (reference_check.h).
+// `kforge task FILE --check` runs the task's reference on a backend instead (reference_check.h);
+// `kforge task --check-batch LIST` the references of many tasks, on one set of workers
+// (reference_check_batch.h: what `kforge suite` runs for the problems no generator serves).
 #pragma once
 
 #include <string>
@@ -21,6 +23,7 @@ struct TaskCommandOptions {
   int device = 0;
   std::string baseline = "eager";
   std::string report_path;  // --report: also write the check's JSON there (ok or not)
+  std::string batch_path;   // --check-batch: a batch file (reference_check_batch.h); no FILE
 };
 
 void add_task_command(CLI::App& app, TaskCommandOptions& options);
