@@ -281,7 +281,10 @@ class SuiteRunner {
         return row;
       }
       queued_checks_.push_back(Started{index, progress, std::move(row), {}, task_file});
-      if (queued_checks_.size() >= kChecksPerBatch) start_checks();
+      if (queued_checks_.size() >=
+          checks_per_batch(executor_.free_slots() + executor_.in_flight())) {
+        start_checks();
+      }
       return std::nullopt;
     }
     say(progress + ": " + (options_.executor == "local" ? "optimizing " : "submitting ") +

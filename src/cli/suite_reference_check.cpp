@@ -57,6 +57,8 @@ fs::path reference_check_path(const fs::path& suite_dir, const std::string& labe
   return suite_dir / "checks" / (label + ".json");
 }
 
+std::size_t checks_per_batch(std::size_t slots) { return slots <= 1 ? 64 : 16; }
+
 bool read_back_reference_check(const SuiteReferenceCheck& setup, const fs::path& task_file,
                                report::SuiteRow& row,
                                const std::function<void(const std::string&)>& say) {

@@ -6,7 +6,7 @@
 // local a child of the suite, with --executor slurm a job of its own on the node Slurm picks,
 // throttled, followed, cancelled and timed out as the optimize jobs are
 // (executor::TaskKind::reference_check: no memory snapshot, nothing merged). A batch holds up
-// to kChecksPerBatch tasks, checked one after another on one set of workers
+// to checks_per_batch() tasks, checked one after another on one set of workers
 // (reference_check_batch.h): one kforge process and one torch reference worker's start for all
 // of them, where a process per check spent 2.4 s per problem on an H100 around 0.5 s of work.
 // Each check writes SUITE_DIR/checks/<label>.json; when the batch ends, each task's row gets its
@@ -41,10 +41,11 @@ struct SuiteReferenceCheck {
 report::SuiteRow unserved_row(report::SuiteRow row,
                               const std::pair<std::string, std::string>& why);
 
-/// How many reference checks one batch holds at most: enough that a batch's process and workers'
-/// start (2-3 s on a GPU machine) is spread thin, few enough that the executor's slots take
-/// several batches of a large level side by side.
-inline constexpr std::size_t kChecksPerBatch = 16;
+/// How many reference checks one batch holds at most on an executor of `slots` slots (tasks at
+/// once): with one slot everything runs one after another anyway, so batches are large (64: one
+/// process and workers' start, 1.7-2.2 s on an H100, per 64 checks); with more, 16, so that the
+/// slots take several batches of a large level side by side.
+std::size_t checks_per_batch(std::size_t slots);
 
 /// A task waiting for its check: its suite label and the task file checked.
 struct QueuedCheck {
@@ -59,7 +60,7 @@ bool read_back_reference_check(const SuiteReferenceCheck& setup,
                                const std::filesystem::path& task_file, report::SuiteRow& row,
                                const std::function<void(const std::string&)>& say);
 
-/// The batch that checks `checks` (1 to kChecksPerBatch of them) as the executor runs it,
+/// The batch that checks `checks` (1 to checks_per_batch() of them) as the executor runs it,
 /// labelled `label`: writes SUITE_DIR/checks/<label>.batch.json and removes the tasks' earlier
 /// reports (a report there afterwards is this batch's). Its timeout is the suite's task timeout
 /// per check. Throws Error when the batch file cannot be written.

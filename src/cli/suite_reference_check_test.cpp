@@ -73,6 +73,13 @@ TEST_F(SuiteReferenceCheckTest, ABatchChecksItsTasksInOneProcessAsAReferenceChec
   EXPECT_EQ(checks[1].task_file, fs::absolute("relative/u.toml").string());
 }
 
+TEST(SuiteReferenceCheckBatches, AreLargeOnOneSlotAndSmallerWhereSlotsRunSideBySide) {
+  EXPECT_EQ(checks_per_batch(1), 64u);
+  EXPECT_EQ(checks_per_batch(0), 64u);
+  EXPECT_EQ(checks_per_batch(4), 16u);
+  EXPECT_LT(checks_per_batch(2), checks_per_batch(1));
+}
+
 TEST_F(SuiteReferenceCheckTest, AFinishedCheckOfTheSameTaskIsReadBackNotRunAgain) {
   EXPECT_FALSE(read_back()) << "no report: it runs";
   write_report({{"ok", true},
