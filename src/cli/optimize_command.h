@@ -7,6 +7,8 @@
 
 #include "backends/backend.h"
 #include "cli/llm_session.h"
+#include "core/task.h"
+#include "generation/kernel_family.h"
 #include "search/optimizer.h"
 
 namespace kforge::cli {
@@ -66,6 +68,17 @@ int run_optimize(const OptimizeCommandOptions& options);
 /// repeated device, --devices on cpu or --workers on cuda.
 std::vector<int> candidate_devices(const OptimizeCommandOptions& options,
                                    const std::string& backend);
+
+/// Every family with built-in kernels on some backend: the folders of `root`/kernels/<backend>/
+/// that hold a family.toml, sorted, each name once.
+std::vector<std::string> known_families(const std::string& root);
+
+/// The kernel family of `task` for the templates generator from `root`/kernels/`backend`
+/// (`backend` names the folder: a backend's, or "triton"). Throws Error naming the task file:
+/// for a PyTorch task no family matched (with why each family did not, and that --generator
+/// llm is the way), or no built-in kernels of that family for `backend` (with the known ones).
+generation::KernelFamily load_family_for(const Task& task, const std::string& root,
+                                         const std::string& backend);
 
 /// Resolves "auto" by asking a cuda worker for its device; "cpu" when none answers.
 /// `why` receives the reason when falling back to cpu.
