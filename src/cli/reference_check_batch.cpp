@@ -94,7 +94,8 @@ int run_check_batch(const std::vector<BatchCheck>& checks, const ReferenceCheckO
     nlohmann::json report;
     std::string summary;
     try {
-      PreparedReference prepared(load_task(check.task_file), options, workers);
+      const Task task = load_task(check.task_file);  // outlives `prepared`, which refers to it
+      PreparedReference prepared(task, options, workers);
       ReferenceCheck result = prepared.check();
       if (options.backend == "auto" && !why.empty()) result.notes.push_back(why);
       report = to_json(result);
