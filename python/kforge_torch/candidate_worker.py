@@ -90,8 +90,8 @@ class CandidateWorker(Worker):
         """UnloadRequest {handle} -> {}: drops the candidate's session and the timed input sets.
         Its derived task stays (other candidates of the task share it)."""
         handle = protocol.parse_unload_request(request)
-        self._session(handle)  # raises for an unknown handle
-        del self._candidates[handle]
+        if self._candidates.pop(handle, None) is None:
+            raise ProtocolError("unknown kernel handle %d" % handle)
         self._timing_cache.key, self._timing_cache.sets = None, None
         gc.collect()
         return {}

@@ -244,16 +244,13 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
       // Asked again (and reported) by the run.
     }
   });
-  auto reference_started = [&reference_starting] {
-    if (reference_starting.valid()) reference_starting.get();
-  };
   // A worker that cannot start (a device that does not exist) is an error before the run dir.
   for (size_t i = 0; i < workers.size(); ++i) {
     with_context(options.devices.empty() ? "candidate worker " + std::to_string(i)
                                          : "--devices: device " + std::to_string(devices[i]),
                  [&] { return workers[i]->device_info(); });
   }
-  reference_started();
+  reference_starting.get();
   // --baseline compile: refused here, before the run directory, where this PyTorch cannot
   // compile; the baseline cache read (cli/optimize_baseline.h).
   const BaselineKind baseline_kind = parse_baseline_kind(options.baseline);

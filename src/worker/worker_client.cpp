@@ -315,7 +315,6 @@ LoadResult ProcessWorker::load(const LoadRequest& request, double timeout_s) {
     return result;
   }
   handle_loads_.push_back(request);
-  unloaded_.push_back(false);
   const int client_handle = static_cast<int>(handle_loads_.size());
   if (process_) worker_handles_[client_handle] = result.handle;
   result.handle = client_handle;
@@ -327,7 +326,7 @@ std::optional<ProcessWorker::Outcome> ProcessWorker::resolve(int client_handle, 
   if (client_handle < 1 || client_handle > static_cast<int>(handle_loads_.size())) {
     throw Error("unknown kernel handle " + std::to_string(client_handle) + " for " + describe());
   }
-  if (unloaded_[client_handle - 1]) {
+  if (!handle_loads_[client_handle - 1]) {
     throw Error("kernel handle " + std::to_string(client_handle) + " of " + describe() +
                 " was unloaded");
   }
@@ -336,7 +335,7 @@ std::optional<ProcessWorker::Outcome> ProcessWorker::resolve(int client_handle, 
     *worker_handle = found->second;
     return std::nullopt;
   }
-  const LoadRequest& original = handle_loads_[client_handle - 1];
+  const LoadRequest& original = *handle_loads_[client_handle - 1];
   const std::string& path = original.path;
   const LoadResult reloaded =
       decode<LoadResult>(exchange(Command::load, original, timeout_s), Command::load);
@@ -380,8 +379,8 @@ bool ProcessWorker::unload(int handle, double timeout_s, std::string* error) {
   if (handle < 1 || handle > static_cast<int>(handle_loads_.size())) {
     throw Error("unknown kernel handle " + std::to_string(handle) + " for " + describe());
   }
-  if (unloaded_[handle - 1]) return true;
-  unloaded_[handle - 1] = true;
+  if (!handle_loads_[handle - 1]) return true;
+  handle_loads_[handle - 1].reset();
   const auto mapped = worker_handles_.find(handle);
   if (mapped == worker_handles_.end()) return true;  // not in this process: nothing to free
   const int worker_handle = mapped->second;
@@ -399,8 +398,8 @@ bool ProcessWorker::unload(int handle, double timeout_s, std::string* error) {
 
 std::vector<int> ProcessWorker::loaded_handles() const {
   std::vector<int> handles;
-  for (size_t i = 0; i < unloaded_.size(); ++i) {
-    if (!unloaded_[i]) handles.push_back(static_cast<int>(i) + 1);
+  for (size_t i = 0; i < handle_loads_.size(); ++i) {
+    if (handle_loads_[i]) handles.push_back(static_cast<int>(i) + 1);
   }
   return handles;
 }

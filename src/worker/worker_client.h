@@ -145,9 +145,9 @@ class ProcessWorker final : public Worker {
   ProcessWorkerConfig config_;
   std::unique_ptr<process::Subprocess> process_;
   DeviceInfo info_;
-  std::vector<LoadRequest> handle_loads_;  // client handle h -> handle_loads_[h - 1]
-  std::map<int, int> worker_handles_;      // client handle -> handle in the running process
-  std::vector<bool> unloaded_;             // client handle h -> unloaded_[h - 1]
+  /// Client handle h -> handle_loads_[h - 1]; empty once unloaded.
+  std::vector<std::optional<LoadRequest>> handle_loads_;
+  std::map<int, int> worker_handles_;  // client handle -> handle in the running process
   std::string last_stderr_tail_;
   std::string lost_cause_;  // why the last process is gone, if not by shutdown(); see on_restart
   std::string token_;       // this worker process's session token (hello)
