@@ -7,6 +7,9 @@
   derive FILE... [--batch] [--device cpu|cuda] [-o OUT]
                                            derived task(s) of problem files (derive_cli.py,
                                            several files: derive_batch.py)
+  fork-server --socket PATH [--sandbox MECHANISM]
+                                           forks reference workers from a process that
+                                           imported torch once (fork_server.py)
   compile-support                          whether torch.compile works here, as JSON (compiled.py)
   solution RUN_DIR [-o FILE] [--include-dir DIR]...
                                            a finished run's KernelBench-format solution.py
@@ -71,6 +74,8 @@ def build_parser():
                         add_help=False)
     commands.add_parser("model-new-shell", help="the ModelNew of a task's Triton candidates",
                         add_help=False)
+    commands.add_parser("fork-server", help="fork reference workers from a process that "
+                        "imported torch once", add_help=False)
     return parser
 
 
@@ -83,6 +88,9 @@ def main(argv=None):
     if argv[:1] == ["model-new-shell"]:
         from kforge_torch import solution_shell
         return solution_shell.main(argv[1:])
+    if argv[:1] == ["fork-server"]:
+        from kforge_torch import fork_server
+        return fork_server.main(argv[1:])
     if argv[:1] == ["derive"]:
         from kforge_torch import derive_cli
         return derive_cli.main(argv[1:])

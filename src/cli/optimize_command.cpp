@@ -236,7 +236,14 @@ int run_optimize(const OptimizeCommandOptions& command_options) {
   // the device) on a thread of its own while the candidate workers start here: one wait rather
   // than their sum (on an H100, about 1.8 s and 0.4 s of every suite child's start). Nothing
   // touches reference_worker until joined; a start that failed is tried again, and reported
-  // with its context, where the run first asks for the reference.
+  // with its context, where the run first asks for the reference. The process itself is
+  // started here: one started on the thread would be killed when the thread ends, where
+  // bubblewrap's --die-with-parent watches the thread that started it.
+  try {
+    reference_worker.spawn();
+  } catch (const std::exception&) {
+    // Started (and reported) again by the run.
+  }
   std::future<void> reference_starting = std::async(std::launch::async, [&reference_worker] {
     try {
       reference_worker.device_info();

@@ -23,6 +23,7 @@
 #include "cli/suite_rows.h"
 #include "cli/suite_runner.h"
 #include "cli/suite_tasks.h"
+#include "cli/torch_fork_server.h"
 #include "cli/validators.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -221,6 +222,19 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
             << " -> " << suite_dir.string() << "\n";
 
   if (!task_executor) task_executor = make_suite_executor(options, suite_dir, optimize_args);
+  // Local children's torch reference workers are forked from one process that imported torch
+  // (cli/torch_fork_server.h); Slurm jobs run elsewhere and start their own.
+  std::unique_ptr<TorchForkServer> fork_server;
+  if (options.executor == "local" &&
+      std::any_of(tasks.begin(), tasks.end(),
+                  [](const SuiteTask& task) { return is_torch_problem(task.task_path); })) {
+    std::string why;
+    fork_server = TorchForkServer::start(&why);
+    if (!fork_server) {
+      std::cerr << "kforge: note: suite: torch reference workers start on their own: " << why
+                << "\n";
+    }
+  }
   executor::StopSignalGuard guard;
   SuiteRunner runner(options, optimize_args, suite_dir, *task_executor);
   bool finished = runner.derive_problems(tasks) && runner.run(tasks);

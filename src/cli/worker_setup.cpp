@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/torch_fork_server.h"
 #include "common/paths.h"
 #include "task/torch_task.h"
 
@@ -27,6 +28,7 @@ WorkerConfigs worker_configs(const Task& task, const std::string& backend, int d
     reference.worker_arguments.assign(command.begin() + 1, command.end());
     reference.environment = torch_environment(worker::scrubbed_environment());
     reference.display_name = "torch reference worker";
+    reference.fork_server = torch_fork_server_socket();  // set by `kforge suite`
     const std::vector<std::string> python = torch_candidate_worker_command();
     worker::ProcessWorkerConfig& candidate_python = configs.python_candidate;
     candidate_python = candidate;

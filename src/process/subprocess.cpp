@@ -159,6 +159,25 @@ Subprocess::Subprocess(const SpawnOptions& options) : options_(options) {
     make_pipe(err, program);
     posix_spawn_file_actions_adddup2(&files.actions, err[1], 2);
   }
+  if (options_.fork_server) {
+    int null_in = -1;
+    if (!options_.pipe_stdin) null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const bool forked = spawn_forked(options_.pipe_stdin ? in[0] : null_in, out[1],
+                                     options_.merge_stderr ? out[1] : err[1]);
+    if (null_in >= 0) ::close(null_in);
+    if (forked) {
+      for (int fd : {in[0], out[1], err[1]}) {
+        if (fd >= 0) ::close(fd);
+      }
+      stdin_fd_ = in[1];
+      stdout_fd_ = out[0];
+      stderr_fd_ = err[0];
+      for (int fd : {stdin_fd_, stdout_fd_, stderr_fd_}) {
+        if (fd >= 0) set_nonblocking(fd);
+      }
+      return;
+    }
+  }
   if (!options_.cwd.empty()) {
     posix_spawn_file_actions_addchdir_np(&files.actions, options_.cwd.c_str());
   }
@@ -198,12 +217,29 @@ Subprocess::Subprocess(const SpawnOptions& options) : options_(options) {
   pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));  // -1 on old kernels: we poll
 }
 
+bool Subprocess::spawn_forked(int stdin_fd, int stdout_fd, int stderr_fd) {
+  ForkRequest request = *options_.fork_server;
+  if (request.cwd.empty()) request.cwd = options_.cwd;
+  if (options_.environment) request.environment = *options_.environment;
+  // The server's own imports took seconds; its fork and the child's first line take
+  // milliseconds unless it is busy (it serves one request at a time).
+  constexpr double kForkAnswerS = 10.0;
+  std::optional<ForkedChild> child =
+      fork_from_server(request, stdin_fd, stdout_fd, stderr_fd, kForkAnswerS, &fork_refusal_);
+  if (!child) return false;
+  pid_ = child->pid;
+  server_fd_ = child->connection;
+  forked_ = true;
+  return true;
+}
+
 Subprocess::~Subprocess() {
   if (pid_ > 0 && !status_) reap(true);
   close_fd(&stdin_fd_);
   close_fd(&stdout_fd_);
   close_fd(&stderr_fd_);
   close_fd(&pidfd_);
+  close_fd(&server_fd_);
 }
 
 void Subprocess::close_fd(int* fd) {
@@ -238,22 +274,24 @@ bool Subprocess::write_line(std::string_view line, double timeout_s) {
 void Subprocess::close_stdin() { close_fd(&stdin_fd_); }
 
 bool Subprocess::pump(int timeout_ms) {
-  pollfd fds[3];
   nfds_t count = 0;
-  for (int fd : {stdout_fd_, stderr_fd_, pidfd_}) {
+  pollfd fds[4];
+  for (int fd : {stdout_fd_, stderr_fd_, pidfd_, server_fd_}) {
     if (fd >= 0) fds[count++] = pollfd{fd, POLLIN, 0};
   }
-  // Without a pidfd the caller's exit check runs at least every 10 ms.
-  if (pidfd_ < 0) timeout_ms = std::min(timeout_ms, 10);
+  // Without a pidfd (or a fork server's connection) the caller's exit check runs at least
+  // every 10 ms.
+  if (pidfd_ < 0 && server_fd_ < 0) timeout_ms = std::min(timeout_ms, 10);
   const int ready = ::poll(fds, count, timeout_ms);
   if (ready <= 0) return false;
   bool leader_exited = false;
   for (nfds_t i = 0; i < count; ++i) {
-    if (fds[i].revents == 0) continue;
-    if (fds[i].fd == pidfd_) {
+    const pollfd& fd = fds[i];
+    if (fd.revents == 0) continue;
+    if (fd.fd == pidfd_ || fd.fd == server_fd_) {
       leader_exited = true;
     } else {
-      drain(fds[i].fd == stdout_fd_ ? &stdout_fd_ : &stderr_fd_, fds[i].fd == stdout_fd_);
+      drain(fd.fd == stdout_fd_ ? &stdout_fd_ : &stderr_fd_, fd.fd == stdout_fd_);
     }
   }
   return leader_exited;
@@ -336,6 +374,15 @@ ReadStatus Subprocess::read_line(std::string* line, double timeout_s) {
 std::optional<ExitStatus> Subprocess::wait(double timeout_s) {
   if (status_ || pid_ <= 0) return status_;
   const auto deadline = deadline_after(timeout_s);
+  while (forked_) {  // not our child: its end comes from the server
+    if (fork_end_ready(server_fd_)) {
+      reap(false);
+      return status_;
+    }
+    const int left_ms = ms_until(deadline);
+    if (left_ms == 0) return std::nullopt;
+    pump(left_ms);
+  }
   while (true) {
     // WNOWAIT leaves the leader a zombie, so its process-group id cannot be reused before the
     // stragglers of the group are killed in reap().
@@ -363,13 +410,28 @@ ExitStatus Subprocess::kill() {
 
 void Subprocess::reap(bool kill_first) {
   if (status_ || pid_ <= 0) return;
-  if (kill_first) ::kill(-pid_, SIGKILL);
-  int raw = 0;
-  pid_t got = -1;
-  do {
-    got = ::waitpid(pid_, &raw, 0);
-  } while (got < 0 && errno == EINTR);
-  status_ = got == pid_ ? decode_wait_status(raw) : ExitStatus{};
+  if (forked_) {
+    // The server reaps it (and kills its group first); it is asked to kill when we must.
+    if (kill_first) request_fork_kill(server_fd_);
+    constexpr double kServerAnswerS = 10.0;
+    bool server_gone = false;
+    status_ = read_fork_end(server_fd_, kServerAnswerS, &server_gone);
+    // A server that died or hangs cannot kill: the group is killed from here (it may be an
+    // orphan now, or already gone).
+    if (!status_ || server_gone) {
+      ::kill(-pid_, SIGKILL);
+      if (!status_) status_ = ExitStatus{false, -1, SIGKILL};
+    }
+    close_fd(&server_fd_);
+  } else {
+    if (kill_first) ::kill(-pid_, SIGKILL);
+    int raw = 0;
+    pid_t got = -1;
+    do {
+      got = ::waitpid(pid_, &raw, 0);
+    } while (got < 0 && errno == EINTR);
+    status_ = got == pid_ ? decode_wait_status(raw) : ExitStatus{};
+  }
   // The group is dead now: whatever is still in the pipes can be read without blocking.
   for (int* fd : {&stdout_fd_, &stderr_fd_}) drain(fd, fd == &stdout_fd_);
   close_fd(&stdin_fd_);

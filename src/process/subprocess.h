@@ -18,21 +18,10 @@
 #include <string_view>
 #include <vector>
 
+#include "process/exit_status.h"
+#include "process/fork_client.h"
+
 namespace kforge::process {
-
-/// How a process ended: a normal exit with a code, or death by a signal.
-struct ExitStatus {
-  bool exited = false;  // true: exit_code is valid; false: killed by `signal`
-  int exit_code = -1;
-  int signal = 0;
-  /// "exit code 3" or "killed by signal 11 (SIGSEGV: Segmentation fault)".
-  std::string describe() const;
-};
-
-/// The status of the command a wrapper ran, for wrappers that exit with 128 + N when their
-/// command was killed by signal N (bubblewrap, sh): such an exit (N in 1..64) becomes a death by
-/// signal N; any other status is returned unchanged.
-ExitStatus unwrap_signal_exit(const ExitStatus& wrapper);
 
 struct SpawnOptions {
   /// Program and arguments; argv[0] without a '/' is searched in $PATH.
@@ -49,6 +38,11 @@ struct SpawnOptions {
   size_t stderr_tail_bytes = 8192;
   /// Stdout bytes buffered but not yet consumed beyond this are dropped (see stdout_truncated()).
   size_t max_stdout_bytes = size_t{64} << 20;
+  /// When set, the process is first asked of this fork server (process/fork_client.h), which
+  /// forks it from a process that has its imports done; argv and environment above are what
+  /// runs instead when the server is absent or refuses. The child is then not ours to wait for:
+  /// its end comes from the server's connection, and kill() asks the server to kill its group.
+  std::optional<ForkRequest> fork_server;
 };
 
 /// Outcome of read_line.
@@ -65,6 +59,10 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
 
   pid_t pid() const { return pid_; }
+  /// True when a fork server started the process (SpawnOptions::fork_server).
+  bool forked() const { return forked_; }
+  /// Why a requested fork server did not start it (empty when it did, or none was asked).
+  const std::string& fork_refusal() const { return fork_refusal_; }
 
   /// Writes `line` plus '\n' to the child's stdin, waiting at most `timeout_s` seconds for pipe
   /// space. Returns false if the child closed its stdin (EPIPE, SIGPIPE is suppressed) or the
@@ -106,6 +104,9 @@ class Subprocess {
   void append_stdout(const char* data, size_t size);
   void append_stderr(const char* data, size_t size);
   void reap(bool kill_first);
+  /// Starts the process through options_.fork_server; false (fork_refusal_ says why) when it
+  /// did not, having left nothing open.
+  bool spawn_forked(int stdin_fd, int stdout_fd, int stderr_fd);
   void close_fd(int* fd);
 
   SpawnOptions options_;
@@ -114,6 +115,9 @@ class Subprocess {
   int stdout_fd_ = -1;
   int stderr_fd_ = -1;
   int pidfd_ = -1;  // readable once the leader exits; -1 where pidfd_open is unavailable
+  int server_fd_ = -1;  // a forked process's connection to its fork server; -1 otherwise
+  bool forked_ = false;
+  std::string fork_refusal_;
   std::string stdout_buffer_;
   bool stdout_truncated_ = false;
   std::string stderr_ring_;  // circular buffer of stderr_tail_bytes

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <utility>
 
@@ -112,6 +113,8 @@ std::string ProcessWorker::describe() const {
 
 int ProcessWorker::pid() const { return process_ ? process_->pid() : -1; }
 
+bool ProcessWorker::forked() const { return process_ && process_->forked(); }
+
 std::string ProcessWorker::stderr_tail() const {
   return process_ ? process_->stderr_tail() : last_stderr_tail_;
 }
@@ -128,22 +131,37 @@ void ProcessWorker::discard_process(bool kill, const std::string& cause) {
   lost_cause_ = cause;
   last_stderr_tail_ = process_->stderr_tail();
   process_.reset();
+  hello_pending_ = false;
   worker_handles_.clear();  // handles died with the process
 }
 
 void ProcessWorker::ensure_started() {
   // A worker that died between calls (announced exit, killed from outside) is replaced quietly:
   // no candidate was running in it.
-  if (process_) {
+  if (process_ && !hello_pending_) {
     if (std::optional<process::ExitStatus> status = process_->poll_exit()) {
       discard_process(false,
                       describe() + " exited between requests (" + describe_exit(*status) + ")");
     }
   }
-  if (!process_) start();
+  if (!process_) spawn_process();
+  if (hello_pending_) finish_start();
+}
+
+void ProcessWorker::spawn() {
+  if (!process_) spawn_process();
 }
 
 void ProcessWorker::start() {
+  spawn_process();
+  finish_start();
+}
+
+std::string ProcessWorker::start_context() const {
+  return "cannot start " + describe() + " (" + config_.worker_path + ")";
+}
+
+void ProcessWorker::spawn_process() {
   process::SpawnOptions options;
   options.argv = config_.launcher;
   if (config_.sandbox.available) {
@@ -159,17 +177,44 @@ void ProcessWorker::start() {
   }
   options.environment = config_.environment ? config_.environment : scrubbed_environment();
   options.stderr_tail_bytes = config_.stderr_tail_bytes;
-  const std::string context = "cannot start " + describe() + " (" + config_.worker_path + ")";
+  const std::string context = start_context();
   if (spawn_count_ > 0 && !lost_cause_.empty() && config_.on_restart) {
     config_.on_restart(lost_cause_);
   }
   lost_cause_.clear();
+  if (!config_.fork_server.empty() && config_.launcher.empty()) {
+    process::ForkRequest fork;
+    fork.socket_path = config_.fork_server;
+    fork.argv.assign(config_.worker_arguments.begin(), config_.worker_arguments.end());
+    fork.argv.insert(fork.argv.end(), {"--backend", config_.backend, "--device",
+                                       std::to_string(config_.device_index)});
+    fork.sandbox = config_.sandbox.available ? config_.sandbox.mechanism : "";
+    options.fork_server = std::move(fork);
+  }
   process_ = with_context(context, [&] { return std::make_unique<process::Subprocess>(options); });
+  if (!process_->fork_refusal().empty() && !fork_refusal_noted_) {
+    fork_refusal_noted_ = true;
+    std::cerr << "kforge: note: " << describe() << " started without the fork server at "
+              << config_.fork_server << ": " << process_->fork_refusal() << "\n";
+  }
   ++spawn_count_;
   token_ = random_token();
+  hello_pending_ = true;
+  hello_started_ = std::chrono::steady_clock::now();
+  hello_id_ = next_request_id_++;
+  json body = HelloRequest{token_, config_.measure_device};
+  body["cmd"] = to_string(Command::hello);
+  body["id"] = hello_id_;
+  // A pipe this new takes a hello line at once; one that does not is a dead worker, which the
+  // reply's read reports.
+  process_->write_line(body.dump(), config_.startup_timeout_s);
+}
+
+void ProcessWorker::finish_start() {
+  hello_pending_ = false;
+  const std::string context = start_context();
   const Outcome hello =
-      exchange(Command::hello, HelloRequest{token_, config_.measure_device},
-               config_.startup_timeout_s);
+      read_reply(Command::hello, hello_id_, hello_started_, config_.startup_timeout_s);
   if (!hello.reply) throw Error(context + ": " + hello.message);
   DeviceInfo info = with_context(context, [&] { return hello.reply->get<DeviceInfo>(); });
   if (info.protocol_version != kProtocolVersion) {
@@ -205,6 +250,13 @@ ProcessWorker::Outcome ProcessWorker::exchange(Command command, json body, doubl
   if (!process_->write_line(body.dump(-1, ' ', false, json::error_handler_t::replace), timeout_s)) {
     return fail(Verdict::worker_crashed, describe() + " did not take the " + name + " request");
   }
+  return read_reply(command, id, start, timeout_s);
+}
+
+ProcessWorker::Outcome ProcessWorker::read_reply(Command command, int64_t id,
+                                                 std::chrono::steady_clock::time_point start,
+                                                 double timeout_s) {
+  const std::string name = to_string(command);
   int64_t limit = config_.memory_limit_bytes;
   if (limit <= 0) limit = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / 5 * 4;
   int forged_lines = 0;

@@ -8,6 +8,7 @@
 // so a caller's handles stay valid across crashes. Not thread-safe: one caller at a time (the pool owns one per device).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,6 +51,12 @@ struct ProcessWorkerConfig {
   bool measure_device = false;
   /// Wraps the worker in its sandbox (bubblewrap or unshare, see sandbox.h); unset = not wrapped.
   Sandbox sandbox;
+  /// A fork server's socket (python/kforge_torch/fork_server.py; process/fork_client.h) to ask
+  /// for the worker first, when it is a PyTorch worker and no launcher wraps it: the server
+  /// forks it with torch imported, under the same sandbox and environment; when the server is
+  /// absent or refuses, the worker is started as usual (a note on stderr says why, once).
+  /// Empty: none.
+  std::string fork_server;
   /// A command the worker runs under, outermost (e.g. a profiler: {"ncu", ...}); the worker's
   /// own command line follows it. Empty = none.
   std::vector<std::string> launcher;
@@ -87,6 +94,12 @@ class ProcessWorker final : public Worker {
   /// (binary missing, no device: the message carries the worker's stderr) or speaks another
   /// protocol version.
   DeviceInfo device_info() override;
+  /// Starts the worker process now, on this thread, without waiting for its hello (the next
+  /// call waits for it, on any thread). For a start that overlaps other work: a process must
+  /// not be started on a thread that ends before it, since bubblewrap's --die-with-parent (a
+  /// parent-death signal) follows the thread that started it, not the process. Throws as
+  /// device_info() when the process cannot be started at all.
+  void spawn();
   /// Loads `request.path` in the worker. On success `handle` is a client handle (>= 1) valid for
   /// the life of this object, across respawns. `timeout_s` bounds the exchange, in seconds.
   LoadResult load(const LoadRequest& request, double timeout_s) override;
@@ -113,6 +126,8 @@ class ProcessWorker final : public Worker {
 
   /// Process id of the running worker, or -1.
   int pid() const;
+  /// True when the running worker was forked by config.fork_server.
+  bool forked() const;
   /// How many worker processes this object has started.
   int spawn_count() const { return spawn_count_; }
   /// The last stderr_tail_bytes of the current (or last dead) worker's stderr.
@@ -128,7 +143,15 @@ class ProcessWorker final : public Worker {
 
   void ensure_started();
   void start();
+  /// The first half of start(): the process, and its hello request written.
+  void spawn_process();
+  /// The second half: the hello's reply read and checked.
+  void finish_start();
   Outcome exchange(Command command, nlohmann::json body, double timeout_s);
+  /// The reply to request `id`, written at `start`, within `timeout_s` of it.
+  Outcome read_reply(Command command, int64_t id, std::chrono::steady_clock::time_point start,
+                     double timeout_s);
+  std::string start_context() const;
   Outcome fail(Verdict verdict, const std::string& what);
   /// The typed result of an exchange; a failed exchange or a reply that does not decode (then
   /// the worker is killed) becomes a result carrying only the verdict and message.
@@ -153,6 +176,10 @@ class ProcessWorker final : public Worker {
   std::string token_;       // this worker process's session token (hello)
   int64_t next_request_id_ = 1;
   int spawn_count_ = 0;
+  bool fork_refusal_noted_ = false;
+  bool hello_pending_ = false;  // spawn_process() ran, finish_start() not yet
+  std::chrono::steady_clock::time_point hello_started_;
+  int64_t hello_id_ = 0;  // the note on a fork server that did not start it: once
 };
 
 }  // namespace kforge::worker
