@@ -172,6 +172,15 @@ TEST_F(CliSuiteTorchTest, ProblemsAreDerivedOnceUpFrontAndChildrenRunTheDerivedT
   EXPECT_EQ(read_file(suite_dir() / "logs" / "my_softmax.log").rfind("$ ", 0), 0u);
   EXPECT_NE(read_file(suite_dir() / "logs" / "my_softmax.log").find("optimize " + toml.string()),
             std::string::npos);
+  // Its reference worker was forked from the suite's server (cli/torch_fork_server.h), started
+  // once (not killed with the thread that started it), as was the check batch's.
+  EXPECT_EQ(count(result.output, "torch reference workers are forked from a process that "
+                                 "imported torch once"), 1u) << result.output;
+  for (const char* log : {"my_softmax.log", "checks-cumsum.log"}) {
+    const std::string text = read_file(suite_dir() / "logs" / log);
+    EXPECT_EQ(text.find("started without the fork server"), std::string::npos) << text;
+    EXPECT_EQ(text.find("restarting the reference worker"), std::string::npos) << text;
+  }
 
   // Problems that do not derive are rows with the derivation's message, and no child ran.
   EXPECT_EQ(row("broken")["exit"], "not derived");

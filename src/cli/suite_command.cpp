@@ -237,7 +237,21 @@ int run_suite(const SuiteCommandOptions& options, AddOptimizeFunction add_optimi
   }
   executor::StopSignalGuard guard;
   SuiteRunner runner(options, optimize_args, suite_dir, *task_executor);
-  bool finished = runner.derive_problems(tasks) && runner.run(tasks);
+  bool finished = runner.derive_problems(tasks);
+  if (finished && fork_server) {
+    // Its imports ran alongside the derivation; a child started before it listens would start
+    // its worker on its own.
+    constexpr double kForkServerReadyS = 120.0;
+    if (std::string why; !fork_server->wait_ready(kForkServerReadyS, &why)) {
+      std::cerr << "kforge: note: suite: torch reference workers start on their own: " << why
+                << "\n";
+    } else {
+      std::cerr << "kforge: suite: torch reference workers are forked from a process that "
+                   "imported torch once ("
+                << kTorchForkServerVariable << "=" << fork_server->socket_path() << ")\n";
+    }
+  }
+  finished = finished && runner.run(tasks);
   if (options.json) {
     std::cout << runner.json().dump(2) << "\n";
   } else {

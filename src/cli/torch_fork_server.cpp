@@ -16,6 +16,7 @@ struct TorchForkServer::State {
   std::unique_ptr<ScratchDir> scratch;
   std::string socket_path;
   std::unique_ptr<process::Subprocess> process;
+  bool ready = false;
 };
 
 std::string torch_fork_server_socket() {
@@ -73,5 +74,23 @@ TorchForkServer::~TorchForkServer() {
 }
 
 const std::string& TorchForkServer::socket_path() const { return state_->socket_path; }
+
+bool TorchForkServer::wait_ready(double timeout_s, std::string* why_not) {
+  if (state_->ready) return true;
+  std::string line;
+  const process::ReadStatus status = state_->process->read_line(&line, timeout_s);
+  if (status == process::ReadStatus::line && line == "ready") {
+    state_->ready = true;
+    return true;
+  }
+  ::unsetenv(kTorchForkServerVariable);
+  if (why_not) {
+    const std::string tail = state_->process->stderr_tail();
+    *why_not = status == process::ReadStatus::timeout
+                   ? "the fork server was not ready within " + std::to_string(timeout_s) + " s"
+                   : "the fork server ended" + (tail.empty() ? std::string() : ": " + tail);
+  }
+  return false;
+}
 
 }  // namespace kforge::cli

@@ -30,6 +30,11 @@ class TorchForkServer {
   TorchForkServer& operator=(const TorchForkServer&) = delete;
 
   const std::string& socket_path() const;
+  /// Waits up to `timeout_s` for the server to listen (its imports done). false, with *why_not
+  /// set, when it did not (it died: its stderr says why; or it is still importing), and then
+  /// $KFORGE_TORCH_FORK_SERVER is unset: later workers start on their own. Called before the
+  /// first worker that should be forked, so that none misses the server by starting early.
+  bool wait_ready(double timeout_s, std::string* why_not);
 
  private:
   struct State;
