@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/torch_fork_server.h"
+#include "common/error.h"
 #include "common/files.h"
 #include "task/torch_task.h"
 #include "worker/sandbox.h"
@@ -138,6 +139,21 @@ TEST(TorchForkServerTest, WithNoServerAtTheSocketTheWorkerStartsOnItsOwn) {
   worker::ProcessWorker worker(config);
   EXPECT_EQ(worker.device_info().backend, "cpu");
   EXPECT_FALSE(worker.forked());
+}
+
+TEST(TorchForkServerTest, AForkedWorkerThatCannotStartIsStartedOnItsOwnOnce) {
+  KFORGE_SERVER_OR_SKIP();
+  worker::ProcessWorkerConfig config = reference_config();
+  config.device_index = 1;  // the cpu backend has only device 0: forked or not, the start fails
+  worker::ProcessWorker worker(config);
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(worker.device_info(), Error);
+  const std::string notes = testing::internal::GetCapturedStderr();
+  EXPECT_NE(notes.find("forked by the server"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("starting it on its own"), std::string::npos) << notes;
+  EXPECT_EQ(worker.spawn_count(), 2) << "one forked, then one started on its own";
+  EXPECT_THROW(worker.device_info(), Error);
+  EXPECT_EQ(worker.spawn_count(), 3) << "no fork again once one failed";
 }
 
 TEST(TorchForkServerTest, TheServerSaysWhereItsSocketIsToLaterProcesses) {

@@ -182,7 +182,7 @@ void ProcessWorker::spawn_process() {
     config_.on_restart(lost_cause_);
   }
   lost_cause_.clear();
-  if (!config_.fork_server.empty() && config_.launcher.empty()) {
+  if (!config_.fork_server.empty() && config_.launcher.empty() && !fork_abandoned_) {
     process::ForkRequest fork;
     fork.socket_path = config_.fork_server;
     fork.argv.assign(config_.worker_arguments.begin(), config_.worker_arguments.end());
@@ -213,8 +213,21 @@ void ProcessWorker::spawn_process() {
 void ProcessWorker::finish_start() {
   hello_pending_ = false;
   const std::string context = start_context();
+  const bool forked = process_ && process_->forked();
   const Outcome hello =
       read_reply(Command::hello, hello_id_, hello_started_, config_.startup_timeout_s);
+  if (!hello.reply && forked) {
+    // What a forked worker cannot do (a device the server's imports spoiled for its children,
+    // say) a started one may: this worker is started on its own from now on.
+    fork_abandoned_ = true;
+    lost_cause_.clear();  // a second try at the start, not a restart
+    std::cerr << "kforge: note: " << describe() << " forked by the server at "
+              << config_.fork_server << " did not start (" << hello.message
+              << "); starting it on its own\n";
+    spawn_process();
+    finish_start();
+    return;
+  }
   if (!hello.reply) throw Error(context + ": " + hello.message);
   DeviceInfo info = with_context(context, [&] { return hello.reply->get<DeviceInfo>(); });
   if (info.protocol_version != kProtocolVersion) {

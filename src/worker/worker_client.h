@@ -54,7 +54,8 @@ struct ProcessWorkerConfig {
   /// A fork server's socket (python/kforge_torch/fork_server.py; process/fork_client.h) to ask
   /// for the worker first, when it is a PyTorch worker and no launcher wraps it: the server
   /// forks it with torch imported, under the same sandbox and environment; when the server is
-  /// absent or refuses, the worker is started as usual (a note on stderr says why, once).
+  /// absent or refuses, the worker is started as usual (a note on stderr says why, once); when
+  /// a forked worker fails to start, it is started as usual, and so are its replacements.
   /// Empty: none.
   std::string fork_server;
   /// A command the worker runs under, outermost (e.g. a profiler: {"ncu", ...}); the worker's
@@ -177,6 +178,7 @@ class ProcessWorker final : public Worker {
   int64_t next_request_id_ = 1;
   int spawn_count_ = 0;
   bool fork_refusal_noted_ = false;
+  bool fork_abandoned_ = false;  // a forked worker failed to start: no more forks
   bool hello_pending_ = false;  // spawn_process() ran, finish_start() not yet
   std::chrono::steady_clock::time_point hello_started_;
   int64_t hello_id_ = 0;  // the note on a fork server that did not start it: once
