@@ -123,22 +123,25 @@ TEST(TorchForkServerTest, SpawnStartsTheWorkerAndTheHelloIsReadLater) {
   EXPECT_EQ(worker.spawn_count(), 1) << "the hello of the spawned process, not a second start";
 }
 
+/// A worker of `config` starts and answers, not forked.
+void expect_started_on_its_own(const worker::ProcessWorkerConfig& config) {
+  worker::ProcessWorker worker(config);
+  EXPECT_EQ(worker.device_info().backend, "cpu");
+  EXPECT_FALSE(worker.forked());
+}
+
 TEST(TorchForkServerTest, AWorkerInAnotherEnvironmentStartsOnItsOwn) {
   KFORGE_SERVER_OR_SKIP();
   worker::ProcessWorkerConfig config = reference_config();
   config.environment->push_back("KFORGE_FORK_TEST_OTHER=1");
-  worker::ProcessWorker worker(config);
-  EXPECT_EQ(worker.device_info().backend, "cpu");
-  EXPECT_FALSE(worker.forked());
+  expect_started_on_its_own(config);
 }
 
 TEST(TorchForkServerTest, WithNoServerAtTheSocketTheWorkerStartsOnItsOwn) {
   KFORGE_SERVER_OR_SKIP();
   worker::ProcessWorkerConfig config = reference_config();
   config.fork_server = worker::testing::scratch_dir() + "/no-such-fork-server";
-  worker::ProcessWorker worker(config);
-  EXPECT_EQ(worker.device_info().backend, "cpu");
-  EXPECT_FALSE(worker.forked());
+  expect_started_on_its_own(config);
 }
 
 TEST(TorchForkServerTest, AForkedWorkerThatCannotStartIsStartedOnItsOwnOnce) {

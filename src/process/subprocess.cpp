@@ -166,15 +166,7 @@ Subprocess::Subprocess(const SpawnOptions& options) : options_(options) {
                                      options_.merge_stderr ? out[1] : err[1]);
     if (null_in >= 0) ::close(null_in);
     if (forked) {
-      for (int fd : {in[0], out[1], err[1]}) {
-        if (fd >= 0) ::close(fd);
-      }
-      stdin_fd_ = in[1];
-      stdout_fd_ = out[0];
-      stderr_fd_ = err[0];
-      for (int fd : {stdin_fd_, stdout_fd_, stderr_fd_}) {
-        if (fd >= 0) set_nonblocking(fd);
-      }
+      keep_parent_ends(in, out, err);
       return;
     }
   }
@@ -197,12 +189,7 @@ Subprocess::Subprocess(const SpawnOptions& options) : options_(options) {
   SpawnAttributes attributes;
   const int rc = posix_spawnp(&pid_, program.c_str(), &files.actions, &attributes.attr, argv.data(),
                               options_.environment ? envp.data() : environ);
-  for (int fd : {in[0], out[1], err[1]}) {
-    if (fd >= 0) ::close(fd);
-  }
-  stdin_fd_ = in[1];
-  stdout_fd_ = out[0];
-  stderr_fd_ = err[0];
+  keep_parent_ends(in, out, err);
   if (rc != 0) {
     pid_ = -1;
     close_fd(&stdin_fd_);
@@ -211,10 +198,19 @@ Subprocess::Subprocess(const SpawnOptions& options) : options_(options) {
     std::string where = options_.cwd.empty() ? "" : " in '" + options_.cwd + "'";
     throw Error("cannot run '" + program + "'" + where + ": " + errno_text(rc));
   }
+  pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));  // -1 on old kernels: we poll
+}
+
+void Subprocess::keep_parent_ends(const int in[2], const int out[2], const int err[2]) {
+  for (int fd : {in[0], out[1], err[1]}) {  // the child's ends: it has its own copies now
+    if (fd >= 0) ::close(fd);
+  }
+  stdin_fd_ = in[1];
+  stdout_fd_ = out[0];
+  stderr_fd_ = err[0];
   for (int fd : {stdin_fd_, stdout_fd_, stderr_fd_}) {
     if (fd >= 0) set_nonblocking(fd);
   }
-  pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));  // -1 on old kernels: we poll
 }
 
 bool Subprocess::spawn_forked(int stdin_fd, int stdout_fd, int stderr_fd) {

@@ -104,6 +104,8 @@ class Subprocess {
   void append_stdout(const char* data, size_t size);
   void append_stderr(const char* data, size_t size);
   void reap(bool kill_first);
+  /// Closes the child's ends of the pipes and keeps ours, non-blocking.
+  void keep_parent_ends(const int in[2], const int out[2], const int err[2]);
   /// Starts the process through options_.fork_server; false (fork_refusal_ says why) when it
   /// did not, having left nothing open.
   bool spawn_forked(int stdin_fd, int stdout_fd, int stderr_fd);

@@ -152,11 +152,6 @@ void ProcessWorker::spawn() {
   if (!process_) spawn_process();
 }
 
-void ProcessWorker::start() {
-  spawn_process();
-  finish_start();
-}
-
 std::string ProcessWorker::start_context() const {
   return "cannot start " + describe() + " (" + config_.worker_path + ")";
 }

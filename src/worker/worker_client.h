@@ -143,10 +143,10 @@ class ProcessWorker final : public Worker {
   };
 
   void ensure_started();
-  void start();
-  /// The first half of start(): the process, and its hello request written.
+  /// Starting a worker, in two halves (spawn() may run the first on another thread): the
+  /// process, and its hello request written...
   void spawn_process();
-  /// The second half: the hello's reply read and checked.
+  /// ...then the hello's reply read and checked.
   void finish_start();
   Outcome exchange(Command command, nlohmann::json body, double timeout_s);
   /// The reply to request `id`, written at `start`, within `timeout_s` of it.
