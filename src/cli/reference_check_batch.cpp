@@ -91,6 +91,18 @@ int run_check_batch(const std::vector<BatchCheck>& checks, const ReferenceCheckO
     const BatchCheck& check = checks[i];
     const auto start = std::chrono::steady_clock::now();
     const std::string progress = fmt::format("[{}/{}] {}", i + 1, checks.size(), check.label);
+    std::error_code ec;
+    fs::create_directories(fs::path(check.report_path).parent_path(), ec);
+    // The marker says which check was in flight if the batch is ended from outside (a timeout,
+    // scancel): a failed report written without a later check's marker may be that ending's
+    // effect (its workers got the signal first), which finish_reference_checks must tell.
+    write_file_atomically(check.report_path,
+                          nlohmann::json{{"ok", false},
+                                         {"in_progress", true},
+                                         {"task_file", check.task_file},
+                                         {"batch", {{"index", i}, {"size", checks.size()}}}}
+                                  .dump(2) +
+                              "\n");
     nlohmann::json report;
     std::string summary;
     try {
@@ -111,8 +123,6 @@ int run_check_batch(const std::vector<BatchCheck>& checks, const ReferenceCheckO
     }
     report["wall_s"] = seconds_since(start);
     report["batch"] = {{"index", i}, {"size", checks.size()}};
-    std::error_code ec;
-    fs::create_directories(fs::path(check.report_path).parent_path(), ec);
     write_file_atomically(check.report_path, report.dump(2) + "\n");
     say(progress + ": " + summary);
   }

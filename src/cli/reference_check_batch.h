@@ -36,7 +36,8 @@ std::vector<BatchCheck> read_check_batch(const std::string& path);
 void write_check_batch(const std::string& path, const std::vector<BatchCheck>& checks);
 
 /// Runs the checks in order on one ReferenceWorkers of options' backend and device, writing each
-/// report as it ends. A report's "wall_s" is its check's whole time in the batch: loading the
+/// report as it ends, and before each check a marker in its place ({"ok": false, "in_progress":
+/// true, "task_file", "batch"}), so that a batch ended from outside shows which check it cut. A report's "wall_s" is its check's whole time in the batch: loading the
 /// task, the workers' start for the first (its "phases" say "workers"), the check, and the
 /// unloading after it; "batch" says {"index", "size"}. `say` gets a line per check (its summary
 /// or its error). Returns how many checks ran (ok reports). Throws Error only when the backend

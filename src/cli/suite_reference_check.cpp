@@ -1,6 +1,7 @@
 #include "cli/suite_reference_check.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fstream>
@@ -105,25 +106,44 @@ void finish_reference_checks(const SuiteReferenceCheck& setup, const executor::T
   const fs::path log = check_log(setup.suite_dir, end.label);
   std::vector<nlohmann::json> reports;
   double checks_s = 0.0;
-  for (const report::SuiteRow* row : rows) {
+  // The last check of the batch that started (wrote its marker or its report): the one in flight
+  // if the batch was ended from outside.
+  std::optional<size_t> last_started;
+  for (size_t i = 0; i < rows.size(); ++i) {
     nlohmann::json report;
     try {
-      report = nlohmann::json::parse(read_file(reference_check_path(setup.suite_dir, row->name)));
+      report = nlohmann::json::parse(read_file(reference_check_path(setup.suite_dir, rows[i]->name)));
     } catch (const std::exception&) {
       report = nullptr;  // the batch was killed, or crashed, before this check's report
     }
-    if (report.is_object()) checks_s += report.value("wall_s", 0.0);
+    if (report.is_object()) {
+      last_started = i;
+      checks_s += report.value("wall_s", 0.0);
+    }
     reports.push_back(std::move(report));
   }
+  const bool ended_from_outside = end.timed_out || end.stopped || !end.status;
   const double share_s =
       rows.empty() ? 0.0 : std::max(0.0, end.wall_s - checks_s) / static_cast<double>(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     report::SuiteRow& row = *rows[i];
-    const nlohmann::json& report = reports[i];
+    nlohmann::json report = reports[i];
     row.wall_s += share_s + (report.is_object() ? report.value("wall_s", 0.0) : 0.0);
     if (report.is_object() && report.value("ok", false)) {
       record_ran(report, row);  // a report written before a timeout or a stop still counts
       continue;
+    }
+    // What the check reported as it was cut, said after the ending that cut it: scancel or the
+    // timeout signals the batch's workers too, and one that died first fails the check in flight
+    // (seen: "torch reference worker died during hello (killed by SIGTERM)") before the batch's
+    // own process goes. That is the ending's effect, not the reference's failure.
+    std::string cut_report;
+    if (report.is_object() && report.value("in_progress", false)) {
+      report = nullptr;  // started, never finished: the batch ended during this check
+    } else if (report.is_object() && ended_from_outside && last_started == i) {
+      cut_report = "; as it was ended, the check reported: " +
+                   report.value("error", std::string("no reason given"));
+      report = nullptr;
     }
     row.unserved = false;  // a reference that does not run is the task's error, whatever serves it
     if (report.is_object()) {
@@ -133,14 +153,15 @@ void finish_reference_checks(const SuiteReferenceCheck& setup, const executor::T
     } else if (end.timed_out) {
       row.exit = fmt::format("timed out after {:g} s", setup.timeout_s * rows.size());
       row.failure = "its reference check's batch was killed at the --task-timeout-s limit (per "
-                    "check) before it checked this task (log " + log.string() + ")";
+                    "check) before it checked this task (log " + log.string() + ")" + cut_report;
       if (!end.ended_by.empty()) row.failure = end.ended_by + "; " + row.failure;
     } else if (end.stopped) {
       row.exit = "stopped";
-      row.failure = "the suite was stopped (Ctrl-C) while this task's reference ran";
+      row.failure = "the suite was stopped (Ctrl-C) while this task's reference ran" + cut_report;
     } else if (!end.status) {
       row.exit = "ended by the executor";
-      row.failure = "its reference check: " + end.ended_by + " (log " + log.string() + ")";
+      row.failure = "its reference check: " + end.ended_by + " (log " + log.string() + ")" +
+                    cut_report;
     } else {
       row.exit = "reference check failed";
       const std::string error = end.last_error.empty() ? "kforge task --check-batch failed"

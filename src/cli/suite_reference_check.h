@@ -73,7 +73,11 @@ executor::TaskLaunch reference_check_batch_launch(const SuiteReferenceCheck& set
 /// reference_check = "ran"; when it did not (it raised, crashed, did not fit the device; or the
 /// batch timed out, was ended by Slurm or stopped before writing the row's report) the row
 /// becomes an error of the task (unserved = false) with exit "reference check failed" (or the
-/// timeout, "ended by the executor", "stopped") and failure = why. Each row.wall_s adds its
+/// timeout, "ended by the executor", "stopped") and failure = why. When the batch was ended from
+/// outside (timed out, stopped, ended by the executor), the check it cut (the last that started,
+/// by its report or its "in_progress" marker) gets the ending's row even if it wrote a failed
+/// report: its workers got the same signal and may have died first; what it reported is quoted
+/// after the ending. Each row.wall_s adds its
 /// check's own time (its report's wall_s) and an even share of the rest of the batch's time (the
 /// process's start and end).
 void finish_reference_checks(const SuiteReferenceCheck& setup, const executor::TaskEnd& end,

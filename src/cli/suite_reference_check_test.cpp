@@ -167,5 +167,46 @@ TEST_F(SuiteReferenceCheckTest, EachWayACheckFailsIsTheTasksErrorSayingHow) {
   EXPECT_TRUE(ran.unserved);
 }
 
+// scancel (or the timeout) signals the batch's workers as well as its process, and a worker that
+// dies first fails the check in flight before the batch itself goes (seen in CI under Slurm): that
+// failed report is the ending's, while an earlier check's failure stays the reference's own.
+TEST_F(SuiteReferenceCheckTest, ACheckCutByTheBatchsEndingIsTheEndingsRowNotTheReferences) {
+  const std::string killed =
+      "cannot start torch reference worker cpu:0: died during hello (killed by signal 15)";
+  write_report({{"ok", false}, {"error", "Model.forward raised"}, {"wall_s", 1.0}}, "a");
+  write_report({{"ok", false}, {"error", killed}, {"wall_s", 0.5}}, "b");
+  report::SuiteRow a = unserved("a"), b = unserved("b"), c = unserved("c");
+  executor::TaskEnd cancelled;
+  cancelled.label = "checks-a";
+  cancelled.ended_by = "Slurm job 12 CANCELLED on n1";
+  finish_reference_checks(setup_, cancelled, {&a, &b, &c});
+  EXPECT_EQ(a.exit, "reference check failed") << "a failure before the ending is the reference's";
+  EXPECT_EQ(a.failure, "its reference does not run: Model.forward raised");
+  EXPECT_EQ(b.exit, "ended by the executor") << b.failure;
+  EXPECT_NE(b.failure.find("Slurm job 12 CANCELLED"), std::string::npos) << b.failure;
+  EXPECT_NE(b.failure.find("as it was ended, the check reported: " + killed), std::string::npos)
+      << b.failure;
+  EXPECT_EQ(c.exit, "ended by the executor") << "never started";
+
+  // A check that had started (its marker) and wrote nothing else was the one in flight; the
+  // failed report before it is that earlier check's own.
+  write_report({{"ok", false}, {"in_progress", true}, {"task_file", "c.toml"}}, "c");
+  report::SuiteRow a2 = unserved("a"), b2 = unserved("b"), c2 = unserved("c");
+  executor::TaskEnd timed_out;
+  timed_out.timed_out = true;
+  finish_reference_checks(setup_, timed_out, {&a2, &b2, &c2});
+  EXPECT_EQ(b2.exit, "reference check failed") << b2.failure;
+  EXPECT_EQ(c2.exit, "timed out after 270 s") << c2.failure;
+  EXPECT_EQ(c2.failure.find("as it was ended"), std::string::npos) << c2.failure;
+
+  // A batch that ended on its own: every failed report is the reference's.
+  report::SuiteRow b3 = unserved("b");
+  executor::TaskEnd exited;
+  exited.status = process::ExitStatus{true, 0, 0};
+  fs::remove(reference_check_path(dir_, "c"));
+  finish_reference_checks(setup_, exited, {&b3});
+  EXPECT_EQ(b3.exit, "reference check failed");
+}
+
 }  // namespace
 }  // namespace kforge::cli
