@@ -210,12 +210,15 @@ class ForkServer:
         except OSError:
             pass
 
-    def _reap(self):
+    def _reap(self, block=False):
         """Reports each child that has ended: its group killed first (stragglers), then reaped,
-        so that the group id cannot be reused before the kill."""
+        so that the group id cannot be reused before the kill. With `block`, waits for every
+        child to end (at shutdown, after each was sent SIGKILL: a kill is delivered, not done,
+        when kill(2) returns, and a child the server leaves unreaped outlives it for a while)."""
+        flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
         for pid, child in list(self.children.items()):
             try:
-                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                info = os.waitid(os.P_PID, pid, flags)
             except ChildProcessError:
                 info = None
             if info is None:
@@ -289,7 +292,7 @@ class ForkServer:
                 self.stopping = True
         for child in self.children.values():
             self._kill(child)
-        self._reap()
+        self._reap(block=True)
         try:
             if os.stat(self.socket_path).st_ino == identity:
                 os.unlink(self.socket_path)
