@@ -91,6 +91,7 @@ int run_check_batch(const std::vector<BatchCheck>& checks, const ReferenceCheckO
     const BatchCheck& check = checks[i];
     const auto start = std::chrono::steady_clock::now();
     const std::string progress = fmt::format("[{}/{}] {}", i + 1, checks.size(), check.label);
+    const nlohmann::json position = {{"index", i}, {"size", checks.size()}};
     std::error_code ec;
     fs::create_directories(fs::path(check.report_path).parent_path(), ec);
     // The marker says which check was in flight if the batch is ended from outside (a timeout,
@@ -100,7 +101,7 @@ int run_check_batch(const std::vector<BatchCheck>& checks, const ReferenceCheckO
                           nlohmann::json{{"ok", false},
                                          {"in_progress", true},
                                          {"task_file", check.task_file},
-                                         {"batch", {{"index", i}, {"size", checks.size()}}}}
+                                         {"batch", position}}
                                   .dump(2) +
                               "\n");
     nlohmann::json report;
@@ -122,7 +123,7 @@ int run_check_batch(const std::vector<BatchCheck>& checks, const ReferenceCheckO
       say(progress + ": note: " + problem + " (the worker is restarted at the next check)");
     }
     report["wall_s"] = seconds_since(start);
-    report["batch"] = {{"index", i}, {"size", checks.size()}};
+    report["batch"] = position;
     write_file_atomically(check.report_path, report.dump(2) + "\n");
     say(progress + ": " + summary);
   }
