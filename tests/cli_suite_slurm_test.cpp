@@ -326,12 +326,21 @@ TEST_F(SlurmSuiteTest, RetryFailedResubmitsAJobSlurmCancelledOnceAndTheTaskCompl
 
 // A PyTorch problem no built-in family serves (a cumulative sum): the suite runs only its
 // reference, in a batch of reference checks (`kforge task --check-batch`).
-constexpr const char* kCumsumProblem = R"(import torch
+// Its forward waits while the file named by the comment's path exists: the test holds the check
+// in flight with it, so a scancel lands mid-check however fast the node is.
+constexpr const char* kCumsumProblem = R"(import os
+import time
+
+import torch
 import torch.nn as nn
+
+HOLD = "@HOLD@"
 
 
 class Model(nn.Module):
     def forward(self, x):
+        while os.path.exists(HOLD):
+            time.sleep(0.05)
         return torch.cumsum(x, dim=1)
 
 
@@ -345,7 +354,10 @@ def get_init_inputs():
 
 TEST_F(SlurmSuiteTest, AnUnservedProblemsReferenceCheckIsAJobOfItsOwnAndIsNotResubmitted) {
   fs::create_directories(dir_ / "tasks");
-  std::ofstream(dir_ / "tasks" / "cumsum.py") << kCumsumProblem;
+  const fs::path hold = dir_ / "hold-the-check";
+  std::string problem = kCumsumProblem;
+  problem.replace(problem.find("@HOLD@"), 6, hold.string());
+  std::ofstream(dir_ / "tasks" / "cumsum.py") << problem;
   const fs::path job_json = suite() / "jobs" / "checks-cumsum" / "job.json";
   auto job_id = [&] { return nlohmann::json::parse(read_file(job_json)).value("job_id", ""); };
   auto cumsum = [&](const char* field) {
@@ -354,28 +366,46 @@ TEST_F(SlurmSuiteTest, AnUnservedProblemsReferenceCheckIsAJobOfItsOwnAndIsNotRes
     }
     return nlohmann::json("(no row cumsum)");
   };
-  // 1. The check is a job on the node (not a child of the driver); scancel it once it runs, as
-  //    an administrator would: its row says so in Slurm's words.
+  // 1. The check is a job on the node (not a child of the driver); scancel it while it runs, as
+  //    an administrator would: its row says so in Slurm's words. The driver derives the task
+  //    (running forward) before it announces the batch; from then on the hold file keeps the
+  //    check's forward waiting, so the cancel cannot come after the check has finished.
   process::SpawnOptions spawn;
   spawn.argv = kforge_argv(suite_args(false));
   spawn.pipe_stdin = false;
   spawn.merge_stderr = true;
   process::Subprocess driver(spawn);
+  std::string output;
+  std::string line;
+  while (driver.read_line(&line, 120.0) == process::ReadStatus::line) {
+    output += line + "\n";
+    if (line.find("references in one batch") != std::string::npos) break;
+  }
+  ASSERT_NE(output.find("references in one batch"), std::string::npos) << output;
+  std::ofstream(hold) << "held by the test\n";
+  const fs::path report = suite() / "checks" / "cumsum.json";
+  auto in_flight = [&] {
+    std::error_code ec;
+    if (!fs::exists(report, ec)) return false;
+    const nlohmann::json marker = nlohmann::json::parse(read_file(report), nullptr, false);
+    return marker.is_object() && marker.value("in_progress", false);
+  };
   std::string cancelled;
   const Clock::time_point start = Clock::now();
   while (cancelled.empty() && Clock::now() - start < std::chrono::seconds(120)) {
     for (const auto& [id, name] : running_jobs()) {
-      if (name != "kforge-checks-cumsum") continue;
+      if (name != "kforge-checks-cumsum" || !in_flight()) continue;
       ASSERT_TRUE(process::run_command({"scancel", id}, 30).succeeded());
       cancelled = id;
     }
     if (driver.poll_exit()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_FALSE(cancelled.empty()) << "the check's job was not seen running: "
+  fs::remove(hold);
+  ASSERT_FALSE(cancelled.empty()) << "the check's job was not seen running a check: " << output
                                   << driver.take_stdout();
   std::optional<process::ExitStatus> exit = driver.wait(120);
-  std::string output = driver.take_stdout();
+  output += driver.take_stdout();
   ASSERT_TRUE(exit) << output;
   EXPECT_EQ(exit->exit_code, 1) << "a check Slurm cancelled is an errored row\n" << output;
   EXPECT_EQ(cumsum("exit"), "ended by the executor") << rows().dump(2);
