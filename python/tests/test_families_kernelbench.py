@@ -25,7 +25,9 @@ MUST_MATCH_2 = {"1_Conv2D_ReLU_BiasAdd": "grouped_conv", "12_Gemm_Multiply_Leaky
                 "40_Matmul_Scaling_ResidualAdd": "gemm_epilogue", "63_Gemm_ReLU_Divide": "gemm_epilogue"}
 # Values for the module-level integer constants above 16, in order of appearance; multiples of 4
 # so grouped convolutions stay divisible, and different per binding so no two sizes coincide.
-BINDINGS = ((20, 24, 28, 32, 36), (24, 28, 36, 20, 32))
+# Small: the equivalence test runs each candidate family's float64 reference on CPU, and a 3-D
+# transposed convolution at 20-36 per dimension took 50 s a problem (3.4 GFLOP per call).
+BINDINGS = ((8, 12, 16, 20, 24), (12, 16, 24, 8, 20))
 MUST_MATCH = ("19_ReLU", "23_Softmax", "26_GELU_", "36_RMSNorm_", "40_LayerNorm",
               "4_Matrix_vector_multiplication_",
               "57_conv_transposed_2D__square_input__square_kernel",
