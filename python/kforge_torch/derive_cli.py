@@ -30,7 +30,34 @@ def _parser():
                              "(kforge checks against the device a run uses instead)")
     parser.add_argument("-o", "--output", metavar="OUT.json",
                         help="one file: write the JSON here (atomically) instead of stdout")
+    parser.add_argument("--end-at-stdin-eof", action="store_true",
+                        help="one file: exit (status 1) as soon as stdin reaches its end: the "
+                             "caller keeps a pipe open while it waits, so a derivation stuck in "
+                             "the module's code ends with the caller (Ctrl-C, a kill)")
     return parser
+
+
+def end_at_stdin_eof():
+    """Starts a daemon thread that exits the process (status 1, a line on stderr) once stdin
+    reaches its end. The caller holds the pipe's other end: when it dies, for whatever reason,
+    the kernel closes it, and a module's forward in an endless loop does not outlive the caller
+    (the thread gets the GIL back between the loop's bytecodes). Not for a process that forks
+    (derive_batch.py): the thread would hold locks across the fork."""
+    import threading
+
+    def watch():
+        try:
+            while sys.stdin.buffer.read(65536):
+                pass
+        except (OSError, ValueError):
+            pass
+        try:  # the caller that reads stderr is usually gone: a write may raise BrokenPipeError
+            print("kforge-torch: error: stdin closed: the process that started this derivation "
+                  "ended, so it ends too", file=sys.stderr, flush=True)
+        finally:
+            os._exit(EXIT_ERROR)
+
+    threading.Thread(target=watch, name="end-at-stdin-eof", daemon=True).start()
 
 
 def write_atomically(path, text):
@@ -77,8 +104,12 @@ def main(argv=None):
             return _usage_error(f"--time-limit-s: expected seconds > 0, got "
                                 f"{arguments.time_limit_s:g}")
         from kforge_torch import derive_batch
+        if arguments.end_at_stdin_eof:
+            return _usage_error("--end-at-stdin-eof takes one file (a batch forks)")
         return derive_batch.run_batch(arguments.files, options, arguments.time_limit_s,
                                       derive_batch.private_stdout())
+    if arguments.end_at_stdin_eof:
+        end_at_stdin_eof()
     return _derive_one(arguments.files[0], options, arguments.output)
 
 

@@ -3,7 +3,7 @@ from kforge_torch.gate_search import Gate
 from kforge_torch.input_rules import value_of
 from kforge_torch.meta_tensors import tensor_bytes
 from kforge_torch.problem_run import (DeriveError, all_finite, build, run_forward,
-                                      short_exception)
+                                      raised_text, short_exception)
 from kforge_torch.symbols import evaluate_shape, name_dimensions
 
 # Below this many bytes of inputs a problem may be run for real at its own sizes when its
@@ -127,7 +127,7 @@ def problem_shapes(path, gates, failures, device, warnings):
         if raised and len({reason for _, reason in raised}) == 1:
             # The same exception at every binding that ran: the forward fails, not the sizes.
             binding = ", ".join(f"{k}={v}" for k, v in raised[0][0].items())
-            raise DeriveError(f"forward raised {raised[0][1]} at every small binding of the "
+            raise DeriveError(f"{raised_text(raised[0][1])} at every small binding of the "
                               f"size constants tried (e.g. {binding})")
         raise DeriveError(f"no small binding of the size constants runs{tried}, and the "
                           f"problem's own inputs {size}: too large to gate on")
@@ -136,7 +136,7 @@ def problem_shapes(path, gates, failures, device, warnings):
     except DeriveError:
         raise
     except Exception as error:
-        raise DeriveError(f"forward raised {short_exception(error)}") from None
+        raise DeriveError(raised_text(short_exception(error))) from None
     if not all_finite(problem.gate.outputs):
         raise DeriveError("forward gives non-finite outputs for the problem's own get_inputs()")
     if failures:

@@ -71,7 +71,8 @@ def load_problem(path, constants=None):
     `__file__` set, and is not put in sys.modules.
 
     Raises OSError when the file cannot be read, SyntaxError for invalid source, ValueError when
-    an overridden name has no top-level assignment, and whatever the module itself raises.
+    an overridden name has no top-level assignment, RuntimeError when the module calls
+    sys.exit() at import, and whatever the module itself raises.
     """
     path = os.path.abspath(path)
     # As `python3 FILE` does: the file's folder is importable, so a problem may import a helper
@@ -87,5 +88,10 @@ def load_problem(path, constants=None):
     name = os.path.splitext(os.path.basename(path))[0]
     module = types.ModuleType(name)
     module.__file__ = path
-    exec(compile(tree, path, "exec"), module.__dict__)
+    try:
+        exec(compile(tree, path, "exec"), module.__dict__)
+    except SystemExit as exit_request:  # not an Exception: it would end the caller silently
+        raise RuntimeError(f"the module called sys.exit({exit_request.code!r}) while it was "
+                           "imported; a problem file defines Model, get_inputs and "
+                           "get_init_inputs and must not exit") from None
     return module

@@ -39,27 +39,79 @@ def check_problem(module):
         raise DeriveError(f"Model is a {type(module.Model).__name__}; expected an nn.Module class")
 
 
+class ProblemCallError(Exception):
+    """An exception raised by the problem's own get_init_inputs(), Model(...) or get_inputs()
+    (not by forward): str() names the call, e.g. 'get_inputs() raised ValueError: ...'."""
+
+
+# How a ProblemCallError's message starts (raised_text tells them from forward's).
+_CALLS = ("get_init_inputs()", "Model(*get_init_inputs())", "get_inputs()")
+# Values get_inputs() may not hold: a kernel's arguments are tensors and numbers.
+_NOT_ARGUMENTS = (str, bytes, dict, set, frozenset)
+
+
+def raised_text(reason):
+    """`reason` (a short_exception text) as a user reads it: 'forward raised <reason>', or the
+    reason itself when it names the problem's call that raised (get_inputs() ...)."""
+    return reason if reason.startswith(_CALLS) else f"forward raised {reason}"
+
+
+def _called(what, function):
+    try:
+        return function()
+    except DeriveError:
+        raise
+    except Exception as error:
+        raise ProblemCallError(f"{what} raised {short_exception(error)}") from error
+
+
+def _argument_list(what, values, of):
+    """`values` as a list; DeriveError unless a list or tuple (a tensor is not: unpacking it
+    would pass its rows as arguments)."""
+    if isinstance(values, torch.Tensor) or not isinstance(values, (list, tuple)):
+        raise DeriveError(f"{what} returned {describe(values)}; expected a list of {of} (e.g. "
+                          "[torch.randn(batch_size, dim)])")
+    return list(values)
+
+
+def _model_and_inputs(module):
+    """Model(*get_init_inputs()) and get_inputs() of `module`, each call's failure named."""
+    torch.manual_seed(PROBLEM_SEED)
+    init = _argument_list("get_init_inputs()", _called("get_init_inputs()", module.get_init_inputs),
+                          "the Model constructor's arguments")
+    model = _called(f"Model(*get_init_inputs()) with {len(init)} argument(s)",
+                    lambda: module.Model(*init))
+    inputs = _argument_list("get_inputs()", _called("get_inputs()", module.get_inputs),
+                            "forward's arguments")
+    for index, value in enumerate(inputs):
+        if isinstance(value, _NOT_ARGUMENTS):
+            raise DeriveError(f"get_inputs() element {index} is {describe(value)}; expected a "
+                              "tensor or a number (a kernel's arguments)")
+    return model, inputs
+
+
 def build(path, constants, *, meta, device="cpu", named_of=None):
     """Loads the problem with `constants` rebound, constructs Model(*get_init_inputs()) and calls
     get_inputs(), both after seeding torch with PROBLEM_SEED.
 
     `meta`: everything on meta tensors (shapes only, no memory: for sizes too large to make);
     else real tensors moved to `device` ("cpu" or "cuda"). `named_of(module)` gives the module's
-    named integers for Built.named. Raises whatever loading, construction or get_inputs raises.
+    named integers for Built.named. Raises whatever loading raises, ProblemCallError when
+    get_init_inputs(), the constructor or get_inputs() raises (it may be the binding's sizes),
+    and DeriveError when they return what no binding fixes (get_inputs() returning a tensor
+    instead of a list, a string argument).
     """
     if meta:
         with meta_factories():
             module = load_problem(path, constants)
             check_problem(module)
-            torch.manual_seed(PROBLEM_SEED)
-            model = module.Model(*module.get_init_inputs())
-            inputs = list(module.get_inputs())
+            model, inputs = _model_and_inputs(module)
     else:
         module = load_problem(path, constants)
         check_problem(module)
-        torch.manual_seed(PROBLEM_SEED)
-        model = module.Model(*module.get_init_inputs()).to(device)
-        inputs = [to_device(value, device) for value in module.get_inputs()]
+        model, inputs = _model_and_inputs(module)
+        model = model.to(device)
+        inputs = [to_device(value, device) for value in inputs]
     named = named_of(module) if named_of else {}
     return Built(module, model, inputs, named)
 
@@ -108,6 +160,9 @@ def all_finite(tensors):
 
 
 def short_exception(error):
-    """'TypeError: message' with the message's first line (what a user needs to see)."""
+    """'TypeError: message' with the message's first line (what a user needs to see); a
+    ProblemCallError's own message ('get_inputs() raised TypeError: ...')."""
+    if isinstance(error, ProblemCallError):
+        return str(error)
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")

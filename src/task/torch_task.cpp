@@ -33,12 +33,15 @@ struct Finished {
 };
 
 // Runs argv with `environment` to completion (stdin /dev/null), stdout and stderr apart.
+// `stdin_pipe`: the child gets a pipe on stdin that stays open until it ends, so a child that
+// watches for its end (derive --end-at-stdin-eof) ends when this process dies, however it dies.
 Finished run_captured(const std::vector<std::string>& argv,
-                      const std::vector<std::string>& environment, double timeout_s) {
+                      const std::vector<std::string>& environment, double timeout_s,
+                      bool stdin_pipe = false) {
   process::SpawnOptions options;
   options.argv = argv;
   options.environment = environment;
-  options.pipe_stdin = false;
+  options.pipe_stdin = stdin_pipe;
   options.stderr_tail_bytes = 16384;
   process::Subprocess child(options);
   Finished finished;
@@ -289,8 +292,11 @@ json derive_torch_task(const std::string& path, double timeout_s) {
   const Finished derived =
       // Derived on the host at small sizes; whether the problem's own tensors fit is checked
       // against the device a run uses (evaluation::Evaluator::prepare), not the host's memory.
-      run_captured({torch_python(), "-m", "kforge_torch", "derive", "--no-capacity-check", absolute},
-                   torch_environment(), timeout_s);
+      // Its own process group, so a terminal's Ctrl-C reaches only kforge: the derivation ends
+      // with kforge through its stdin (a module's forward may loop forever).
+      run_captured({torch_python(), "-m", "kforge_torch", "derive", "--no-capacity-check",
+                    "--end-at-stdin-eof", absolute},
+                   torch_environment(), timeout_s, /*stdin_pipe=*/true);
   if (derived.timed_out) {
     throw Error(path + ": deriving the task did not finish in " + std::to_string(int(timeout_s)) +
                 " s (kforge loads the module, builds it and runs forward at small sizes)");
@@ -300,8 +306,17 @@ json derive_torch_task(const std::string& path, double timeout_s) {
     std::string message = last_line(derived.err);
     const std::string prefix = "kforge-torch: error: ";
     if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
-    if (message.empty()) message = path + ": deriving the task failed (" + derived.status.describe() + ")";
+    if (message.empty()) {
+      message = path + ": deriving the task failed (" + derived.status.describe() +
+                ") without a message: the module may end the process itself (os._exit, a "
+                "crash in an extension) while it is imported or runs forward";
+    }
     throw Error(message);
+  }
+  if (derived.out.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw Error(path + ": the derivation ended (exit code 0) without printing the task: the "
+                "module may end the process itself (os._exit(0)) while it is imported or runs "
+                "forward");
   }
   try {
     return json::parse(derived.out);
