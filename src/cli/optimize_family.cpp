@@ -33,7 +33,9 @@ generation::KernelFamily load_family_for(const Task& task, const std::string& ro
   if (task.has_torch_reference() && task.family.empty()) {
     // Say why no family matched: the derivation tried each by running it against the module.
     std::string misses;
-    for (const auto& [family, why] : family_misses(task)) misses += "\n  " + family + ": " + why;
+    for (const auto& [families, why] : grouped_family_misses(task)) {
+      misses += "\n  " + families + ": " + why;
+    }
     throw Error(task.source_path + ": no built-in kernel family computes what this module "
                 "computes, so the templates generator cannot optimize it: use --generator llm "
                 "(a model writes a native kernel from the module)" +

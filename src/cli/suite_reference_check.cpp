@@ -10,6 +10,7 @@
 #include "cli/reference_check_batch.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "executor/child.h"
 #include "task/task_loader.h"
 
 namespace kforge::cli {
@@ -157,7 +158,8 @@ void finish_reference_checks(const SuiteReferenceCheck& setup, const executor::T
       if (!end.ended_by.empty()) row.failure = end.ended_by + "; " + row.failure;
     } else if (end.stopped) {
       row.exit = "stopped";
-      row.failure = "the suite was stopped (Ctrl-C) while this task's reference ran" + cut_report;
+      row.failure = "the suite was stopped (" + executor::suite_stop_cause() +
+                    ") while this task's reference ran" + cut_report;
     } else if (!end.status) {
       row.exit = "ended by the executor";
       row.failure = "its reference check: " + end.ended_by + " (log " + log.string() + ")" +

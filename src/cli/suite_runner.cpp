@@ -239,7 +239,7 @@ class SuiteRunner::Impl {
     }
     if (end.stopped) {
       row.exit = "stopped";
-      row.failure = "the suite was stopped (Ctrl-C) while this task ran";
+      row.failure = "the suite was stopped (" + executor::suite_stop_cause() + ") while this task ran";
       return row;
     }
     if (!end.status) {

@@ -21,8 +21,12 @@ using Clock = std::chrono::steady_clock;
 // Set by Ctrl-C (SIGINT) or SIGTERM while a suite runs: the current task's child is killed and
 // the suite stops after writing what it has.
 std::atomic<bool> g_suite_stopped{false};
+std::atomic<int> g_suite_signal{0};  // which signal stopped it
 
-extern "C" void on_suite_signal(int) { g_suite_stopped.store(true); }
+extern "C" void on_suite_signal(int signal_number) {
+  g_suite_signal.store(signal_number);
+  g_suite_stopped.store(true);
+}
 
 void note_line(const std::string& line, std::ofstream& log, std::deque<std::string>& tail,
                const std::string& echo_prefix) {
@@ -58,8 +62,17 @@ std::string last_error_line(const std::deque<std::string>& tail) {
 
 bool suite_stopped() { return g_suite_stopped.load(); }
 
+std::string suite_stop_cause() {
+  switch (g_suite_signal.load()) {
+    case SIGINT: return "Ctrl-C";
+    case SIGTERM: return "SIGTERM";
+    default: return "a stop request";
+  }
+}
+
 StopSignalGuard::StopSignalGuard() {
   g_suite_stopped.store(false);
+  g_suite_signal.store(0);
   struct sigaction action = {};
   action.sa_handler = on_suite_signal;
   sigemptyset(&action.sa_mask);

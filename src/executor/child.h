@@ -19,6 +19,10 @@ namespace kforge::executor {
 /// True once SIGINT or SIGTERM reached the suite since the live StopSignalGuard was made.
 bool suite_stopped();
 
+/// What stopped the suite, for its rows: "Ctrl-C" (SIGINT), "SIGTERM", or "a stop request"
+/// before any signal.
+std::string suite_stop_cause();
+
 /// Routes SIGINT and SIGTERM to suite_stopped() while it lives (and clears the flag when made).
 /// The children run in their own process groups, so a terminal's Ctrl-C reaches only the suite,
 /// which then kills the child in flight.

@@ -2,8 +2,26 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 namespace kforge::executor {
 namespace {
+
+// A suite's rows say what stopped it: a SIGTERM (a scheduler, `kill`) is not a Ctrl-C.
+TEST(SuiteStopSignal, TheRowsNameTheSignalThatStoppedTheSuite) {
+  {
+    StopSignalGuard guard;
+    EXPECT_FALSE(suite_stopped());
+    EXPECT_EQ(suite_stop_cause(), "a stop request");
+    ASSERT_EQ(std::raise(SIGTERM), 0);
+    EXPECT_TRUE(suite_stopped());
+    EXPECT_EQ(suite_stop_cause(), "SIGTERM");
+  }
+  StopSignalGuard guard;  // a new suite starts unstopped
+  EXPECT_FALSE(suite_stopped());
+  ASSERT_EQ(std::raise(SIGINT), 0);
+  EXPECT_EQ(suite_stop_cause(), "Ctrl-C");
+}
 
 TEST(SuiteChildError, LastKforgeErrorWinsOverLaterLines) {
   const std::deque<std::string> tail = {"compiling", "kforge: error: first", "note",

@@ -335,6 +335,20 @@ std::vector<std::pair<std::string, std::string>> family_misses(const Task& task)
   return misses;
 }
 
+std::vector<std::pair<std::string, std::string>> grouped_family_misses(const Task& task) {
+  std::vector<std::pair<std::string, std::string>> grouped;
+  for (const auto& [family, why] : family_misses(task)) {
+    auto same = std::find_if(grouped.begin(), grouped.end(),
+                             [&](const auto& entry) { return entry.second == why; });
+    if (same == grouped.end()) {
+      grouped.emplace_back(family, why);
+    } else {
+      same->first += ", " + family;
+    }
+  }
+  return grouped;
+}
+
 bool compile_support_handed_down(const std::string& python) {
   const char* known = std::getenv("KFORGE_TORCH_COMPILE_SUPPORT");
   return known != nullptr && *known != '\0' && python == known;

@@ -73,6 +73,11 @@ std::string torch_compile_support(double timeout_s = 120.0);
 /// "family_misses"): {family, reason} pairs in name order; empty when there are none.
 std::vector<std::pair<std::string, std::string>> family_misses(const Task& task);
 
+/// family_misses with the families that missed for the same reason on one entry: {"gelu, relu,
+/// silu", reason}, in the order each reason first appears. A module with two outputs misses
+/// every family alike; a user reads that once, not fourteen times.
+std::vector<std::pair<std::string, std::string>> grouped_family_misses(const Task& task);
+
 /// True when $KFORGE_TORCH_COMPILE_SUPPORT is `python`: a parent kforge (a suite) asked that
 /// interpreter already and torch.compile works there.
 bool compile_support_handed_down(const std::string& python);

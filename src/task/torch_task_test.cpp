@@ -155,6 +155,22 @@ TEST_F(TorchTaskTest, TomlKeepsWhyNoFamilyMatchedAndWhereInputsComeFrom) {
   EXPECT_EQ(loaded.torch_reference.at("torch"), task.torch_reference.at("torch"));
 }
 
+TEST_F(TorchTaskTest, FamiliesThatMissedForTheSameReasonAreOneEntry) {
+  json derived = softmax_derived(problem_);
+  derived["family"] = "";
+  derived["family_misses"] = {{"gelu", "the module returns 2 outputs; every family writes one"},
+                              {"layernorm", "needs gamma and beta"},
+                              {"relu", "the module returns 2 outputs; every family writes one"},
+                              {"silu", "the module returns 2 outputs; every family writes one"}};
+  const Task task = task_from_derived(derived, problem_);
+  const std::vector<std::pair<std::string, std::string>> grouped = grouped_family_misses(task);
+  ASSERT_EQ(grouped.size(), 2u);
+  EXPECT_EQ(grouped[0].first, "gelu, relu, silu");
+  EXPECT_EQ(grouped[0].second, "the module returns 2 outputs; every family writes one");
+  EXPECT_EQ(grouped[1].first, "layernorm");
+  EXPECT_EQ(family_misses(task).size(), 4u) << "the ungrouped list keeps every family";
+}
+
 TEST_F(TorchTaskTest, ZeroDimensionalOutputSurvivesTheToml) {
   // A loss (KernelBench 95) returns a 0-d tensor: shape [] in the derived task and in its TOML,
   // which a suite's child runs.
