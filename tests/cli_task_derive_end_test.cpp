@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +14,7 @@
 
 #include "process/subprocess.h"
 #include "support/cli_case.h"
+#include "support/processes.h"
 #include "support/test_python.h"
 
 namespace kforge {
@@ -42,30 +42,9 @@ def get_init_inputs():
     return []
 )";
 
-// Process ids whose command line holds both `a` and `b`.
-std::vector<int> processes_with(const std::string& a, const std::string& b) {
-  std::vector<int> found;
-  for (const fs::directory_entry& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream file(entry.path() / "cmdline", std::ios::binary);
-    const std::string command((std::istreambuf_iterator<char>(file)),
-                              std::istreambuf_iterator<char>());
-    if (command.find(a) != std::string::npos && command.find(b) != std::string::npos) {
-      found.push_back(std::stoi(name));
-    }
-  }
-  return found;
-}
-
-bool alive(int pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("State:", 0) == 0) return line.find("Z (zombie)") == std::string::npos;
-  }
-  return false;
-}
+using testing::alive;
+using testing::gone_within;
+using testing::processes_with;
 
 class CliTaskDeriveEndTest : public testing::CliCase {
  protected:
@@ -95,12 +74,10 @@ TEST_F(CliTaskDeriveEndTest, AnEndlessForwardsDerivationEndsWhenKforgeIsKilled) 
     // Only kforge (the env process execs it) gets the signal, as from `kill PID`.
     ASSERT_EQ(::kill(kforge.pid(), signal_number), 0);
     ASSERT_TRUE(kforge.wait(30)) << "kforge did not end";
-    const Clock::time_point killed = Clock::now();
-    while (alive(derive[0]) && Clock::now() - killed < std::chrono::seconds(15)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!gone_within(derive[0], 15.0)) {
+      ADD_FAILURE() << "the derivation outlived kforge by 15 s";
+      ::kill(derive[0], SIGKILL);
     }
-    EXPECT_FALSE(alive(derive[0])) << "the derivation outlived kforge by 15 s";
-    if (alive(derive[0])) ::kill(derive[0], SIGKILL);
   }
 }
 

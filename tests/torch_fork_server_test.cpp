@@ -16,6 +16,7 @@
 #include "cli/torch_fork_server.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "support/processes.h"
 #include "task/torch_task.h"
 #include "worker/sandbox.h"
 #include "worker/test_kernels.h"
@@ -63,20 +64,8 @@ worker::ProcessWorkerConfig reference_config() {
   return config;
 }
 
-bool alive(int pid) {
-  if (::kill(pid, 0) != 0) return false;
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  return stat.substr(stat.rfind(')') + 2, 1) != "Z";
-}
-
-bool gone_within(int pid, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (alive(pid)) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
+using testing::alive;
+using testing::gone_within;
 
 #define KFORGE_SERVER_OR_SKIP()                                           \
   if (!server().skip.empty()) GTEST_SKIP() << server().skip;              \
@@ -149,9 +138,9 @@ TEST(TorchForkServerTest, AForkedWorkerThatCannotStartIsStartedOnItsOwnOnce) {
   worker::ProcessWorkerConfig config = reference_config();
   config.device_index = 1;  // the cpu backend has only device 0: forked or not, the start fails
   worker::ProcessWorker worker(config);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_THROW(worker.device_info(), Error);
-  const std::string notes = testing::internal::GetCapturedStderr();
+  const std::string notes = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(notes.find("forked by the server"), std::string::npos) << notes;
   EXPECT_NE(notes.find("starting it on its own"), std::string::npos) << notes;
   EXPECT_EQ(worker.spawn_count(), 2) << "one forked, then one started on its own";

@@ -121,10 +121,15 @@ class EndAtStdinEofTest(unittest.TestCase):
             if not pipe.closed:
                 pipe.close()
 
-    def test_an_endless_forward_ends_once_the_callers_pipe_closes(self):
+    def in_endless_forward(self):
+        """A derivation with --end-at-stdin-eof, left running until it is inside forward."""
         child = self.run_derive("--end-at-stdin-eof")
         time.sleep(3.0)  # torch imported, the module loaded: inside forward's loop by now
         self.assertIsNone(child.poll(), "the endless forward ended by itself")
+        return child
+
+    def test_an_endless_forward_ends_once_the_callers_pipe_closes(self):
+        child = self.in_endless_forward()
         start = time.monotonic()
         child.stdin.close()  # what the kernel does when kforge dies
         code = child.wait(timeout=30)
@@ -133,9 +138,7 @@ class EndAtStdinEofTest(unittest.TestCase):
         self.assertIn("stdin closed", child.stderr.read())
 
     def test_it_ends_when_the_caller_is_gone_with_its_stderr_too(self):
-        child = self.run_derive("--end-at-stdin-eof")
-        time.sleep(3.0)
-        self.assertIsNone(child.poll(), "the endless forward ended by itself")
+        child = self.in_endless_forward()
         child.stderr.close()  # a dead caller: the message cannot be written (BrokenPipeError)
         child.stdout.close()
         child.stdin.close()

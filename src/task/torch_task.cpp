@@ -32,9 +32,9 @@ struct Finished {
   std::string err;
 };
 
-// Runs argv with `environment` to completion (stdin /dev/null), stdout and stderr apart.
-// `stdin_pipe`: the child gets a pipe on stdin that stays open until it ends, so a child that
-// watches for its end (derive --end-at-stdin-eof) ends when this process dies, however it dies.
+// Runs argv with `environment` to completion, stdout and stderr apart. Its stdin is /dev/null,
+// or with `stdin_pipe` a pipe that stays open until it ends, so a child that watches for its
+// end (derive --end-at-stdin-eof) ends when this process dies, however it dies.
 Finished run_captured(const std::vector<std::string>& argv,
                       const std::vector<std::string>& environment, double timeout_s,
                       bool stdin_pipe = false) {
