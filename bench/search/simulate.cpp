@@ -12,7 +12,9 @@
 // 2. transfer: per seed, the A tasks in order into one memory (htam), then each B task from a
 //    fresh memory and from a copy of A's, for htam and flat;
 // 3. ladder: htam under the ladder and under full fidelity, from a fresh memory.
-// Every ratio carries a 95% percentile-bootstrap interval over its runs.
+// Every ratio is a geomean over (task, seed) pairs with a 95% percentile-bootstrap interval over
+// the pairs. --cold-defaults starts each decomposition's hint at a random point of its parameters
+// instead of the family's defaults (what the search adds where the defaults are not good).
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -72,27 +74,6 @@ nlohmann::json geomean_ci(const std::vector<double>& values, uint64_t seed) {
           {"ci_high", std::exp(ci.high)}, {"n", values.size()}};
 }
 
-// Ratio of geomeans a/b, with a bootstrap interval that resamples each side apart.
-nlohmann::json ratio_ci(const std::vector<double>& a, const std::vector<double>& b,
-                        uint64_t seed) {
-  if (a.empty() || b.empty()) return nullptr;
-  std::mt19937_64 rng(seed);
-  std::vector<double> ratios;
-  const auto draw = [&rng](const std::vector<double>& v) {
-    std::uniform_int_distribution<size_t> pick(0, v.size() - 1);
-    double s = 0.0;
-    for (size_t i = 0; i < v.size(); ++i) s += std::log(std::max(v[pick(rng)], 1e-12));
-    return s / double(v.size());
-  };
-  for (int i = 0; i < 2000; ++i) ratios.push_back(std::exp(draw(a) - draw(b)));
-  std::sort(ratios.begin(), ratios.end());
-  const double point = geomean(a) / geomean(b);
-  const double low = ratios[size_t(0.025 * ratios.size())];
-  const double high = ratios[size_t(0.975 * ratios.size()) - 1];
-  return {{"ratio", point}, {"ci_low", low}, {"ci_high", high},
-          {"significant", low > 1.0 || high < 1.0}};
-}
-
 nlohmann::json outcome_json(const RunOutcome& o, double horizon_s) {
   return {{"task", o.task}, {"arm", o.arm}, {"seed", o.seed}, {"candidates", o.candidates},
           {"device_s", o.device_s}, {"search_device_s", o.search_device_s},
@@ -104,8 +85,8 @@ nlohmann::json outcome_json(const RunOutcome& o, double horizon_s) {
 
 class Runner {
  public:
-  Runner(const memory::Knowledge& seed, const fs::path& scratch, int steps)
-      : seed_(seed), scratch_(scratch), steps_(steps) {}
+  Runner(const memory::Knowledge& seed, const fs::path& scratch, int steps, bool cold_defaults)
+      : seed_(seed), scratch_(scratch), steps_(steps), cold_defaults_(cold_defaults) {}
 
   // A fresh memory at `path` (seed knowledge only).
   void fresh(const fs::path& path) {
@@ -121,6 +102,7 @@ class Runner {
     options.seed = seed;
     options.steps = steps_;
     options.scratch = scratch_;
+    options.cold_defaults = cold_defaults_;
     ++runs_;
     return simulation::simulate_run(loaded.task, loaded.space, *store, options);
   }
@@ -130,6 +112,7 @@ class Runner {
   const memory::Knowledge& seed_;
   fs::path scratch_;
   int steps_;
+  bool cold_defaults_;
   int runs_ = 0;
 };
 
@@ -140,19 +123,58 @@ std::map<std::string, double> horizons(const std::vector<RunOutcome>& runs) {
   return h;
 }
 
+// One run's measure `what`: final, auc, device_to_best, candidates_to_best, device or gap.
+double value(const RunOutcome& r, const std::map<std::string, double>& horizon,
+             const std::string& what) {
+  if (what == "final") return r.final_speedup;
+  if (what == "auc") return simulation::curve_area(r.curve, horizon.at(r.task));
+  if (what == "device_to_best") return std::max(r.device_s_to_best, 1e-6);
+  if (what == "candidates_to_best") return std::max(r.candidates_to_best, 1);
+  if (what == "device") return std::max(r.search_device_s, 1e-6);
+  if (what == "gap") return r.final_speedup / r.space_best_speedup;
+  throw Error("simulate: no measure '" + what + "'");
+}
+
 std::vector<double> field(const std::vector<RunOutcome>& runs, const std::string& arm,
                           const std::map<std::string, double>& horizon, const std::string& what) {
   std::vector<double> values;
   for (const RunOutcome& r : runs) {
-    if (r.arm != arm) continue;
-    if (what == "final") values.push_back(r.final_speedup);
-    if (what == "auc") values.push_back(simulation::curve_area(r.curve, horizon.at(r.task)));
-    if (what == "device_to_best") values.push_back(std::max(r.device_s_to_best, 1e-6));
-    if (what == "candidates_to_best") values.push_back(std::max(r.candidates_to_best, 1));
-    if (what == "device") values.push_back(std::max(r.search_device_s, 1e-6));
-    if (what == "gap") values.push_back(r.final_speedup / r.space_best_speedup);
+    if (r.arm == arm) values.push_back(value(r, horizon, what));
   }
   return values;
+}
+
+// Geomean over tasks and seeds of arm a's `what` over arm b's, each run of a divided by b's run
+// of the same task and seed (paired: the tasks' scales differ by orders of magnitude, so a ratio
+// of pooled geomeans with each side resampled apart has an interval as wide as that spread), with
+// a 95% percentile-bootstrap interval over the pairs. `significant`: the interval excludes 1.
+// Only the tasks in `task` (all when empty).
+nlohmann::json paired_ratio_ci(const std::vector<RunOutcome>& runs, const std::string& a,
+                               const std::string& b, const std::map<std::string, double>& horizon,
+                               const std::string& what, uint64_t seed,
+                               const std::string& task = "") {
+  std::map<std::pair<std::string, uint64_t>, double> of_b;
+  for (const RunOutcome& r : runs) {
+    if (r.arm == b && (task.empty() || r.task == task)) of_b[{r.task, r.seed}] = value(r, horizon, what);
+  }
+  std::vector<double> logs;
+  for (const RunOutcome& r : runs) {
+    if (r.arm != a || (!task.empty() && r.task != task)) continue;
+    const auto other = of_b.find({r.task, r.seed});
+    if (other != of_b.end()) {
+      logs.push_back(std::log(std::max(value(r, horizon, what), 1e-12) /
+                              std::max(other->second, 1e-12)));
+    }
+  }
+  if (logs.empty()) return nullptr;
+  const auto statistic = [](std::span<const double> v) {
+    return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  };
+  const evaluation::BootstrapInterval ci =
+      evaluation::bootstrap_interval(logs, statistic, 0.95, 2000, seed);
+  return {{"ratio", std::exp(statistic(logs))}, {"ci_low", std::exp(ci.low)},
+          {"ci_high", std::exp(ci.high)}, {"pairs", logs.size()},
+          {"significant", ci.low > 0.0 || ci.high < 0.0}};
 }
 
 std::vector<std::string> split(const std::string& list) {
@@ -173,6 +195,7 @@ int main(int argc, char** argv) {
                           "htam-local-memory";
   std::string commit;
   int seeds = 10, steps = 6;
+  bool cold_defaults = false;
   app.add_option("--spaces", spaces_dir, "folder of space files (*.json)")->required();
   app.add_option("--seeds", seeds, "seeds per arm and task")->capture_default_str();
   app.add_option("--steps", steps, "search steps per run")->capture_default_str();
@@ -181,6 +204,9 @@ int main(int argc, char** argv) {
   app.add_option("--transfer-b", transfer_b, "families of the B set");
   app.add_option("--out", out, "JSON to write")->required();
   app.add_option("--table", table, "markdown table to write");
+  app.add_flag("--cold-defaults", cold_defaults,
+               "start each decomposition's hint at a random point, not the family's defaults "
+               "(simulation::SimulatedRunOptions::cold_defaults)");
   app.add_option("--commit", commit, "kforge's commit, recorded in the JSON and the table");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -196,7 +222,7 @@ int main(int argc, char** argv) {
     const memory::Knowledge seed =
         memory::load_knowledge(fs::path(resource_root()) / "knowledge" / "seed.toml");
     ScratchDir scratch("kforge-simulate");
-    Runner runner(seed, scratch.path(), steps);
+    Runner runner(seed, scratch.path(), steps, cold_defaults);
     const fs::path memory = fs::path(scratch.path()) / "memory.sqlite";
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -204,7 +230,7 @@ int main(int argc, char** argv) {
     // The machine that simulated (the spaces record the one that measured).
     const std::string host = std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "";
     nlohmann::json report = {{"date", date}, {"commit", commit}, {"host", host},
-                             {"seeds", seeds}, {"steps", steps},
+                             {"seeds", seeds}, {"steps", steps}, {"cold_defaults", cold_defaults},
                              {"spaces", nlohmann::json::array()}};
     for (const auto& [family, loaded] : spaces) {
       const simulation::PointRecord* best = loaded.space.best();
@@ -238,10 +264,8 @@ int main(int argc, char** argv) {
           {"candidates_to_best",
            geomean_ci(field(policy_runs, arm, horizon, "candidates_to_best"), 15)},
           {"htam_over_this_final",
-           ratio_ci(field(policy_runs, "htam", horizon, "final"),
-                    field(policy_runs, arm, horizon, "final"), 16)},
-          {"htam_over_this_auc", ratio_ci(field(policy_runs, "htam", horizon, "auc"),
-                                          field(policy_runs, arm, horizon, "auc"), 17)}};
+           paired_ratio_ci(policy_runs, "htam", arm, horizon, "final", 16)},
+          {"htam_over_this_auc", paired_ratio_ci(policy_runs, "htam", arm, horizon, "auc", 17)}};
     }
     report["policies"] = policies;
 
@@ -278,14 +302,11 @@ int main(int argc, char** argv) {
         const std::string f = policy + "/fresh", t = policy + "/from-A";
         transfer[policy] = {
             {"fresh_over_transfer_device_s_to_best",
-             ratio_ci(field(all, f, h, "device_to_best"), field(all, t, h, "device_to_best"), 21)},
+             paired_ratio_ci(all, f, t, h, "device_to_best", 21)},
             {"fresh_over_transfer_candidates_to_best",
-             ratio_ci(field(all, f, h, "candidates_to_best"),
-                      field(all, t, h, "candidates_to_best"), 22)},
-            {"transfer_over_fresh_final",
-             ratio_ci(field(all, t, h, "final"), field(all, f, h, "final"), 23)},
-            {"transfer_over_fresh_auc",
-             ratio_ci(field(all, t, h, "auc"), field(all, f, h, "auc"), 24)}};
+             paired_ratio_ci(all, f, t, h, "candidates_to_best", 22)},
+            {"transfer_over_fresh_final", paired_ratio_ci(all, t, f, h, "final", 23)},
+            {"transfer_over_fresh_auc", paired_ratio_ci(all, t, f, h, "auc", 24)}};
       }
       report["transfer_runs"] = nlohmann::json::array();
       for (const RunOutcome& r : all) report["transfer_runs"].push_back(outcome_json(r, h.at(r.task)));
@@ -303,20 +324,34 @@ int main(int argc, char** argv) {
       }
     }
     const std::map<std::string, double> hf = horizons(fidelity_runs);
-    report["ladder"] = {
-        {"ladder_over_full_device_s", ratio_ci(field(fidelity_runs, "htam", hf, "device"),
-                                               field(fidelity_runs, "full:htam", hf, "device"), 31)},
-        {"ladder_over_full_final", ratio_ci(field(fidelity_runs, "htam", hf, "final"),
-                                            field(fidelity_runs, "full:htam", hf, "final"), 32)}};
+    nlohmann::json ladder = {
+        {"ladder_over_full_device_s",
+         paired_ratio_ci(fidelity_runs, "htam", "full:htam", hf, "device", 31)},
+        {"ladder_over_full_device_s_to_best",
+         paired_ratio_ci(fidelity_runs, "htam", "full:htam", hf, "device_to_best", 33)},
+        {"ladder_over_full_final",
+         paired_ratio_ci(fidelity_runs, "htam", "full:htam", hf, "final", 32)},
+        {"tasks", nlohmann::json::object()}};
+    for (const auto& [family, loaded] : spaces) {
+      const std::string& task = loaded.space.task;
+      ladder["tasks"][task] = {
+          {"ladder_over_full_device_s",
+           paired_ratio_ci(fidelity_runs, "htam", "full:htam", hf, "device", 34, task)},
+          {"ladder_over_full_final",
+           paired_ratio_ci(fidelity_runs, "htam", "full:htam", hf, "final", 35, task)}};
+    }
+    report["ladder"] = ladder;
     report["policy_runs"] = nlohmann::json::array();
     for (const RunOutcome& r : policy_runs) report["policy_runs"].push_back(outcome_json(r, horizon.at(r.task)));
     report["simulated_runs"] = runner.runs();
     write_file_atomically(out, report.dump(1) + "\n");
     std::cout << fmt::format("{} simulated runs; wrote {}\n", runner.runs(), out);
     if (!table.empty()) {
-      std::string md = fmt::format("Simulated {} ({} seeds, {} steps) at commit {} over spaces "
+      std::string md = fmt::format("Simulated {} ({} seeds, {} steps{}) at commit {} over spaces "
                                    "measured on {}.\n\n",
-                                   date, seeds, steps, commit.empty() ? "?" : commit,
+                                   date, seeds, steps,
+                                   cold_defaults ? ", hints at random points (--cold-defaults)" : "",
+                                   commit.empty() ? "?" : commit,
                                    spaces.begin()->second.space.device) +
                        "| arm | final speedup (geomean, 95% CI) | gap to space best | AUC | htam/arm final | htam/arm AUC |\n|---|---|---|---|---|---|\n";
       const auto cell = [](const nlohmann::json& j, const char* key) {
@@ -329,6 +364,32 @@ int main(int argc, char** argv) {
         md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", arm, cell(p["final_speedup"], "geomean"),
                           cell(p["gap_to_space_best"], "geomean"), cell(p["auc"], "geomean"),
                           cell(p["htam_over_this_final"], "ratio"), cell(p["htam_over_this_auc"], "ratio"));
+      }
+      const auto ratio = [&cell](const nlohmann::json& j) {
+        return cell(j, "ratio") + (!j.is_null() && j["significant"].get<bool>() ? " (significant)" : "");
+      };
+      md += "\nRatios are geomeans over (task, seed) pairs, each run against the same task and seed "
+            "of the other arm.\n\n| ladder over full fidelity | ratio [95% CI] |\n|---|---|\n";
+      md += fmt::format("| search device seconds | {} |\n| device seconds to the best | {} |\n"
+                        "| final speedup | {} |\n",
+                        ratio(ladder["ladder_over_full_device_s"]),
+                        ratio(ladder["ladder_over_full_device_s_to_best"]),
+                        ratio(ladder["ladder_over_full_final"]));
+      for (const auto& [task, t] : ladder["tasks"].items()) {
+        md += fmt::format("| {}: device seconds / final | {} / {} |\n", task,
+                          ratio(t["ladder_over_full_device_s"]), ratio(t["ladder_over_full_final"]));
+      }
+      if (!transfer.is_null()) {
+        md += fmt::format("\nTransfer (A = {}, B = {}), from A's memory against fresh:\n\n"
+                          "| policy | fresh/from-A device s to best | from-A/fresh final | from-A/fresh AUC |\n"
+                          "|---|---|---|---|\n",
+                          transfer_a, transfer_b);
+        for (const std::string policy : {"htam", "flat"}) {
+          const nlohmann::json& t = transfer[policy];
+          md += fmt::format("| {} | {} | {} | {} |\n", policy,
+                            ratio(t["fresh_over_transfer_device_s_to_best"]),
+                            ratio(t["transfer_over_fresh_final"]), ratio(t["transfer_over_fresh_auc"]));
+        }
       }
       write_file_atomically(table, md);
     }

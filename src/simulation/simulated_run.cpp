@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,22 @@ double true_speedup(const SpaceRecord& space, const std::string& artifact_key) {
 }
 
 }  // namespace
+
+void randomize_defaults(generation::KernelFamily& family, uint64_t seed) {
+  std::mt19937_64 rng(seed * 2654435761u + 7);
+  const auto shuffle_default = [&rng](generation::TemplateParam& param) {
+    if (param.values.size() < 2) return;
+    std::uniform_int_distribution<size_t> pick(0, param.values.size() - 1);
+    std::swap(param.values[0], param.values[pick(rng)]);
+  };
+  for (generation::TemplateVariant& variant : family.variants) {
+    for (generation::TemplateParam& param : variant.params) shuffle_default(param);
+    for (auto& [dtype, params] : variant.params_by_dtype) {
+      for (generation::TemplateParam& param : params) shuffle_default(param);
+    }
+  }
+}
+
 
 Arm parse_arm(const std::string& name) {
   Arm arm;
@@ -90,12 +107,12 @@ RunOutcome simulate_run(const Task& task, const SpaceRecord& space, memory::Stor
   ReplayBuilds builds(space, clock);
   IdleWorker worker(space.backend, space.device);
   IdleWorker reference(space.backend, space.device);
-  generation::TemplatesGenerator generator(
-      generation::load_family((options.kernels_root.empty()
-                                   ? fs::path(resource_root()) / "kernels"
-                                   : options.kernels_root).string(),
-                              space.backend, space.family),
-      space.dtype);
+  generation::KernelFamily family = generation::load_family(
+      (options.kernels_root.empty() ? fs::path(resource_root()) / "kernels" : options.kernels_root)
+          .string(),
+      space.backend, space.family);
+  if (options.cold_defaults) randomize_defaults(family, options.seed);
+  generation::TemplatesGenerator generator(std::move(family), space.dtype);
   generator.set_task_defines(task_defines(task));
 
   search::OptimizeOptions optimize;

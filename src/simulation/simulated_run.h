@@ -12,6 +12,7 @@
 
 #include "search/scheduler.h"
 #include "core/task.h"
+#include "generation/kernel_family.h"
 #include "memory/baselines.h"
 #include "memory/store.h"
 #include "simulation/space.h"
@@ -30,6 +31,11 @@ struct Arm {
 /// (prefix, hierarchy, local-memory) and a "full:" prefix for full fidelity ("full:htam").
 /// Throws Error naming the arm and the forms it takes.
 Arm parse_arm(const std::string& name);
+
+/// Swaps each template parameter's default (values[0], where a decomposition's expert hint
+/// starts) with one of its values drawn with `seed` (values[0] itself included), in `params` and
+/// every `params_by_dtype` list; the value sets are unchanged (SimulatedRunOptions::cold_defaults).
+void randomize_defaults(generation::KernelFamily& family, uint64_t seed);
 
 /// The best-so-far curve at one moment: after `candidates` candidates and `device_s` device
 /// seconds, the run's best is `speedup` (its space record's rung-2 geomean; 1.0 before any best:
@@ -66,6 +72,12 @@ struct SimulatedRunOptions {
   std::filesystem::path scratch;   // the run directory goes under it (created, then removed)
   /// Where the family's family.toml is read (kernels/<backend>/<family>/); "" = kforge's own.
   std::filesystem::path kernels_root;
+  /// Ablation: before the run, each template parameter's default (its first value, where the
+  /// expert hints start: one hint per decomposition at its defaults) is swapped with a value
+  /// drawn with `seed`, so the hints start at random points of each decomposition instead of the
+  /// family's tuned defaults. Shows what the search and the memory add where the defaults are
+  /// not already near the best (on the H200's element-wise and GEMV spaces they are within 1%).
+  bool cold_defaults = false;
 };
 
 /// Runs `task` (the space's task) through search::Optimizer with a ReplayPlane, ReplayBuilds

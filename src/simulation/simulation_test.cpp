@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include "common/error.h"
 #include "search/optimizer_test_util.h"
@@ -185,6 +186,45 @@ TEST_F(SimulationTest, FullFidelitySpendsMoreDeviceSecondsThanTheLadder) {
   fresh_store();
   const RunOutcome full = simulate_run(task_, space, *store_, options("full:htam", 1));
   EXPECT_GT(full.search_device_s, ladder.search_device_s);
+}
+
+TEST_F(SimulationTest, ColdDefaultsMoveTheHintsStartAndKeepTheSpace) {
+  const generation::KernelFamily family =
+      generation::load_family((root_ / "kernels").string(), "cpu", "toy");
+  const std::vector<generation::TemplatePoint> points = all_points(family);
+  std::set<std::string> simd_defaults;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    generation::KernelFamily cold = family;
+    randomize_defaults(cold, seed);
+    ASSERT_EQ(cold.variants.size(), family.variants.size());
+    for (size_t v = 0; v < family.variants.size(); ++v) {
+      for (size_t p = 0; p < family.variants[v].params.size(); ++p) {
+        std::vector<std::string> a = family.variants[v].params[p].values;
+        std::vector<std::string> b = cold.variants[v].params[p].values;
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        EXPECT_EQ(a, b) << "seed " << seed << ": the values are the same set";
+      }
+    }
+    const generation::TemplateVariant* simd = cold.variant("simd");
+    ASSERT_NE(simd, nullptr);
+    simd_defaults.insert(simd->param("ACCUMULATORS")->values[0]);
+    // The same points, whatever the defaults (the space is keyed by point, not by order).
+    std::set<std::string> ids, cold_ids;
+    for (const generation::TemplatePoint& p : points) ids.insert(p.id());
+    for (const generation::TemplatePoint& p : all_points(cold)) cold_ids.insert(p.id());
+    EXPECT_EQ(ids, cold_ids);
+  }
+  EXPECT_GT(simd_defaults.size(), 1u) << "20 seeds never moved the default";
+
+  SimulatedRunOptions cold = options("htam", 2);
+  cold.cold_defaults = true;
+  const RunOutcome a = simulate_run(task_, toy_space(), *store_, cold);
+  fresh_store();
+  const RunOutcome b = simulate_run(task_, toy_space(), *store_, cold);
+  EXPECT_EQ(a.best_id, b.best_id);
+  EXPECT_EQ(a.candidates, b.candidates);
+  EXPECT_GT(a.final_speedup, 1.0);
 }
 
 TEST(SimulationArms, ParseNamesPoliciesAblationsAndFidelity) {
