@@ -16,6 +16,7 @@
 // the pairs. --cold-defaults starts each decomposition's hint at a random point of its parameters
 // instead of the family's defaults (what the search adds where the defaults are not good).
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <ctime>
 #include <cmath>
@@ -50,14 +51,15 @@ struct Loaded {
   Task task;
 };
 
-double mean(const std::vector<double>& v) {
-  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
-}
-
-double geomean(const std::vector<double>& v) {
-  std::vector<double> logs;
-  for (double x : v) logs.push_back(std::log(x));
-  return std::exp(mean(logs));
+// exp of the mean of `logs` and of the ends of its 95% percentile-bootstrap interval:
+// {point, low, high} of a geomean (or of a geomean ratio, when `logs` are log-ratios).
+std::array<double, 3> exp_mean_ci(const std::vector<double>& logs, uint64_t seed) {
+  const auto statistic = [](std::span<const double> s) {
+    return std::accumulate(s.begin(), s.end(), 0.0) / double(s.size());
+  };
+  const evaluation::BootstrapInterval ci =
+      evaluation::bootstrap_interval(logs, statistic, 0.95, 2000, seed);
+  return {std::exp(statistic(logs)), std::exp(ci.low), std::exp(ci.high)};
 }
 
 // Geomean of `values` with a 95% bootstrap interval over them.
@@ -65,13 +67,8 @@ nlohmann::json geomean_ci(const std::vector<double>& values, uint64_t seed) {
   if (values.empty()) return nullptr;
   std::vector<double> logs;
   for (double x : values) logs.push_back(std::log(std::max(x, 1e-12)));
-  const auto statistic = [](std::span<const double> s) {
-    return std::accumulate(s.begin(), s.end(), 0.0) / double(s.size());
-  };
-  const evaluation::BootstrapInterval ci = evaluation::bootstrap_interval(logs, statistic, 0.95,
-                                                                          2000, seed);
-  return {{"geomean", std::exp(statistic(logs))}, {"ci_low", std::exp(ci.low)},
-          {"ci_high", std::exp(ci.high)}, {"n", values.size()}};
+  const auto [point, low, high] = exp_mean_ci(logs, seed);
+  return {{"geomean", point}, {"ci_low", low}, {"ci_high", high}, {"n", values.size()}};
 }
 
 nlohmann::json outcome_json(const RunOutcome& o, double horizon_s) {
@@ -167,14 +164,9 @@ nlohmann::json paired_ratio_ci(const std::vector<RunOutcome>& runs, const std::s
     }
   }
   if (logs.empty()) return nullptr;
-  const auto statistic = [](std::span<const double> v) {
-    return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
-  };
-  const evaluation::BootstrapInterval ci =
-      evaluation::bootstrap_interval(logs, statistic, 0.95, 2000, seed);
-  return {{"ratio", std::exp(statistic(logs))}, {"ci_low", std::exp(ci.low)},
-          {"ci_high", std::exp(ci.high)}, {"pairs", logs.size()},
-          {"significant", ci.low > 0.0 || ci.high < 0.0}};
+  const auto [point, low, high] = exp_mean_ci(logs, seed);
+  return {{"ratio", point}, {"ci_low", low}, {"ci_high", high}, {"pairs", logs.size()},
+          {"significant", low > 1.0 || high < 1.0}};
 }
 
 std::vector<std::string> split(const std::string& list) {

@@ -60,7 +60,6 @@ void randomize_defaults(generation::KernelFamily& family, uint64_t seed) {
   }
 }
 
-
 Arm parse_arm(const std::string& name) {
   Arm arm;
   arm.name = name;
