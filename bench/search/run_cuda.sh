@@ -21,16 +21,8 @@ total_s="${1:-540}"
 shift || true
 tasks=("$@")
 [ ${#tasks[@]} -gt 0 ] || tasks=(rmsnorm_channels relu silu softmax log_softmax)
-build="${KFORGE_BUILD:-build/release}"
-if [ "$build" != build/release ] && [ ! -e build/release ]; then ln -s "$(basename "$build")" build/release; fi
-built_in=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/release/CMakeCache.txt 2>/dev/null)
-if [ -n "$built_in" ] && [ "$built_in" != "$here" ] && [ ! -e "$built_in" ]; then
-  mkdir -p "$(dirname "$built_in")" && ln -s "$here" "$built_in"
-fi
-export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
-export LD_LIBRARY_PATH="$here/build/release/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. scripts/device-env.sh
 export KFORGE_WORKER="$here/build/release/kforge-worker"
-export KFORGE_CACHE_DIR="$here/.kforge/artifacts"
 log="$out/spaces/run_cuda.log"
 deadline=$(( $(date +%s) + total_s ))
 for task in "${tasks[@]}"; do
@@ -49,7 +41,11 @@ for task in "${tasks[@]}"; do
     cp "bench/search/spaces/cuda/$task.json" "$out/spaces/"
     echo "   complete: spaces/cuda/$task.json" | tee -a "$log"
   else
-    [ -e "$partial" ] && cp "$partial" "$out/spaces/partial/"
-    echo "   exit $code: $partial kept for --resume" | tee -a "$log"
+    if [ -e "$partial" ]; then
+      cp "$partial" "$out/spaces/partial/"
+      echo "   exit $code: $partial kept for --resume" | tee -a "$log"
+    else
+      echo "   exit $code: no space written (the log above says why)" | tee -a "$log"
+    fi
   fi
 done
