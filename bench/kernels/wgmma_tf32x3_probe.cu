@@ -2,15 +2,14 @@
 // tf32x3.cuh) past what mma.sync reaches? Issue 20's LinearReLUDiv target (KernelBench L2/63,
 // Y = X W^T at M 1024, K 8192, N 8192, 137.4 GFLOP) asks 2x over eager's 2.72 ms on the H200,
 // 1.36 ms = 101 TFLOP/s of fp32 work: 303 TFLOP/s of TF32 tensor-core work in three products,
-// 61% of the H200's 494 dense TF32 TFLOP/s. mma.sync (the gemm_epilogue family's tf32x3_mma)
-// issues from one warp at a time and reaches well under that on Hopper; wgmma is the path
-// that can. This program times both at one shape and checks them against float64.
+// 61% of the H200's 494 dense TF32 TFLOP/s. This program times the gemm_epilogue family's
+// tensor-core kernels at one shape and checks them against float64.
 //
 // It times the family's own sources (their design is in their headers: kernels/cuda/
-// gemm_epilogue/tf32x3_wgmma.cu and tf32x3_mma.cu) through their kforge_run entry points, each
-// included in a namespace of its own. The numbers in compute_bound_h100_s9.md came from this
-// file's first form at 8a01824, which held its own copy of the wgmma kernel (before bias, the
-// epilogue chain and 4-byte copies for K % 4 != 0; BN 64 with 4 stages as well).
+// gemm_epilogue/tf32x3_mma.cu, tf32x3_wgmma.cu and tf32x3_wgmma_rs.cu at four of its points)
+// through their kforge_run entry points, each included in a namespace of its own. The numbers
+// in compute_bound_h100_s9.md came from this file's first form at 8a01824, which held its own
+// copy of the wgmma kernel; those of compute_bound_s19.md from this form.
 // Build here (nvcc 13; the -gencode form: see ../.library HOPPER.md):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Ikernels \
 //     -I<dlpack include> bench/kernels/wgmma_tf32x3_probe.cu -o wgmma_tf32x3_probe
@@ -23,6 +22,7 @@
 #include <common/gemm_args.h>
 #include <cuda/common/elem.cuh>
 #include <cuda/common/tf32x3.cuh>
+#include <cuda/common/tma.cuh>  // before the namespaces below: included once, at file scope
 #include <cuda/common/wgmma.cuh>
 #include <kforge/kernel.h>
 
@@ -58,6 +58,37 @@ namespace wgmma_bn128 {
 namespace wgmma_bn64 {
 #include <cuda/gemm_epilogue/tf32x3_wgmma.cu>
 }  // namespace wgmma_bn64
+#undef kforge_run
+#undef KF_BN
+#undef KF_STAGES
+// tf32x3_wgmma_rs at (STAGES, FLUSH); BN 128, W hi raw throughout.
+#define KF_STAGES 4
+#define KF_FLUSH 1
+#define kforge_run kforge_run_rs_s4f1
+namespace rs_s4f1 {
+#include <cuda/gemm_epilogue/tf32x3_wgmma_rs.cu>
+}  // namespace rs_s4f1
+#undef kforge_run
+#undef KF_FLUSH
+#define KF_FLUSH 4
+#define kforge_run kforge_run_rs_s4f4
+namespace rs_s4f4 {
+#include <cuda/gemm_epilogue/tf32x3_wgmma_rs.cu>
+}  // namespace rs_s4f4
+#undef kforge_run
+#undef KF_STAGES
+#define KF_STAGES 3
+#define kforge_run kforge_run_rs_s3f4
+namespace rs_s3f4 {
+#include <cuda/gemm_epilogue/tf32x3_wgmma_rs.cu>
+}  // namespace rs_s3f4
+#undef kforge_run
+#undef KF_FLUSH
+#define KF_FLUSH 8
+#define kforge_run kforge_run_rs_s3f8
+namespace rs_s3f8 {
+#include <cuda/gemm_epilogue/tf32x3_wgmma_rs.cu>
+}  // namespace rs_s3f8
 #undef kforge_run
 
 namespace probe {
@@ -105,15 +136,14 @@ int main(int argc, char** argv) {
   const int64_t M = argc > 3 ? std::atoll(argv[1]) : 1024, N = argc > 3 ? std::atoll(argv[2]) : 8192,
                 K = argc > 3 ? std::atoll(argv[3]) : 8192;
   const int iters = argc > 4 ? std::atoi(argv[4]) : 20;
-  if (K % 4 != 0) {
-    std::fprintf(stderr, "wgmma_tf32x3_probe: K must be a multiple of 4 (16-byte rows), got %lld\n",
-                 static_cast<long long>(K));
-    return 2;
-  }
   const Kernel kernels[] = {
       {"mma_sync tf32x3_mma (default)", mma_sync::kforge_run_mma_sync},
       {"wgmma tf32x3_wgmma BN128", wgmma_bn128::kforge_run_wgmma_bn128},
       {"wgmma tf32x3_wgmma BN64", wgmma_bn64::kforge_run_wgmma_bn64},
+      {"wgmma_rs STAGES4 FLUSH1", rs_s4f1::kforge_run_rs_s4f1},
+      {"wgmma_rs STAGES4 FLUSH4", rs_s4f4::kforge_run_rs_s4f4},
+      {"wgmma_rs STAGES3 FLUSH4", rs_s3f4::kforge_run_rs_s3f4},
+      {"wgmma_rs STAGES3 FLUSH8", rs_s3f8::kforge_run_rs_s3f8},
   };
   std::printf("M %lld N %lld K %lld, %d timed calls each\n", static_cast<long long>(M),
               static_cast<long long>(N), static_cast<long long>(K), iters);

@@ -139,14 +139,16 @@ TEST_F(KernelFamilyTest, MaxDimsAreReadAndMalformedOnesNameTheField) {
   }
 }
 
-// The wgmma GEMM builds for Hopper's architecture-specific target; the others for the toolchain's.
-TEST(BundledFamilies, OnlyTheWgmmaGemmNeedsSm90a) {
+// The wgmma GEMMs build for Hopper's architecture-specific target; the others for the toolchain's.
+TEST(BundledFamilies, OnlyTheWgmmaGemmsNeedSm90a) {
   const std::string kernels = (fs::path(KFORGE_SOURCE_DIR) / "kernels").string();
   const KernelFamily gemm = load_family(kernels, "cuda", "gemm_epilogue");
   for (const TemplateVariant& variant : gemm.variants) {
-    EXPECT_EQ(variant.cuda_arch, variant.name == "tf32x3_wgmma" ? "sm_90a" : "") << variant.name;
+    const bool wgmma = variant.name == "tf32x3_wgmma" || variant.name == "tf32x3_wgmma_rs";
+    EXPECT_EQ(variant.cuda_arch, wgmma ? "sm_90a" : "") << variant.name;
   }
   ASSERT_NE(gemm.variant("warpgroup_mma"), nullptr);
+  ASSERT_NE(gemm.variant("warpgroup_mma_rs"), nullptr);
 }
 
 // The row-wise CUDA families move halves 8 at a time (16 bytes) and f32 at most 4 (16 bytes);

@@ -32,6 +32,32 @@ __device__ __forceinline__ uint32_t to_tf32(float v) {
   return out;
 }
 
+/// The tf32 value a tensor core reads from an fp32 operand: its top 19 bits (sign, exponent, 10
+/// mantissa bits), v truncated toward zero. Inf and NaN stay Inf and NaN, but for a NaN whose
+/// payload lies only in the low 13 bits, which reads as Inf (as the tensor cores read it).
+__device__ __forceinline__ uint32_t truncate_tf32(float v) {
+  return __float_as_uint(v) & 0xFFFFE000u;
+}
+
+/// v rounded to tf32, to nearest with ties away from zero (cvt.rna's result), in two integer
+/// instructions: half a tf32 ulp added to the magnitude bits, the low 13 cleared (on sm_90 ptxas
+/// expands cvt.rna.tf32.f32 to a compare with Inf, a predicated add and the mask). Only for v
+/// known finite and far below FLT_MAX, such as the remainder v - truncate_tf32(v): a NaN with a
+/// large payload would carry into the sign bit.
+__device__ __forceinline__ uint32_t round_small_tf32(float v) {
+  return (__float_as_uint(v) + 0x1000u) & 0xFFFFE000u;
+}
+
+/// v = hi + lo with hi = truncate_tf32(v) and lo = the remainder v - hi (exact in fp32, below one
+/// tf32 ulp of v) rounded to tf32: to ~2^-21 relative, in four instructions where split() takes
+/// about ten on sm_90. The 3xTF32 products of the pair keep fp32 accuracy (Ootomo & Yokota,
+/// IJHPCA 2022, section 3, bound the split's error by the remainder's rounding). A NaN or Inf v
+/// gives a NaN or Inf hi (lo is then meaningless), so the products stay NaN or Inf.
+__device__ __forceinline__ void split_truncated(float v, uint32_t& hi, uint32_t& lo) {
+  hi = truncate_tf32(v);
+  lo = round_small_tf32(v - __uint_as_float(hi));
+}
+
 /// v = hi + lo to ~2^-22 relative (both tf32 bit patterns).
 __device__ __forceinline__ void split(float v, uint32_t& hi, uint32_t& lo) {
   hi = to_tf32(v);

@@ -1,0 +1,98 @@
+// Hopper's tensor memory accelerator (TMA, sm_90) for the tile loads of the wgmma kernels: the
+// host-side encoding of a 2-D fp32 tensor map (K-major rows, 32-float boxes in the 128-byte
+// swizzle that wgmma's descriptors read), and the device-side bulk tensor copy completing on a
+// shared-memory mbarrier (arrive with an expected byte count, wait on the phase parity).
+// One thread issues a whole tile; the other threads only wait, so the copies cost the k-loop
+// no instructions, and boxes that reach past the tensor are zero-filled by the hardware.
+// Sources: PTX ISA 9.0, "cp.async.bulk.tensor", "mbarrier" (expect-tx, try_wait.parity);
+// CUDA Driver API, cuTensorMapEncodeTiled (obtained through cudaGetDriverEntryPointByVersion,
+// so that a kernel library needs no link to libcuda).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap and its enums (types only)
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kf::tma {
+
+/// Fills `map` for a row-major fp32 matrix [rows, cols] at `base` (cols contiguous), read in
+/// boxes of BOX_ROWS x 32 floats (one 128-byte swizzle row each) with the 128-byte swizzle;
+/// elements outside the matrix read as zero. Returns true on success; false when the matrix
+/// does not qualify (base not 16-byte aligned, cols % 4 != 0, a dimension of 2^31 or more) or
+/// the driver lacks the entry point, and the caller takes another path.
+template <int BOX_ROWS>
+inline bool encode_rows_f32(CUtensorMap* map, const float* base, int64_t rows, int64_t cols) {
+  static_assert(BOX_ROWS >= 1 && BOX_ROWS <= 256, "a TMA box dimension is at most 256");
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                              const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                              const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &status) != cudaSuccess ||
+        status != cudaDriverEntryPointSuccess)
+      return static_cast<Encode>(nullptr);
+    return reinterpret_cast<Encode>(fn);
+  }();
+  if (encode == nullptr) return false;
+  if (reinterpret_cast<uintptr_t>(base) % 16 != 0 || cols % 4 != 0) return false;
+  if (rows <= 0 || cols <= 0 || rows >= (int64_t{1} << 31) || cols >= (int64_t{1} << 31))
+    return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(float)};  // bytes
+  const cuuint32_t box[2] = {32, BOX_ROWS};
+  const cuuint32_t element_strides[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides,
+                box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/// Initializes the mbarrier at `bar` for `count` arrivals and makes it visible to the copy
+/// engine; the caller then synchronizes the block before any thread uses it.
+__device__ __forceinline__ void init_barrier(uint64_t* bar, uint32_t count) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/// Arrives on `bar` expecting `bytes` more bytes of copies to complete on it this phase.
+__device__ __forceinline__ void arrive_expect_bytes(uint64_t* bar, uint32_t bytes) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(addr), "r"(bytes)
+               : "memory");
+}
+
+/// Waits until the phase of `bar` with parity `parity` has completed.
+__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+
+/// Copies the box at (column col0, row row0) of the tensor `map` describes into `dst` (1024-byte
+/// aligned for the 128-byte swizzle), completing its bytes on `bar`. `map` must be a
+/// __grid_constant__ kernel parameter (or otherwise in constant, parameter or global memory).
+__device__ __forceinline__ void load_box(void* dst, const CUtensorMap* map, uint64_t* bar,
+                                         int32_t col0, int32_t row0) {
+  const uint32_t dst_addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  const uint32_t bar_addr = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst_addr),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar_addr), "r"(col0), "r"(row0)
+      : "memory");
+}
+
+}  // namespace kf::tma
