@@ -22,7 +22,8 @@
 #include <common/gemm_args.h>
 #include <cuda/common/elem.cuh>
 #include <cuda/common/tf32x3.cuh>
-#include <cuda/common/tma.cuh>  // before the namespaces below: included once, at file scope
+#include <cuda/common/gemm_wgmma_rs.cuh>  // before the namespaces below: once, at file scope
+#include <cuda/common/tma.cuh>
 #include <cuda/common/wgmma.cuh>
 #include <kforge/kernel.h>
 

@@ -21,6 +21,7 @@
 // aligned (d % 4 != 0, or an unaligned base) take 4-byte copies instead.
 // Limits: ceil(s / BM) <= 65535 (grid.y); batches are launched in chunks of 65535 (grid.z).
 #include <common/attention_args.h>
+#include <cuda/common/attention_softmax.cuh>
 #include <cuda/common/elem.cuh>  // kf::aligned
 #include <cuda/common/tf32x3.cuh>
 #include <kforge/kernel.h>
@@ -136,26 +137,6 @@ __global__ void __launch_bounds__(kThreads) gemm_tf32x3(Gemm gm, int64_t batch0)
     }
 }
 
-constexpr int kSoftmaxWarps = 8;
-
-// Each of `rows` rows of p (length s, row stride ld) replaced by its softmax; one warp per row.
-__global__ void __launch_bounds__(kSoftmaxWarps * 32)
-softmax_rows(float* p, int64_t rows, int64_t s, int64_t ld) {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kSoftmaxWarps + (threadIdx.x >> 5);
-  if (row >= rows) return;  // whole warps leave together: the shuffles below stay full
-  float* pr = p + row * ld;
-  float row_max = -INFINITY;
-  for (int64_t j = lane; j < s; j += 32) row_max = fmaxf(row_max, pr[j]);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, o));
-  float sum = 0.0f;
-  for (int64_t j = lane; j < s; j += 32) sum += expf(pr[j] - row_max);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  for (int64_t j = lane; j < s; j += 32) pr[j] = expf(pr[j] - row_max) / sum;
-}
-
 template <bool kNN, bool kVec>
 cudaError_t launch_gemm(const Gemm& gm, int64_t batches, cudaStream_t stream) {
   auto kernel = gemm_tf32x3<kNN, kVec>;
@@ -190,10 +171,7 @@ cudaError_t attend(const kf::AttentionArgs& a, float* p, int64_t ld, cudaStream_
   const bool vec_qk = a.d % 4 == 0 && kf::aligned(a.q, 16) && kf::aligned(a.k, 16);
   cudaError_t err = launch_gemm<false>(scores, vec_qk, a.b, stream);
   if (err != cudaSuccess) return err;
-  const int64_t rows = a.b * a.s;
-  softmax_rows<<<static_cast<unsigned>((rows + kSoftmaxWarps - 1) / kSoftmaxWarps),
-                 kSoftmaxWarps * 32, 0, stream>>>(p, rows, a.s, ld);
-  err = cudaGetLastError();
+  err = kf::attention::softmax_rows_in_place(p, a.b * a.s, a.s, ld, stream);
   if (err != cudaSuccess) return err;
   const Gemm weighted{p, a.v, a.o, a.s, a.d, a.s, ld, a.d, a.d, a.s * ld, sd, sd, 1.0f};
   const bool vec_v = a.d % 4 == 0 && kf::aligned(a.v, 16);  // p's rows are 16-byte aligned

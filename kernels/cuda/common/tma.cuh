@@ -1,5 +1,5 @@
 // Hopper's tensor memory accelerator (TMA, sm_90) for the tile loads of the wgmma kernels: the
-// host-side encoding of a 2-D fp32 tensor map (K-major rows, 32-float boxes in the 128-byte
+// host-side encoding of a batched (3-D) fp32 tensor map (K-major rows, 32-float boxes in the 128-byte
 // swizzle that wgmma's descriptors read), and the device-side bulk tensor copy completing on a
 // shared-memory mbarrier (arrive with an expected byte count, wait on the phase parity).
 // One thread issues a whole tile; the other threads only wait, so the copies cost the k-loop
@@ -16,13 +16,16 @@
 
 namespace kf::tma {
 
-/// Fills `map` for a row-major fp32 matrix [rows, cols] at `base` (cols contiguous), read in
-/// boxes of BOX_ROWS x 32 floats (one 128-byte swizzle row each) with the 128-byte swizzle;
-/// elements outside the matrix read as zero. Returns true on success; false when the matrix
-/// does not qualify (base not 16-byte aligned, cols % 4 != 0, a dimension of 2^31 or more) or
-/// the driver lacks the entry point, and the caller takes another path.
+/// Fills `map` for `batches` row-major fp32 matrices [rows, cols] at `base` (row stride `ld`,
+/// batch stride `batch_stride`, both in floats; cols contiguous), read in boxes of BOX_ROWS x 32
+/// floats of one batch (one 128-byte swizzle row each) with the 128-byte swizzle; elements
+/// outside [rows, cols] read as zero. Returns true on success; false when the matrices do not
+/// qualify (base not 16-byte aligned; ld or batch_stride not a multiple of 4 floats; a
+/// dimension of 2^31 or more) or the driver lacks the entry point, and the caller takes another
+/// path.
 template <int BOX_ROWS>
-inline bool encode_rows_f32(CUtensorMap* map, const float* base, int64_t rows, int64_t cols) {
+inline bool encode_rows_f32(CUtensorMap* map, const float* base, int64_t rows, int64_t cols,
+                            int64_t ld, int64_t batches, int64_t batch_stride) {
   static_assert(BOX_ROWS >= 1 && BOX_ROWS <= 256, "a TMA box dimension is at most 256");
   using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                               const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
@@ -38,14 +41,20 @@ inline bool encode_rows_f32(CUtensorMap* map, const float* base, int64_t rows, i
     return reinterpret_cast<Encode>(fn);
   }();
   if (encode == nullptr) return false;
-  if (reinterpret_cast<uintptr_t>(base) % 16 != 0 || cols % 4 != 0) return false;
-  if (rows <= 0 || cols <= 0 || rows >= (int64_t{1} << 31) || cols >= (int64_t{1} << 31))
+  if (batches == 1) batch_stride = rows * ld;  // unused; any valid stride
+  if (reinterpret_cast<uintptr_t>(base) % 16 != 0 || ld % 4 != 0 || batch_stride % 4 != 0)
     return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(float)};  // bytes
-  const cuuint32_t box[2] = {32, BOX_ROWS};
-  const cuuint32_t element_strides[2] = {1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides,
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  if (rows <= 0 || cols <= 0 || batches <= 0 || rows >= kLimit || cols >= kLimit ||
+      batches >= kLimit || ld < cols || batch_stride < rows * ld)
+    return false;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batches)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * sizeof(float),  // bytes
+                                 static_cast<cuuint64_t>(batch_stride) * sizeof(float)};
+  const cuuint32_t box[3] = {32, BOX_ROWS, 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(base), dims, strides,
                 box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -81,17 +90,17 @@ __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
   } while (done == 0);
 }
 
-/// Copies the box at (column col0, row row0) of the tensor `map` describes into `dst` (1024-byte
-/// aligned for the 128-byte swizzle), completing its bytes on `bar`. `map` must be a
-/// __grid_constant__ kernel parameter (or otherwise in constant, parameter or global memory).
-__device__ __forceinline__ void load_box(void* dst, const CUtensorMap* map, uint64_t* bar,
-                                         int32_t col0, int32_t row0) {
+/// Copies the box at (column col0, row row0, batch batch) of the 3-D tensor `map` describes into
+/// `dst` (1024-byte aligned for the 128-byte swizzle), completing its bytes on `bar`. `map` must
+/// be a __grid_constant__ kernel parameter (or otherwise in constant, parameter or global memory).
+__device__ __forceinline__ void load_box_3d(void* dst, const CUtensorMap* map, uint64_t* bar,
+                                            int32_t col0, int32_t row0, int32_t batch) {
   const uint32_t dst_addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
   const uint32_t bar_addr = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst_addr),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar_addr), "r"(col0), "r"(row0)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst_addr),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar_addr), "r"(col0), "r"(row0), "r"(batch)
       : "memory");
 }
 

@@ -1,0 +1,309 @@
+// The 3xTF32 wgmma GEMM with X's split in registers (sm_90a), shared by gemm_epilogue's
+// tf32x3_wgmma_rs and attention's unfused_wgmma_rs: C[b] = X[b] W[b]^T for b < batches, X[b]
+// [M, K] and W[b] [N, K] fp32 with K contiguous (row strides ldx, ldw; batch strides batch_x,
+// batch_w, all in floats), each output element handed to a Store functor (the epilogue, the
+// scale, the layout of C are the caller's). Design and measurements:
+// kernels/cuda/gemm_epilogue/tf32x3_wgmma_rs.cu.
+//
+// Block: 128 x BN tile of two warpgroups (kThreads 256), k-slices of 32 floats in a STAGES-deep
+// ring of 128-byte-swizzled shared tiles (X raw, W raw, W lo), by TMA on mbarriers (3-D tensor
+// maps: K, rows, batch) or, where a row is not 16-byte aligned, by 4-byte cp.async. grid.x the
+// M tile (M fastest), grid.y the N tile, grid.z the batch (chunks of 65535).
+// Include only where __CUDA_ARCH_FEAT_SM90_ALL is defined or in host code (wgmma.cuh).
+#pragma once
+
+#include <cuda/common/tf32x3.cuh>
+#include <cuda/common/tma.cuh>
+#include <cuda/common/wgmma.cuh>
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace kf::wgmma_rs {
+
+constexpr int kBM = 128, kBK = 32, kThreads = 256;
+
+/// One batched NT GEMM: C[b] = X[b] W[b]^T (sizes in elements, strides in floats).
+struct Problem {
+  const float* x = nullptr;  // [batches][m rows of ldx] (k used)
+  const float* w = nullptr;  // [batches][n rows of ldw] (k used)
+  int64_t m = 0, n = 0, k = 0;
+  int64_t ldx = 0, ldw = 0;          // row strides (>= k)
+  int64_t batch_x = 0, batch_w = 0;  // batch strides (>= rows * ld)
+};
+
+/// The shared-memory layout of a point: X raw, W raw (its hi part), W lo a stage, each a
+/// multiple of 1024 bytes (the 128-byte swizzle's atom).
+template <int BN, int STAGES>
+struct Layout {
+  static_assert(BN == 64 || BN == 128, "BN: the wgmma N of the warpgroup tile, 64 or 128");
+  static_assert(STAGES >= 3, "the ring holds the slice in the tensor cores, the one being "
+                             "split and the one loading");
+  static constexpr int kTileA = kBM * kBK, kTileB = BN * kBK;  // floats
+  static constexpr int kStageFloats = kTileA + 2 * kTileB;
+  static constexpr size_t kSmemBytes = sizeof(float) * STAGES * kStageFloats + 1024;  // + align
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block (sm_90: 227 KiB)");
+};
+
+/// Issues 4-byte copies of rows [row0, row0 + ROWS) x k-slice [k0, k0 + 32) of a K-major matrix
+/// (rows x K, row stride ld) into `tile` in the 128-byte-swizzled layout, zero-filling what lies
+/// outside: the path of rows the tensor memory accelerator cannot read (unaligned rows).
+template <int ROWS>
+__device__ __forceinline__ void load_swizzled_4(float* tile, const float* src, int64_t rows,
+                                                int64_t K, int64_t ld, int64_t row0, int64_t k0,
+                                                int tid) {
+  constexpr int kElements = ROWS * kBK;
+  static_assert(kElements % kThreads == 0, "whole copies per thread");
+  // Not unrolled whole: 16 address pairs a thread live at once spill at BN 128.
+#pragma unroll 4
+  for (int i = 0; i < kElements / kThreads; ++i) {
+    const int idx = tid + i * kThreads, r = idx / kBK, c = idx % kBK;
+    const bool ok = row0 + r < rows && k0 + c < K;
+    const float* p = ok ? src + (row0 + r) * ld + k0 + c : src;
+    kf::tf32x3::cp_async_4(tile + r * kBK + (((c >> 2) ^ (r & 7)) << 2) + (c & 3), p, ok ? 4 : 0);
+  }
+}
+
+/// Calls f(std::integral_constant<int, J>) for J = 0, 1, ...: a loop whose index is a constant.
+template <int... J, typename F>
+__device__ __forceinline__ void for_each_index(std::integer_sequence<int, J...>, F&& f) {
+  (f(std::integral_constant<int, J>{}), ...);
+}
+
+/// The GEMM of batch batch0 + blockIdx.z, tile (blockIdx.x, blockIdx.y); store(b, row, col, v)
+/// receives every element of C inside [m, n]. kTma: tiles by TMA through map_x and map_w;
+/// otherwise by 4-byte cp.async (the maps unused).
+template <int BN, int STAGES, int FLUSH, bool kTma, typename Store>
+__global__ void __launch_bounds__(kThreads, 1)
+gemm_nt(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+        const Problem g, int64_t batch0, const Store store) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(FLUSH >= 1, "FLUSH: slices a slice accumulator spans, 1 or more");
+  using L = Layout<BN, STAGES>;
+  using kf::tf32x3::round_small_tf32;
+  using kf::tf32x3::truncate_tf32;
+  extern __shared__ unsigned char smem_raw[];
+  // 1024-byte aligned by an offset from the shared array itself (not through an integer cast),
+  // so the compiler keeps shared-memory loads and stores (LDS/STS) instead of generic ones.
+  float* smem = reinterpret_cast<float*>(
+      smem_raw + ((1024u - (kf::tf32x3::smem_addr(smem_raw) & 1023u)) & 1023u));
+  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const int g4 = lane >> 2, t = lane & 3;
+  const int64_t batch = batch0 + blockIdx.z;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kBM;  // M fastest: blocks share W tiles
+  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * BN;
+  const float* x = g.x + batch * g.batch_x;
+  const float* w = g.w + batch * g.batch_w;
+  const int ktiles = static_cast<int>((g.k + kBK - 1) / kBK);
+
+  auto stage = [&](int st) { return smem + st * L::kStageFloats; };
+  // One mbarrier a stage (TMA): its phase n completes when slice st + n * STAGES has landed.
+  __shared__ uint64_t landed[STAGES];
+  if (kTma && tid == 0) {
+#pragma unroll
+    for (int st = 0; st < STAGES; ++st) kf::tma::init_barrier(&landed[st], 1);
+  }
+  if (kTma) __syncthreads();
+  // Puts slice kt in flight into stage st: thread 0 issues both boxes (TMA), or every thread its
+  // 4-byte copies and a commit group (one a call, empty or not, as the waits count them).
+  auto load = [&](int st, int kt) {
+    float* p = stage(st);
+    const int64_t k0 = static_cast<int64_t>(kt) * kBK;
+    if constexpr (kTma) {
+      if (tid == 0) {
+        kf::tma::arrive_expect_bytes(&landed[st], sizeof(float) * (L::kTileA + L::kTileB));
+        kf::tma::load_box_3d(p, &map_x, &landed[st], static_cast<int32_t>(k0),
+                             static_cast<int32_t>(m0), static_cast<int32_t>(batch));
+        kf::tma::load_box_3d(p + L::kTileA, &map_w, &landed[st], static_cast<int32_t>(k0),
+                             static_cast<int32_t>(n0), static_cast<int32_t>(batch));
+      }
+    } else {
+      load_swizzled_4<kBM>(p, x, g.m, g.k, g.ldx, m0, k0, tid);
+      load_swizzled_4<BN>(p + L::kTileA, w, g.n, g.k, g.ldw, n0, k0, tid);
+      kf::tf32x3::cp_async_commit();
+    }
+  };
+  // Waits (this thread) until slice kt, the oldest not yet waited for, has landed; for cp.async
+  // the `Pending` younger groups may still fly.
+  auto wait_landed = [&](int kt, auto pending) {
+    if constexpr (kTma) {
+      kf::tma::wait_parity(&landed[kt % STAGES], static_cast<uint32_t>(kt / STAGES) & 1u);
+    } else {
+      kf::tf32x3::cp_async_wait<decltype(pending)::value>();
+    }
+  };
+  // W's slice: lo = tf32(w - trunc(w)) into the twin buffer (same layout: the swizzle stays
+  // within a row); hi = trunc(w) is the raw value itself, as the tensor cores read it.
+  auto split_b = [&](float* p) {
+    constexpr int kVecB = L::kTileB / 4;
+    static_assert(kVecB % kThreads == 0, "whole float4s per thread");
+    float* raw_b = p + L::kTileA;
+#pragma unroll
+    for (int i = 0; i < kVecB / kThreads; ++i) {
+      float* raw = raw_b + 4 * (tid + i * kThreads);
+      const float4 v = *reinterpret_cast<const float4*>(raw);
+      float4 l;
+      l.x = __uint_as_float(round_small_tf32(v.x - __uint_as_float(truncate_tf32(v.x))));
+      l.y = __uint_as_float(round_small_tf32(v.y - __uint_as_float(truncate_tf32(v.y))));
+      l.z = __uint_as_float(round_small_tf32(v.z - __uint_as_float(truncate_tf32(v.z))));
+      l.w = __uint_as_float(round_small_tf32(v.w - __uint_as_float(truncate_tf32(v.w))));
+      *reinterpret_cast<float4*>(raw + L::kTileB) = l;
+    }
+  };
+  // This thread's 16 X values of a slice: rows r0 = wg*64 + 16*warp + g4 and r0 + 8 (both with
+  // r % 8 == g4), column t of each of the 8 chunks; a row's chunk q sits at q ^ g4.
+  auto load_a_raw = [&](const float* p, float (&raw)[8][2]) {
+    const float* row = p + (wg * 64 + warp * 16 + g4) * kBK + t;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      raw[q][0] = row[(q ^ g4) << 2];
+      raw[q][1] = row[8 * kBK + ((q ^ g4) << 2)];
+    }
+  };
+
+  float acc[BN / 2], part[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.0f;
+  // X's split for two slices: the one in the tensor cores and the next (indexed by parity).
+  uint32_t a_hi[2][4][4], a_lo[2][4][4];
+  // Loads this thread's 16 X values of the slice at p and splits them into set P: k-step k covers
+  // the slice's columns 8k .. 8k + 7, chunks 2k (column t) and 2k + 1 (t + 4).
+  auto load_a = [&](const float* p, auto parity) {
+    constexpr int P = decltype(parity)::value;
+    float raw[8][2];
+    load_a_raw(p, raw);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float v[4] = {raw[2 * k][0], raw[2 * k][1], raw[2 * k + 1][0], raw[2 * k + 1][1]};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) kf::tf32x3::split_truncated(v[e], a_hi[P][k][e], a_lo[P][k][e]);
+    }
+  };
+
+  // Slices 0 .. STAGES-2 in flight; slice 0 split before the loop.
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < ktiles) load(st, st);
+    else if (!kTma) kf::tf32x3::cp_async_commit();
+  }
+  if (ktiles > 0) wait_landed(0, std::integral_constant<int, STAGES - 2>{});
+  __syncthreads();
+  split_b(stage(0));
+  kf::wgmma::fence_proxy_async();
+  load_a(stage(0), std::integral_constant<int, 0>{});
+  __syncthreads();
+
+  // Slice kt = kt0 + J of a group of kGroup, its X split in set J % 2 (kGroup is even, so the
+  // set is kt % 2). The flush points are compile-time, which lets ptxas see that the slice
+  // accumulator is read only after wait_group 0.
+  auto step = [&](int kt, auto j) {
+    constexpr int J = decltype(j)::value, P = J % 2;
+    constexpr bool kOpens = J % FLUSH == 0, kCloses = J % FLUSH == FLUSH - 1;
+    const float* b_hi = stage(kt % STAGES) + L::kTileA;
+    const float* b_lo = b_hi + L::kTileB;
+    kf::wgmma::fence_operands(part);
+    kf::wgmma::fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      // A slice that opens a flush group starts the slice accumulator afresh (scale-d 0).
+      const int scale = k > 0 || !kOpens ? 1 : 0;
+      kf::wgmma::tile_rs<BN>(part, a_lo[P][k], kf::wgmma::descriptor(b_hi + 8 * k), scale);
+      kf::wgmma::tile_rs<BN>(part, a_hi[P][k], kf::wgmma::descriptor(b_lo + 8 * k), 1);
+      kf::wgmma::tile_rs<BN>(part, a_hi[P][k], kf::wgmma::descriptor(b_hi + 8 * k), 1);
+    }
+    kf::wgmma::commit();
+    if constexpr (kCloses) {
+      kf::wgmma::wait_group<0>();
+      kf::wgmma::fence_operands(part);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] += part[i];
+    } else {
+      // Slice kt-1's products are done: its stage and X set (1 - P) are free; kt's run on.
+      kf::wgmma::wait_group<1>();
+    }
+    // Slice kt+1 has landed (every thread's copies); every thread is past slice kt-1.
+    if (kt + 1 < ktiles) wait_landed(kt + 1, std::integral_constant<int, STAGES - 3>{});
+    __syncthreads();
+    const int next = kt + STAGES - 1;
+    if (next < ktiles) load(next % STAGES, next);  // into slice kt-1's stage
+    else if (!kTma) kf::tf32x3::cp_async_commit();
+    if (kt + 1 < ktiles) {
+      float* p = stage((kt + 1) % STAGES);
+      split_b(p);
+      kf::wgmma::fence_proxy_async();
+      load_a(p, std::integral_constant<int, 1 - P>{});
+    }
+    __syncthreads();  // slice kt+1's split is visible before its products are issued
+  };
+  constexpr int kGroup = FLUSH % 2 == 0 ? FLUSH : 2 * FLUSH;
+#pragma unroll 1
+  for (int kt0 = 0; kt0 < ktiles; kt0 += kGroup) {
+    for_each_index(std::make_integer_sequence<int, kGroup>{}, [&](auto j) {
+      if (kt0 + decltype(j)::value < ktiles) step(kt0 + decltype(j)::value, j);
+    });
+  }
+  if (ktiles % FLUSH != 0) {  // the last group ended early: its slice accumulator is still open
+    kf::wgmma::wait_group<0>();
+    kf::wgmma::fence_operands(part);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] += part[i];
+  }
+  if (!kTma) kf::tf32x3::cp_async_wait<0>();
+
+  // The accumulator layout of m64nN f32 (PTX ISA, wgmma register fragments): warp w of the
+  // warpgroup holds rows 16w .. 16w + 15; d[4j] = (g4, 8j + 2t), d[4j + 1] = (g4, 8j + 2t + 1),
+  // d[4j + 2] = (g4 + 8, 8j + 2t), d[4j + 3] = (g4 + 8, 8j + 2t + 1).
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int64_t col = n0 + 8 * j + 2 * t;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t row = m0 + wg * 64 + warp * 16 + g4 + 8 * half;
+      if (row >= g.m) continue;
+      if (col < g.n) store(batch, row, col, acc[4 * j + 2 * half]);
+      if (col + 1 < g.n) store(batch, row, col + 1, acc[4 * j + 2 * half + 1]);
+    }
+  }
+#else
+  // Built without sm_90a's wgmma (a plain sm_90 pass): every output stays unwritten, so the
+  // gate's NaN poison reports it; the family.toml target makes this branch unreachable.
+  (void)map_x, (void)map_w, (void)g, (void)batch0, (void)store;
+#endif
+}
+
+/// Runs the GEMM over `batches` batches on `stream`: TMA where every row of X and W is 16-byte
+/// aligned (bases, ldx, ldw, batch strides multiples of 4 floats), else 4-byte copies. Returns
+/// the launch's cudaError_t (grid.y past 65535 N tiles included).
+template <int BN, int STAGES, int FLUSH, typename Store>
+cudaError_t launch(const Problem& g, int64_t batches, const Store& store, cudaStream_t stream) {
+  using L = Layout<BN, STAGES>;
+  if (g.m == 0 || g.n == 0 || batches == 0) return cudaSuccess;
+  CUtensorMap map_x{}, map_w{};
+  const bool tma =
+      g.k > 0 &&
+      kf::tma::encode_rows_f32<kBM>(&map_x, g.x, g.m, g.k, g.ldx, batches, g.batch_x) &&
+      kf::tma::encode_rows_f32<BN>(&map_w, g.w, g.n, g.k, g.ldw, batches, g.batch_w);
+  auto run = [&](auto kernel) {
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(L::kSmemBytes));
+    if (err != cudaSuccess) return err;
+    constexpr int64_t kMaxGridZ = 65535;
+    for (int64_t batch0 = 0; batch0 < batches; batch0 += kMaxGridZ) {
+      const int64_t chunk = batches - batch0 < kMaxGridZ ? batches - batch0 : kMaxGridZ;
+      const dim3 grid(static_cast<unsigned>((g.m + kBM - 1) / kBM),
+                      static_cast<unsigned>((g.n + BN - 1) / BN), static_cast<unsigned>(chunk));
+      kernel<<<grid, kThreads, L::kSmemBytes, stream>>>(map_x, map_w, g, batch0, store);
+      err = cudaGetLastError();
+      if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+  };
+  return tma ? run(gemm_nt<BN, STAGES, FLUSH, true, Store>)
+             : run(gemm_nt<BN, STAGES, FLUSH, false, Store>);
+}
+
+}  // namespace kf::wgmma_rs
