@@ -150,7 +150,15 @@ int main(int argc, char** argv) {
     space.family = task.family;
     space.backend = resolved;
     space.dtype = dtype;
-    space.device = prepared.check().report.device.name;
+    const std::string device_name = prepared.check().report.device.name;
+    if (!space.points.empty() && !space.device.empty() && space.device != device_name) {
+      // Speedups over the reference differ from card to card: one space, one device.
+      throw Error(out + ": its " + std::to_string(space.points.size()) +
+                  " points were measured on " + space.device + ", this device is " +
+                  device_name + "; --resume continues on the same device (or measure into "
+                  "another --out)");
+    }
+    space.device = device_name;
     space.toolchain = compiler.toolchain(resolved);
     space.measured_at = utc_now();
     if (!commit.empty()) space.commit = commit;
