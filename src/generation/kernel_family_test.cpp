@@ -139,7 +139,8 @@ TEST_F(KernelFamilyTest, MaxDimsAreReadAndMalformedOnesNameTheField) {
   }
 }
 
-// The wgmma GEMMs build for Hopper's architecture-specific target; the others for the toolchain's.
+// The wgmma kernels (gemm_epilogue's two, attention's unfused_wgmma_rs) build for Hopper's
+// architecture-specific target; the others for the toolchain's.
 TEST(BundledFamilies, OnlyTheWgmmaGemmsNeedSm90a) {
   const std::string kernels = (fs::path(KFORGE_SOURCE_DIR) / "kernels").string();
   const KernelFamily gemm = load_family(kernels, "cuda", "gemm_epilogue");
@@ -149,6 +150,10 @@ TEST(BundledFamilies, OnlyTheWgmmaGemmsNeedSm90a) {
   }
   ASSERT_NE(gemm.variant("warpgroup_mma"), nullptr);
   ASSERT_NE(gemm.variant("warpgroup_mma_rs"), nullptr);
+  const KernelFamily attention = load_family(kernels, "cuda", "attention");
+  for (const TemplateVariant& variant : attention.variants) {
+    EXPECT_EQ(variant.cuda_arch, variant.name == "unfused_wgmma_rs" ? "sm_90a" : "") << variant.name;
+  }
 }
 
 // The row-wise CUDA families move halves 8 at a time (16 bytes) and f32 at most 4 (16 bytes);
