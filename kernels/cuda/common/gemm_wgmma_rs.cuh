@@ -9,7 +9,8 @@
 // ring of 128-byte-swizzled shared tiles (X raw, W raw, W lo), by TMA on mbarriers (3-D tensor
 // maps: K, rows, batch) or, where a row is not 16-byte aligned, by 4-byte cp.async. grid.x the
 // M tile (M fastest), grid.y the N tile, grid.z the batch (chunks of 65535).
-// Include only where __CUDA_ARCH_FEAT_SM90_ALL is defined or in host code (wgmma.cuh).
+// The kernel's body is compiled in the sm_90a pass only (__CUDA_ARCH_FEAT_SM90_ALL: wgmma); a
+// plain sm_90 build compiles but writes nothing, which the gate's NaN poison reports.
 #pragma once
 
 #include <cuda/common/tf32x3.cuh>
