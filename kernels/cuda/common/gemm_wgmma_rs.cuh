@@ -85,8 +85,6 @@ gemm_nt(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUten
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(FLUSH >= 1, "FLUSH: slices a slice accumulator spans, 1 or more");
   using L = Layout<BN, STAGES>;
-  using kf::tf32x3::round_small_tf32;
-  using kf::tf32x3::truncate_tf32;
   extern __shared__ unsigned char smem_raw[];
   // 1024-byte aligned by an offset from the shared array itself (not through an integer cast),
   // so the compiler keeps shared-memory loads and stores (LDS/STS) instead of generic ones.
@@ -142,17 +140,18 @@ gemm_nt(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUten
   auto split_b = [&](float* p) {
     constexpr int kVecB = L::kTileB / 4;
     static_assert(kVecB % kThreads == 0, "whole float4s per thread");
+    auto lo_of = [](float v) {
+      uint32_t hi, lo;
+      kf::tf32x3::split_truncated(v, hi, lo);
+      return __uint_as_float(lo);
+    };
     float* raw_b = p + L::kTileA;
 #pragma unroll
     for (int i = 0; i < kVecB / kThreads; ++i) {
       float* raw = raw_b + 4 * (tid + i * kThreads);
       const float4 v = *reinterpret_cast<const float4*>(raw);
-      float4 l;
-      l.x = __uint_as_float(round_small_tf32(v.x - __uint_as_float(truncate_tf32(v.x))));
-      l.y = __uint_as_float(round_small_tf32(v.y - __uint_as_float(truncate_tf32(v.y))));
-      l.z = __uint_as_float(round_small_tf32(v.z - __uint_as_float(truncate_tf32(v.z))));
-      l.w = __uint_as_float(round_small_tf32(v.w - __uint_as_float(truncate_tf32(v.w))));
-      *reinterpret_cast<float4*>(raw + L::kTileB) = l;
+      *reinterpret_cast<float4*>(raw + L::kTileB) =
+          make_float4(lo_of(v.x), lo_of(v.y), lo_of(v.z), lo_of(v.w));
     }
   };
   // This thread's 16 X values of a slice: rows r0 = wg*64 + 16*warp + g4 and r0 + 8 (both with
@@ -288,10 +287,13 @@ cudaError_t launch(const Problem& g, int64_t batches, const Store& store, cudaSt
       g.k > 0 &&
       kf::tma::encode_rows_f32<kBM>(&map_x, g.x, g.m, g.k, g.ldx, batches, g.batch_x) &&
       kf::tma::encode_rows_f32<BN>(&map_w, g.w, g.n, g.k, g.ldw, batches, g.batch_w);
-  auto run = [&](auto kernel) {
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(L::kSmemBytes));
-    if (err != cudaSuccess) return err;
+  auto run = [&](auto tma_tag) {
+    const auto kernel = gemm_nt<BN, STAGES, FLUSH, decltype(tma_tag)::value, Store>;
+    // Once per kernel (the worker drives one device), not once per call.
+    static const cudaError_t opted_in = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kSmemBytes));
+    if (opted_in != cudaSuccess) return opted_in;
+    cudaError_t err = cudaSuccess;
     constexpr int64_t kMaxGridZ = 65535;
     for (int64_t batch0 = 0; batch0 < batches; batch0 += kMaxGridZ) {
       const int64_t chunk = batches - batch0 < kMaxGridZ ? batches - batch0 : kMaxGridZ;
@@ -303,8 +305,7 @@ cudaError_t launch(const Problem& g, int64_t batches, const Store& store, cudaSt
     }
     return cudaSuccess;
   };
-  return tma ? run(gemm_nt<BN, STAGES, FLUSH, true, Store>)
-             : run(gemm_nt<BN, STAGES, FLUSH, false, Store>);
+  return tma ? run(std::true_type{}) : run(std::false_type{});
 }
 
 }  // namespace kf::wgmma_rs

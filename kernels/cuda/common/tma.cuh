@@ -10,11 +10,27 @@
 #pragma once
 
 #include <cuda.h>  // CUtensorMap and its enums (types only)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace kf::tma {
+
+/// cuTensorMapEncodeTiled, looked up once per process through the runtime (no libcuda link), or
+/// null when the driver lacks it.
+inline PFN_cuTensorMapEncodeTiled_v12000 tiled_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &status) != cudaSuccess ||
+        status != cudaDriverEntryPointSuccess)
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
 
 /// Fills `map` for `batches` row-major fp32 matrices [rows, cols] at `base` (row stride `ld`,
 /// batch stride `batch_stride`, both in floats; cols contiguous), read in boxes of BOX_ROWS x 32
@@ -27,19 +43,7 @@ template <int BOX_ROWS>
 inline bool encode_rows_f32(CUtensorMap* map, const float* base, int64_t rows, int64_t cols,
                             int64_t ld, int64_t batches, int64_t batch_stride) {
   static_assert(BOX_ROWS >= 1 && BOX_ROWS <= 256, "a TMA box dimension is at most 256");
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                              const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                              const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static Encode encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &status) != cudaSuccess ||
-        status != cudaDriverEntryPointSuccess)
-      return static_cast<Encode>(nullptr);
-    return reinterpret_cast<Encode>(fn);
-  }();
+  const auto encode = tiled_encoder();
   if (encode == nullptr) return false;
   if (batches == 1) batch_stride = rows * ld;  // unused; any valid stride
   if (reinterpret_cast<uintptr_t>(base) % 16 != 0 || ld % 4 != 0 || batch_stride % 4 != 0)
