@@ -50,25 +50,6 @@ struct Layout {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block (sm_90: 227 KiB)");
 };
 
-/// Issues 4-byte copies of rows [row0, row0 + ROWS) x k-slice [k0, k0 + 32) of a K-major matrix
-/// (rows x K, row stride ld) into `tile` in the 128-byte-swizzled layout, zero-filling what lies
-/// outside: the path of rows the tensor memory accelerator cannot read (unaligned rows).
-template <int ROWS>
-__device__ __forceinline__ void load_swizzled_4(float* tile, const float* src, int64_t rows,
-                                                int64_t K, int64_t ld, int64_t row0, int64_t k0,
-                                                int tid) {
-  constexpr int kElements = ROWS * kBK;
-  static_assert(kElements % kThreads == 0, "whole copies per thread");
-  // Not unrolled whole: 16 address pairs a thread live at once spill at BN 128.
-#pragma unroll 4
-  for (int i = 0; i < kElements / kThreads; ++i) {
-    const int idx = tid + i * kThreads, r = idx / kBK, c = idx % kBK;
-    const bool ok = row0 + r < rows && k0 + c < K;
-    const float* p = ok ? src + (row0 + r) * ld + k0 + c : src;
-    kf::tf32x3::cp_async_4(tile + r * kBK + (((c >> 2) ^ (r & 7)) << 2) + (c & 3), p, ok ? 4 : 0);
-  }
-}
-
 /// Calls f(std::integral_constant<int, J>) for J = 0, 1, ...: a loop whose index is a constant.
 template <int... J, typename F>
 __device__ __forceinline__ void for_each_index(std::integer_sequence<int, J...>, F&& f) {
@@ -121,8 +102,8 @@ gemm_nt(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUten
                              static_cast<int32_t>(n0), static_cast<int32_t>(batch));
       }
     } else {
-      load_swizzled_4<kBM>(p, x, g.m, g.k, g.ldx, m0, k0, tid);
-      load_swizzled_4<BN>(p + L::kTileA, w, g.n, g.k, g.ldw, n0, k0, tid);
+      kf::wgmma::load_swizzled_4<kBM, kThreads>(p, x, g.m, g.k, g.ldx, m0, k0, tid);
+      kf::wgmma::load_swizzled_4<BN, kThreads>(p + L::kTileA, w, g.n, g.k, g.ldw, n0, k0, tid);
       kf::tf32x3::cp_async_commit();
     }
   };

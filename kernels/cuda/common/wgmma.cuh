@@ -45,6 +45,27 @@ __device__ __forceinline__ uint64_t descriptor(const float* tile) {
          (uint64_t{1} << 62);
 }
 
+/// Issues 4-byte cp.async copies of rows [row0, row0 + ROWS) x k-slice [k0, k0 + 32) of a K-major
+/// matrix (rows x K, row stride ld) into `tile` in the 128-byte-swizzled layout descriptor()
+/// reads (a 32-float row; chunk q of row r at q ^ (r % 8)), zero-filling what lies outside; THREADS
+/// threads, `tid` this one. The path of rows that 16-byte copies and TMA cannot read (K % 4 != 0,
+/// an unaligned base).
+template <int ROWS, int THREADS>
+__device__ __forceinline__ void load_swizzled_4(float* tile, const float* src, int64_t rows,
+                                                int64_t K, int64_t ld, int64_t row0, int64_t k0,
+                                                int tid) {
+  constexpr int kRow = 32, kElements = ROWS * kRow;
+  static_assert(kElements % THREADS == 0, "whole copies per thread");
+  // Not unrolled whole: 16 address pairs a thread live at once spill at 128-row W tiles.
+#pragma unroll 4
+  for (int i = 0; i < kElements / THREADS; ++i) {
+    const int idx = tid + i * THREADS, r = idx / kRow, c = idx % kRow;
+    const bool ok = row0 + r < rows && k0 + c < K;
+    const float* p = ok ? src + (row0 + r) * ld + k0 + c : src;
+    kf::tf32x3::cp_async_4(tile + r * kRow + (((c >> 2) ^ (r & 7)) << 2) + (c & 3), p, ok ? 4 : 0);
+  }
+}
+
 /// d (+)= a * b for one m64n64k8 tile of the warpgroup: a, b shared-memory descriptors (K-major,
 /// 128-byte swizzle), d 32 fp32 registers a thread (layout in the header); scale_d 0 ignores d.
 __device__ __forceinline__ void m64n64k8(float (&d)[32], uint64_t a, uint64_t b, int scale_d) {

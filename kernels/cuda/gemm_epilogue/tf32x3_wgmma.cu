@@ -92,16 +92,7 @@ __device__ __forceinline__ void load_swizzled(float* tile, const float* src, int
       kf::tf32x3::cp_async_16(tile + r * kBK + ((q ^ (r & 7)) << 2), p, bytes);
     }
   } else {
-    constexpr int kElements = ROWS * kBK;
-    static_assert(kElements % kThreads == 0, "whole copies per thread");
-    // Not unrolled whole: 16 address pairs a thread live at once spill at BN 128.
-#pragma unroll 4
-    for (int i = 0; i < kElements / kThreads; ++i) {
-      const int idx = tid + i * kThreads, r = idx / kBK, c = idx % kBK;
-      const bool ok = row0 + r < rows && k0 + c < K;
-      const float* p = ok ? src + (row0 + r) * K + k0 + c : src;
-      kf::tf32x3::cp_async_4(tile + r * kBK + (((c >> 2) ^ (r & 7)) << 2) + (c & 3), p, ok ? 4 : 0);
-    }
+    kf::wgmma::load_swizzled_4<ROWS, kThreads>(tile, src, rows, K, K, row0, k0, tid);
   }
 }
 
