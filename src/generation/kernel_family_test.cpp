@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "common/error.h"
 
@@ -139,21 +140,34 @@ TEST_F(KernelFamilyTest, MaxDimsAreReadAndMalformedOnesNameTheField) {
   }
 }
 
-// The wgmma kernels (gemm_epilogue's two, attention's unfused_wgmma_rs) build for Hopper's
-// architecture-specific target; the others for the toolchain's.
-TEST(BundledFamilies, OnlyTheWgmmaGemmsNeedSm90a) {
-  const std::string kernels = (fs::path(KFORGE_SOURCE_DIR) / "kernels").string();
-  const KernelFamily gemm = load_family(kernels, "cuda", "gemm_epilogue");
-  for (const TemplateVariant& variant : gemm.variants) {
-    const bool wgmma = variant.name == "tf32x3_wgmma" || variant.name == "tf32x3_wgmma_rs";
-    EXPECT_EQ(variant.cuda_arch, wgmma ? "sm_90a" : "") << variant.name;
+// Every bundled cuda variant whose source issues wgmma (it includes cuda/common/wgmma.cuh or the
+// RS GEMM built on it) builds for Hopper's architecture-specific target, and no other does: a
+// plain sm_90 build of a wgmma kernel compiles but computes nothing.
+TEST(BundledFamilies, ExactlyTheWgmmaVariantsNeedSm90a) {
+  const fs::path kernels = fs::path(KFORGE_SOURCE_DIR) / "kernels";
+  int wgmma_variants = 0;
+  for (const fs::directory_entry& dir : fs::directory_iterator(kernels / "cuda")) {
+    if (!fs::exists(dir.path() / "family.toml")) continue;
+    const KernelFamily family =
+        load_family(kernels.string(), "cuda", dir.path().filename().string());
+    for (const TemplateVariant& variant : family.variants) {
+      std::ifstream in(variant.source_path);
+      const std::string source((std::istreambuf_iterator<char>(in)), {});
+      ASSERT_FALSE(source.empty()) << variant.source_path;
+      const bool wgmma = source.find("cuda/common/wgmma.cuh") != std::string::npos ||
+                         source.find("cuda/common/gemm_wgmma_rs.cuh") != std::string::npos;
+      wgmma_variants += wgmma ? 1 : 0;
+      EXPECT_EQ(variant.cuda_arch, wgmma ? "sm_90a" : "") << family.family << "/" << variant.name;
+    }
   }
+  // gemm_epilogue's tf32x3_wgmma and tf32x3_wgmma_rs, attention's unfused_wgmma_rs,
+  // grouped_conv's implicit_gemm_wgmma_rs.
+  EXPECT_GE(wgmma_variants, 4);
+  const KernelFamily gemm = load_family(kernels.string(), "cuda", "gemm_epilogue");
   ASSERT_NE(gemm.variant("warpgroup_mma"), nullptr);
   ASSERT_NE(gemm.variant("warpgroup_mma_rs"), nullptr);
-  const KernelFamily attention = load_family(kernels, "cuda", "attention");
-  for (const TemplateVariant& variant : attention.variants) {
-    EXPECT_EQ(variant.cuda_arch, variant.name == "unfused_wgmma_rs" ? "sm_90a" : "") << variant.name;
-  }
+  const KernelFamily conv = load_family(kernels.string(), "cuda", "grouped_conv");
+  ASSERT_NE(conv.variant("implicit_gemm_warpgroup_rs"), nullptr);
 }
 
 // The row-wise CUDA families move halves 8 at a time (16 bytes) and f32 at most 4 (16 bytes);

@@ -46,8 +46,10 @@ struct ScaledStore {
   float* s;
   int64_t ld, batch_stride;
   float alpha;
-  __device__ __forceinline__ void operator()(int64_t b, int64_t row, int64_t col, float v) const {
-    s[b * batch_stride + row * ld + col] = v * alpha;
+  __device__ __forceinline__ auto row(int64_t b, int64_t row) const {
+    return [this, s_row = s + b * batch_stride + row * ld](int64_t col, float v) {
+      s_row[col] = v * alpha;
+    };
   }
 };
 
@@ -55,8 +57,8 @@ struct ScaledStore {
 struct PlainStore {
   float* o;
   int64_t ld, batch_stride;
-  __device__ __forceinline__ void operator()(int64_t b, int64_t row, int64_t col, float v) const {
-    o[b * batch_stride + row * ld + col] = v;
+  __device__ __forceinline__ auto row(int64_t b, int64_t row) const {
+    return [o_row = o + b * batch_stride + row * ld](int64_t col, float v) { o_row[col] = v; };
   }
 };
 

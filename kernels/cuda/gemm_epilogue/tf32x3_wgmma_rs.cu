@@ -26,8 +26,10 @@
 //   completing on a per-stage mbarrier; the 16-byte cp.async path it replaced cost ~100
 //   instructions a slice a thread. Rows TMA cannot read (K % 4 != 0, unaligned bases) take
 //   4-byte cp.async copies.
-// - Blocks are rasterized M-fastest (blockIdx.x the M tile): the blocks resident at once share
-//   W's tiles, so W (nn.Linear's large operand) streams from DRAM about once.
+// - Blocks run in groups of 8 M tiles, M fastest within a group (gemm_wgmma_rs.cuh): at L2/63
+//   (8 M tiles) the blocks resident at once share W's tiles, so W streams from DRAM about once;
+//   at L2/40 (M 16384) X no longer streams once per N tile (pure M-fastest: 8.98 GB, 14.9x the
+//   minimum).
 // 2.42 -> 2.29 (RS, FLUSH 4) -> 1.73 (copy addressing) -> 1.49 (shared, not generic, accesses;
 // cheap split) -> 1.29 ms with TMA: 107 TFLOP/s of fp32 work, 320 TFLOP/s of TF32 products.
 //
@@ -44,7 +46,7 @@
 // the accumulator layout is tf32x3_wgmma.cu's. The shared tiles are K-major with the 128-byte
 // swizzle (16-byte chunk q of row r at chunk q ^ (r % 8)), which TMA's SWIZZLE_128B writes.
 // Tails: boxes and copies past M, N or K zero-fill, stores are guarded.
-// Limits: ceil(N / BN) <= 65535 (grid.y); beyond it the launch error is returned.
+// Limits: fewer than 2^31 tiles; beyond, cudaErrorInvalidConfiguration is returned.
 //
 // KernelBench L2/63: 137.4 GFLOP, 335.6 MB at least (410 FLOP/byte); 2x over eager's 2.72 ms
 // is 101 TFLOP/s of fp32 work, 303 TFLOP/s in TF32 products (61% of the dense TF32 peak).
@@ -79,9 +81,12 @@ struct EpilogueStore {
   const float* bias;  // null without a bias input
   int64_t n;
   kf::ep::Operands s;
-  __device__ __forceinline__ void operator()(int64_t, int64_t row, int64_t col, float v) const {
-    constexpr auto epilogue = KF_EPILOGUE;  // a compile-time chain: its scalar indices fold
-    y[row * n + col] = epilogue(v + (bias != nullptr ? bias[col] : 0.0f), s, col);
+  /// The stores of row `row` (gemm_wgmma_rs's Store): at(col, v).
+  __device__ __forceinline__ auto row(int64_t, int64_t row) const {
+    return [this, y_row = y + row * n](int64_t col, float v) {
+      constexpr auto epilogue = KF_EPILOGUE;  // a compile-time chain: its scalar indices fold
+      y_row[col] = epilogue(v + (bias != nullptr ? bias[col] : 0.0f), s, col);
+    };
   }
 };
 
