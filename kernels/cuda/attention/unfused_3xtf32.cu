@@ -24,6 +24,7 @@
 #include <cuda/common/attention_softmax.cuh>
 #include <cuda/common/elem.cuh>  // kf::aligned
 #include <cuda/common/tf32x3.cuh>
+#include <cuda/common/workspace.cuh>
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -189,7 +190,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
   const int64_t ld = (a.s + 3) / 4 * 4;  // 16-byte aligned rows for the second GEMM's A
   void* workspace = nullptr;
-  cudaError_t err = cudaMallocAsync(&workspace, sizeof(float) * a.b * a.s * ld, stream);
+  cudaError_t err = kf::workspace::allocate(&workspace, sizeof(float) * a.b * a.s * ld, stream);
   if (err != cudaSuccess) return static_cast<int>(err);
   err = attend(a, static_cast<float*>(workspace), ld, stream);
   const cudaError_t freed = cudaFreeAsync(workspace, stream);

@@ -9,7 +9,7 @@
 //      that O = P V is an NT GEMM as well: X = P [s, s], W = Vt [d, s], M = s, N = d, K = s.
 //      (wgmma reads a tf32 B operand from shared memory K-major only.)
 // The workspaces, b*s*ld + b*d*ld floats (3 GiB at KernelBench L1/97's b = 1024, s = 512,
-// d = 1024), come from cudaMallocAsync on args->stream.
+// d = 1024), come from cudaMallocAsync on args->stream (kept mapped between calls: common/workspace.cuh).
 //
 // KernelBench L1/97 (b 32 x 32 heads, s 512, d 1024): 2 * 2 b s^2 d = 1.10 TFLOP of products;
 // eager (fp32 math SDPA) 24.4 ms on the H200 = 45 TFLOP/s. At the ~105 TFLOP/s of fp32 work the
@@ -20,6 +20,7 @@
 #include <common/attention_args.h>
 #include <cuda/common/attention_softmax.cuh>
 #include <cuda/common/gemm_wgmma_rs.cuh>
+#include <cuda/common/workspace.cuh>
 #include <kforge/kernel.h>
 
 #include <cuda_runtime.h>
@@ -134,7 +135,7 @@ KFORGE_API int kforge_run(const kforge_args* args) {
   cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
   const int64_t ld = (a.s + 3) / 4 * 4;  // 16-byte aligned rows of S and Vt
   void* workspace = nullptr;
-  cudaError_t err = cudaMallocAsync(&workspace, sizeof(float) * a.b * (a.s + a.d) * ld, stream);
+  cudaError_t err = kf::workspace::allocate(&workspace, sizeof(float) * a.b * (a.s + a.d) * ld, stream);
   if (err != cudaSuccess) return static_cast<int>(err);
   float* p = static_cast<float*>(workspace);
   err = attend(a, p, p + a.b * a.s * ld, ld, stream);
