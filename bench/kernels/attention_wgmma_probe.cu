@@ -10,6 +10,8 @@
 // against float64 and how many outputs stayed unwritten (NaN poison).
 #include <cuda/attention/unfused_wgmma_rs.cu>
 
+#include "probe_timing.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,12 +21,7 @@
 
 namespace {
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "attention_wgmma_probe: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(2);
-  }
-}
+void check(cudaError_t err, const char* what) { probe::check(err, "attention_wgmma_probe", what); }
 
 }  // namespace
 
@@ -61,23 +58,8 @@ int main(int argc, char** argv) {
   fill(in[2], v);
   fill(out[0], o);
   const kforge_args args{KFORGE_ABI_VERSION, 3, in, 1, out, 0, nullptr, nullptr};
-  std::vector<float> ms;
-  for (int it = 0; it < iters; ++it) {
-    cudaEvent_t start, stop;
-    check(cudaEventCreate(&start), "event");
-    check(cudaEventCreate(&stop), "event");
-    check(cudaEventRecord(start), "record");
-    const int rc = kforge_run(&args);
-    if (rc != 0) {
-      std::fprintf(stderr, "attention_wgmma_probe: kforge_run returned %d\n", rc);
-      return 1;
-    }
-    check(cudaEventRecord(stop), "record");
-    check(cudaEventSynchronize(stop), "sync");
-    float t = 0.0f;
-    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
-    ms.push_back(t);
-  }
+  const std::vector<float> ms =
+      probe::time_calls("attention_wgmma_probe", 0, iters, [&] { return kforge_run(&args); });
   check(cudaMemcpy(ho.data(), o, n * 4, cudaMemcpyDeviceToHost), "copy o");
   int64_t unwritten = 0;
   for (float x : ho) unwritten += std::isnan(x) ? 1 : 0;
@@ -97,7 +79,6 @@ int main(int argc, char** argv) {
     for (int64_t t = 0; t < S; ++t) acc += p[t] / sum * hv[(b * S + t) * D + j];
     max_err = std::max(max_err, std::fabs(acc - ho[(b * S + i) * D + j]));
   }
-  std::sort(ms.begin(), ms.end());
   std::printf("B %lld S %lld D %lld: median %.4f ms (%d calls), max err %.3e on 512 samples, "
               "unwritten %lld\n",
               static_cast<long long>(B), static_cast<long long>(S), static_cast<long long>(D),

@@ -13,6 +13,8 @@
 // terms, and how many outputs stayed unwritten (NaN poison). Exit 1 when any is unwritten.
 #include <cuda/grouped_conv/implicit_gemm_wgmma_rs.cu>
 
+#include "probe_timing.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,12 +24,7 @@
 
 namespace {
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "conv_wgmma_probe: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(2);
-  }
-}
+void check(cudaError_t err, const char* what) { probe::check(err, "conv_wgmma_probe", what); }
 
 }  // namespace
 
@@ -81,23 +78,8 @@ int main(int argc, char** argv) {
   const double scalars[10] = {1, double(stride), double(stride), 0, double(pad), double(pad),
                               1, double(dil), double(dil), double(groups)};
   const kforge_args args{KFORGE_ABI_VERSION, 3, in, 1, out, 10, scalars, nullptr};
-  std::vector<float> ms;
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "event");
-  check(cudaEventCreate(&stop), "event");
-  for (int it = 0; it < iters; ++it) {
-    check(cudaEventRecord(start), "record");
-    const int rc = kforge_run(&args);
-    if (rc != 0) {
-      std::fprintf(stderr, "conv_wgmma_probe: kforge_run returned %d\n", rc);
-      return 1;
-    }
-    check(cudaEventRecord(stop), "record");
-    check(cudaEventSynchronize(stop), "sync");
-    float t = 0.0f;
-    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
-    ms.push_back(t);
-  }
+  const std::vector<float> ms =
+      probe::time_calls("conv_wgmma_probe", 0, iters, [&] { return kforge_run(&args); });
   check(cudaMemcpy(hy.data(), y, ny * 4, cudaMemcpyDeviceToHost), "copy y");
   int64_t unwritten = 0;
   for (float v : hy) unwritten += std::isnan(v) ? 1 : 0;
@@ -121,7 +103,6 @@ int main(int argc, char** argv) {
     max_err = std::max(max_err, std::fabs(got - ref));
     max_err_fp32 = std::max(max_err_fp32, std::fabs(double(seq) - ref));
   }
-  std::sort(ms.begin(), ms.end());
   const double flops = 2.0 * N * CO * OH * OW * cig * KH * KW;
   const double median = ms[ms.size() / 2];
   std::printf("conv %lldx%lldx%lldx%lld -> %lld, %lldx%lld s%lld p%lld d%lld g%lld: median %.4f "

@@ -29,6 +29,8 @@
 
 #include <cuda_runtime.h>
 
+#include "probe_timing.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -94,12 +96,7 @@ namespace rs_s3f8 {
 
 namespace probe {
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "wgmma_tf32x3_probe: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(2);
-  }
-}
+void check(cudaError_t err, const char* what) { check(err, "wgmma_tf32x3_probe", what); }
 
 /// Y = X W^T through a family point's entry point (no bias, the identity epilogue).
 cudaError_t run_point(int (*entry)(const kforge_args*), const float* x, const float* w, float* y,
@@ -200,20 +197,8 @@ int main(int argc, char** argv) {
         const auto [i, j] = samples[s];
         max_err = std::max(max_err, std::fabs(static_cast<double>(hy[i * N + j]) - ref[s]));
       }
-      std::vector<float> ms;
-      cudaEvent_t start, stop;
-      check(cudaEventCreate(&start), "event");
-      check(cudaEventCreate(&stop), "event");
-      for (int it = 0; it < iters + 2; ++it) {
-        check(cudaEventRecord(start), "record");
-        check(kernel.launch(x, w, y, M, N, K), "launch");
-        check(cudaEventRecord(stop), "record");
-        check(cudaEventSynchronize(stop), "sync");
-        float t = 0.0f;
-        check(cudaEventElapsedTime(&t, start, stop), "elapsed");
-        if (it >= 2) ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
+      const std::vector<float> ms = time_calls("wgmma_tf32x3_probe", 2, iters,
+                                               [&] { return kernel.launch(x, w, y, M, N, K); });
       const double median = ms[ms.size() / 2];
       std::printf("  %-34s median %.4f ms  min %.4f ms  %6.1f TFLOP/s  max err %.3e (%.2fx fp32's)  "
                   "unwritten %lld\n",
