@@ -33,7 +33,9 @@ constexpr int kBM = 128, kBK = 32, kThreads = 256;
 // (the grouped order of Triton's matmul tutorial). The ~132 blocks resident at once then cover
 // about 8 M tiles x 16 N tiles: both operands' slabs stay in L2 when M is large, and at L2/63's
 // M = 1024 (8 M tiles) the order is plain M-fastest. Pure M-fastest streamed X from DRAM once
-// per N tile: 8.98 GB for L2/40 (M 16384, N 4096, K 4096), 14.9x its minimum.
+// per N tile (8.98 GB for L2/40, 14.9x its minimum), yet the time did not change: 5.26 ms
+// M-fastest vs 5.24 grouped at L2/40's shape on an H100 (bench/kernels/compute_bound_s20.md).
+// The order stays for its one grid dimension (no 65535 limit on N tiles).
 constexpr int kGroupM = 8;
 
 /// The (M tile, N tile) of linear block `pid` in the grouped order above.

@@ -31,8 +31,12 @@
 // (190 FLOP/byte: compute-bound). Eager PyTorch: 3.9-4.4 ms on plain TF32 (cuDNN's default),
 // which the fp32 precision rule rejects. 3xTF32 is three TF32 products per term: ~900 GFLOP of
 // TF32 work, ~1.8 ms at the H200's ~494 TFLOP/s dense; gemm_wgmma_rs reached ~61% of that rate
-// on L2/63's GEMM (bench/kernels/compute_bound_s19.md), ~3 ms here if the gather keeps up.
-// implicit_gemm_3xtf32 (mma.sync) took 11.6 ms on an H100.
+// on L2/63's GEMM (bench/kernels/compute_bound_s19.md), ~3 ms here if the gather kept up.
+// Measured on an H100 (bench/kernels/compute_bound_s20.md): 8.25 ms at the default point (36
+// TFLOP/s; FLUSH 1 8.61, BN 64 12.99), against implicit_gemm_3xtf32's 11.6 (mma.sync), cuDNN's
+// fp32 9.66 and eager's default TF32 4.47: a third of the GEMM's rate, not yet profiled (the
+// gather's copies and bounds tests, 18 slices a tile to amortize the ring's fill and the
+// stores). TMA's im2col mode on an NHWC copy of x and persistent tiles are the next steps.
 // Sources: NVIDIA CUTLASS, "Implicit GEMM convolution" (docs/implicit_gemm_convolution.md);
 // PTX ISA 9.0, wgmma with A in registers; Ootomo & Yokota, IJHPCA 2022 (the 3xTF32 split).
 // Limits (-7 otherwise): conv_igemm::plan's with a 128-position M tile, and fewer than 2^31
