@@ -117,6 +117,7 @@ gemm_nt(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUten
   constexpr bool kRowsX = Gather::kRows;
   // Copies that complete through cp.async groups: all of them without TMA, X's with a Gather.
   constexpr bool kAsync = !kTma || !kRowsX;
+  // This thread's copier of X's slices (a Gather's; a placeholder with RowsX).
   auto x_copier = [&] {
     if constexpr (kRowsX) return 0;
     else return gather.start(batch, m0, tid);
