@@ -51,9 +51,14 @@ __host__ __device__ inline void grouped_tile(int64_t pid, int64_t m_tiles, int64
 
 /// X's tiles as rows of memory (X[b] [m, k], row stride ldx): by TMA through the X tensor map
 /// or by 4-byte copies. The default of gemm_nt's Gather: a Gather instead brings X's slices
-/// itself (an implicit GEMM's im2col), by cp.async copies into the same swizzled tile.
+/// itself (an implicit GEMM's im2col), by cp.async copies into the same swizzled tile. Its
+/// copier does nothing: the kernel reads the rows itself.
 struct RowsX {
   static constexpr bool kRows = true;
+  struct Copier {
+    __device__ __forceinline__ void load(float*, int64_t) {}
+  };
+  __device__ __forceinline__ Copier start(int64_t, int64_t, int) const { return {}; }
 };
 
 /// One batched NT GEMM: C[b] = X[b] W[b]^T (sizes in elements, strides in floats).
@@ -86,8 +91,9 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, J...>,
 
 /// The GEMM of batch batch0 + blockIdx.z, tile grouped_tile(blockIdx.x); every element (row,
 /// col) of C inside [m, n] goes to store.row(b, row)(col, v): what a row's stores share (a
-/// division into a convolution's batch and position, a row pointer) is computed once a row. kTma: W's tiles (and X's, with RowsX) by TMA
-/// through map_w (map_x); otherwise by 4-byte cp.async (the maps unused).
+/// division into a convolution's batch and position, a row pointer) is computed once a row.
+/// kTma: W's tiles (and X's, with RowsX) by TMA through map_w (map_x); otherwise by 4-byte
+/// cp.async (the maps unused).
 /// Gather (when not RowsX): gather.start(batch, m0, tid) returns this thread's copier of X's
 /// slices, whose load(tile, k0) issues its cp.async copies of slice [m0, m0 + 128) x [k0, k0 +
 /// 32) into the 128-byte-swizzled K-major tile (16-byte chunk q of row r at q ^ (r % 8)),
@@ -117,11 +123,7 @@ gemm_nt(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUten
   constexpr bool kRowsX = Gather::kRows;
   // Copies that complete through cp.async groups: all of them without TMA, X's with a Gather.
   constexpr bool kAsync = !kTma || !kRowsX;
-  // This thread's copier of X's slices (a Gather's; a placeholder with RowsX).
-  auto x_copier = [&] {
-    if constexpr (kRowsX) return 0;
-    else return gather.start(batch, m0, tid);
-  }();
+  auto x_copier = gather.start(batch, m0, tid);  // this thread's copies of X's slices
 
   auto stage = [&](int st) { return smem + st * L::kStageFloats; };
   // One mbarrier a stage (TMA): its phase n completes when slice st + n * STAGES has landed.
@@ -149,10 +151,12 @@ gemm_nt(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUten
                              static_cast<int32_t>(n0), static_cast<int32_t>(batch));
       }
     } else {
-      if constexpr (kRowsX) kf::wgmma::load_swizzled_4<kBM, kThreads>(p, x, g.m, g.k, g.ldx, m0, k0, tid);
+      if constexpr (kRowsX) {
+        kf::wgmma::load_swizzled_4<kBM, kThreads>(p, x, g.m, g.k, g.ldx, m0, k0, tid);
+      }
       kf::wgmma::load_swizzled_4<BN, kThreads>(p + L::kTileA, w, g.n, g.k, g.ldw, n0, k0, tid);
     }
-    if constexpr (!kRowsX) x_copier.load(p, k0);
+    x_copier.load(p, k0);  // nothing with RowsX
     if constexpr (kAsync) kf::tf32x3::cp_async_commit();
   };
   // Waits (this thread) until slice kt, the oldest not yet waited for, has landed; for cp.async

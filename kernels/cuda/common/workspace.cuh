@@ -17,8 +17,9 @@
 
 namespace kf::workspace {
 
-/// Sets the current device's default pool to keep freed memory (release threshold UINT64_MAX),
-/// once per process and device; returns the cudaError_t of the first call's attempt.
+/// Sets the current device's default pool to keep freed memory (release threshold UINT64_MAX)
+/// when the device differs from the last call's (once per process for a worker, which drives one
+/// device); returns the cudaError_t of that attempt.
 inline cudaError_t keep_pool_memory() {
   int device = 0;
   if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess) return err;
