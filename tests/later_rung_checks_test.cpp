@@ -60,6 +60,7 @@ class LaterRungChecks : public ::testing::Test {
     policy.round = {1, 4, 4, 1.0, 5.0};
     policy.final_rounds = 3;
     policy.compare_rounds = 3;
+    policy.defer_timed_gate = defer_timed_gate_;
     evaluator_ = std::make_unique<evaluation::Evaluator>(*candidates_, *reference_, task_, policy);
     evaluator_->prepare(compile("reference.cpp", corpus_file("softmax/reference.cpp")));
   }
@@ -77,6 +78,7 @@ class LaterRungChecks : public ::testing::Test {
     return evaluation.handle;
   }
 
+  bool defer_timed_gate_ = false;  // EvaluationPolicy::defer_timed_gate
   Task task_;
   std::unique_ptr<compile::ToolchainCompiler> compiler_;
   std::unique_ptr<worker::ProcessWorker> candidates_, reference_;
@@ -138,5 +140,69 @@ TEST_F(LaterRungChecks, HonestKernelPassesEveryCheckedRung) {
   EXPECT_TRUE(evaluator_->time_paired(honest).failure.empty());
 }
 
+
+// The ladder's deferral (EvaluationPolicy::defer_timed_gate, issue 21): rung 0 runs the gate
+// workloads' cases only and rung 1 checks no call, so a kernel that skips its work at the timed
+// size passes both; the timed workloads' cases then run before anything that decides
+// (gate_at_full_size: rung 2, a comparison, rung 3), once per handle, and fail it there.
+class DeferredTimedGate : public LaterRungChecks {
+ protected:
+  DeferredTimedGate() { defer_timed_gate_ = true; }
+};
+
+TEST_F(DeferredTimedGate, RungsZeroAndOneLeaveTheTimedSizeToTheFirstDecidingRung) {
+  const evaluation::CandidateEvaluation lazy_rungs =
+      evaluator_->evaluate(compile("lazy.cpp", lazy_after(0)));
+  ASSERT_EQ(lazy_rungs.verdict, Verdict::ok) << lazy_rungs.message;
+  ASSERT_FALSE(lazy_rungs.rungs.empty());
+  const nlohmann::json& gate = lazy_rungs.rungs.front().detail;
+  EXPECT_GT(gate.at("cases_deferred").get<int>(), 0) << gate.dump();
+  EXPECT_EQ(gate.at("cases_checked"), gate.at("cases_planned")) << gate.dump();
+  const int lazy = lazy_rungs.handle;
+
+  const auto first = evaluator_->gate_at_full_size(lazy, *candidates_);
+  EXPECT_TRUE(first.ran);
+  EXPECT_EQ(first.verdict, Verdict::wrong_answer) << first.message;
+  EXPECT_NE(first.message.find("the gate at full size"), std::string::npos) << first.message;
+  EXPECT_GT(first.cases, 0);
+  const auto again = evaluator_->gate_at_full_size(lazy, *candidates_);
+  EXPECT_FALSE(again.ran);  // once per handle: the verdict is remembered
+  EXPECT_EQ(again.verdict, Verdict::wrong_answer);
+
+  const evaluation::FullRung full = evaluator_->full_rung(lazy);
+  EXPECT_EQ(full.verdict, Verdict::wrong_answer) << full.message;
+  EXPECT_TRUE(full.gate_failed);
+  EXPECT_TRUE(full.workloads.empty());  // nothing was timed
+  const int honest = passes_quick("honest.cpp", corpus_file("softmax/cpu/honest_simple.cpp"));
+  const evaluation::CompareOutcome compared = evaluator_->compare(honest, lazy);
+  EXPECT_FALSE(compared.paired.has_value());
+  EXPECT_EQ(compared.failed_handle, lazy);
+  EXPECT_EQ(compared.verdict, Verdict::wrong_answer);
+  EXPECT_NE(evaluator_->time_paired(lazy).failure.find("wrong_answer"), std::string::npos);
+}
+
+TEST_F(DeferredTimedGate, HonestKernelPassesTheTimedSizeOnceAndEveryLaterRung) {
+  const int honest = passes_quick("honest.cpp", corpus_file("softmax/cpu/honest_simple.cpp"));
+  const auto gate = evaluator_->gate_at_full_size(honest, *candidates_);
+  EXPECT_TRUE(gate.ran);
+  EXPECT_EQ(gate.verdict, Verdict::ok) << gate.message;
+  EXPECT_GT(gate.seconds, 0.0);
+  const evaluation::FullRung full = evaluator_->full_rung(honest);  // the gate does not run again
+  EXPECT_EQ(full.verdict, Verdict::ok) << full.message;
+  EXPECT_FALSE(full.gate_failed);
+  EXPECT_TRUE(evaluator_->time_paired(honest).failure.empty());
+}
+
+TEST_F(LaterRungChecks, WithoutDeferralTheGateFindsASkippedTimedSizeAtRungZero) {
+  const evaluation::CandidateEvaluation lazy =
+      evaluator_->evaluate(compile("lazy.cpp", lazy_after(0)));
+  EXPECT_EQ(lazy.verdict, Verdict::wrong_answer) << lazy.message;
+  ASSERT_FALSE(lazy.rungs.empty());
+  EXPECT_EQ(lazy.rungs.back().rung, Rung::gate);
+  EXPECT_EQ(lazy.rungs.front().detail.at("cases_deferred").get<int>(), 0);
+  // Nothing deferred: the plane has nothing to run later.
+  const int honest = passes_quick("honest.cpp", corpus_file("softmax/cpu/honest_simple.cpp"));
+  EXPECT_FALSE(evaluator_->gate_at_full_size(honest, *candidates_).ran);
+}
 }  // namespace
 }  // namespace kforge

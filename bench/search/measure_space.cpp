@@ -72,6 +72,18 @@ simulation::PointRecord measure_point(const generation::Proposal& proposal,
   record.message = outcome.message.substr(0, 2000);
   record.quick_samples_ms = outcome.samples_ms;
   if (outcome.verdict != Verdict::ok) return record;
+  // The timed workloads' gate cases, deferred from rung 0 (the policy's defer_timed_gate, as
+  // kforge optimize's ladder runs them), timed apart so that a replay can charge them at rung 0
+  // (full fidelity) or at the first deciding rung (the ladder).
+  const evaluation::EvaluationPlane::FullSizeGate gate =
+      evaluator.gate_at_full_size(outcome.handle, prepared.candidates());
+  record.gate_full_size_s = gate.seconds;
+  if (gate.verdict != Verdict::ok) {
+    record.verdict = gate.verdict;
+    record.message = gate.message.substr(0, 2000);
+    record.gate_full_size_failed = true;
+    return record;
+  }
   const auto started = std::chrono::steady_clock::now();
   const evaluation::FullRung full = evaluator.full_rung(outcome.handle, prepared.candidates());
   record.full_s = seconds_since(started);
@@ -137,7 +149,11 @@ int main(int argc, char** argv) {
     reference.device = device;
     reference.cache_dir = cache_dir;
     reference.cuda_arch = cuda_arch;
-    cli::PreparedReference prepared(task, reference);
+    // Measured as kforge optimize's ladder evaluates: the timed workloads' gate cases apart
+    // from rung 0 (measure_point times them on their own).
+    evaluation::EvaluationPolicy policy;
+    policy.defer_timed_gate = true;
+    cli::PreparedReference prepared(task, reference, policy);
     compile::ToolchainOptions toolchain;
     toolchain.cache_dir = cache_dir.empty() ? artifact_cache_dir() : cache_dir;
     toolchain.include_dirs = kernel_include_dirs();
@@ -163,6 +179,11 @@ int main(int argc, char** argv) {
     space.measured_at = utc_now();
     if (!commit.empty()) space.commit = commit;
     space.timed_workload = prepared.check().timed_workload;
+    if (!space.points.empty() && !space.deferred_timed_gate) {
+      throw Error(out + ": its points were measured with the timed workloads' gate cases in "
+                  "rung 0 (before they were deferred); measure the space again into another --out");
+    }
+    space.deferred_timed_gate = true;
     const auto reference_started = std::chrono::steady_clock::now();
     const evaluation::TimingVerdict reference_timing = prepared.evaluator().time_reference();
     space.reference_quick_s = seconds_since(reference_started);

@@ -433,11 +433,13 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
   if (loaded.verdict != Verdict::ok) return fail(loaded.verdict, loaded.message);
   result.handle = loaded.handle;
 
-  result.gate = run_gate(on, loaded.handle, *oracle_, task_, gate_cases_, *scratch_,
+  const std::vector<GateCase> cases = rung0_cases();
+  result.gate = run_gate(on, loaded.handle, *oracle_, task_, cases, *scratch_,
                          policy_.run_timeout_s);
   RungRecord gate{Rung::gate, result.gate.verdict, result.gate.message, seconds_since(start),
                   {{"cases_checked", result.gate.cases_checked},
-                   {"cases_planned", gate_cases_.size()},
+                   {"cases_planned", cases.size()},
+                   {"cases_deferred", gate_cases_.size() - cases.size()},
                    {"max_abs_error", result.gate.max_abs_error},
                    {"max_rel_error", result.gate.max_rel_error},
                    {"max_normalized_error", result.gate.max_normalized_error},
@@ -464,6 +466,52 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
   result.samples_ms = result.quick.samples_ms;
   result.timing = result.quick.summary;
   return result;
+}
+
+std::vector<GateCase> Evaluator::rung0_cases() const {
+  if (!policy_.defer_timed_gate) return gate_cases_;
+  std::vector<GateCase> cases;
+  for (const GateCase& gate_case : gate_cases_) {
+    if (!gate_case.workload.timed) cases.push_back(gate_case);
+  }
+  return cases;
+}
+
+EvaluationPlane::FullSizeGate Evaluator::gate_at_full_size(int handle, worker::Worker& on) {
+  if (!policy_.defer_timed_gate) return {};
+  const std::pair<const worker::Worker*, int> key{&on, handle};
+  {
+    std::lock_guard<std::mutex> lock(full_size_gates_mutex_);
+    const auto found = full_size_gates_.find(key);
+    if (found != full_size_gates_.end()) {
+      FullSizeGate earlier = found->second;
+      earlier.ran = false;
+      earlier.seconds = 0.0;
+      return earlier;
+    }
+  }
+  std::vector<GateCase> cases;
+  for (const GateCase& gate_case : gate_cases_) {
+    if (gate_case.workload.timed) cases.push_back(gate_case);
+  }
+  const auto start = Clock::now();
+  const GateOutcome gate =
+      run_gate(on, handle, *oracle_, task_, cases, *scratch_, policy_.run_timeout_s);
+  FullSizeGate outcome;
+  outcome.ran = true;
+  outcome.cases = static_cast<int>(cases.size());
+  outcome.seconds = seconds_since(start);
+  outcome.verdict = gate.verdict;
+  if (gate.verdict != Verdict::ok) {
+    outcome.message = "the gate at full size (deferred from rung 0 to the first rung that "
+                      "decides): " + gate.message;
+  }
+  for (const GateOutcome::VerifiedOutput& output : gate.verified) {
+    checks_->add_verified(output.workload, output.seed, output.distribution, output.digest);
+  }
+  std::lock_guard<std::mutex> lock(full_size_gates_mutex_);
+  full_size_gates_[key] = outcome;
+  return outcome;
 }
 
 worker::LoadResult Evaluator::load(const compile::Artifact& artifact) {

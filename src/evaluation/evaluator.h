@@ -102,6 +102,20 @@ struct EvaluationPolicy {
   /// A timing request that may compile (baseline compile): tracing, code generation and
   /// autotuning of a large module take minutes, far past time_timeout_s.
   double compile_timeout_s = 1800.0;
+  /// The ladder's check at full size, deferred (issue 21). Off (kforge eval, --fidelity full):
+  /// rung 0 runs every gate case, the timed workloads' included, and rung 1's timing has
+  /// checked calls. On (kforge optimize under the ladder): rung 0 runs the cases of the gate
+  /// (untimed) workloads only, rung 1 times without checked calls, and the timed workloads'
+  /// cases run once per loaded candidate when it first reaches a rung whose numbers decide
+  /// something: an acceptance comparison, rung 2 or rung 3 (gate_at_full_size). At KernelBench
+  /// sizes those cases are most of a candidate's cost (a 6.4 GB output made, read back and
+  /// compared: the gate took 3.26 s a gelu point on the H200 against rung 1's 0.31 s,
+  /// bench/search/spaces/cuda/gelu.json), and successive halving stops most candidates at
+  /// rung 1. An unchecked rung-1 time decides a promotion and nothing else: a kernel that skips
+  /// work at full size wins a place at rung 2 and fails there before any timing. KernelBrain's
+  /// ladder orders its checks the same way, cheap ones first and full-size ones for the
+  /// promising.
+  bool defer_timed_gate = false;
 };
 
 /// One of rung 2's candidate rounds on a workload: `policy.full` with its repetitions (at
@@ -233,6 +247,9 @@ struct FullRung {
   };
   Verdict verdict = Verdict::ok;
   std::string message;
+  /// The failure is the gate's at full size (EvaluationPlane::gate_at_full_size), run first:
+  /// the candidate's verdict whatever it is (a crash there is a crash at rung 0).
+  bool gate_failed = false;
   std::vector<Entry> workloads;
   double geomean_speedup = 0.0;
 };
@@ -304,6 +321,26 @@ class EvaluationPlane {
   /// number; a candidate's quick speedup is over its own window's reference). Throws Error if
   /// it fails.
   virtual TimingVerdict time_reference() = 0;
+  /// What gate_at_full_size() did: `ran` false when there was nothing to run (the policy does
+  /// not defer, or the cases ran for this handle already: `verdict` is then theirs).
+  struct FullSizeGate {
+    Verdict verdict = Verdict::ok;
+    std::string message;  // the failure, naming the case, call and output
+    bool ran = false;
+    int cases = 0;        // cases run
+    double seconds = 0.0; // wall time of the cases
+  };
+  /// The gate's cases of the timed workloads (plan_gate) for candidate `handle` loaded in `on`,
+  /// when the policy defers them (EvaluationPolicy::defer_timed_gate), once per handle; nothing
+  /// otherwise. full_rung(), compare(), compare_on() and time_paired() run it first themselves
+  /// (a failure there is their failure, with this verdict); the search calls it before a
+  /// candidate becomes the best without a comparison (the first correct one). The default, for
+  /// a plane that gates everything at rung 0, does nothing.
+  virtual FullSizeGate gate_at_full_size(int handle, worker::Worker& on) {
+    (void)handle;
+    (void)on;
+    return {};
+  }
   /// Rung 2 of a candidate loaded in `on`: every timed workload against the reference's times.
   virtual FullRung full_rung(int handle, worker::Worker& on) = 0;
   /// Makes the reference's expected outputs of every timed workload ready (rung 2's checked
@@ -370,6 +407,10 @@ class Evaluator : public EvaluationPlane {
 
   /// The reference's rung-1 timing (in the reference worker). Throws Error if it fails.
   TimingVerdict time_reference() override;
+
+  /// The timed workloads' gate cases of `handle` in `on` under defer_timed_gate (the plane's
+  /// doc); their digests join the verified ones, as rung 0's do. Thread-safe across workers.
+  FullSizeGate gate_at_full_size(int handle, worker::Worker& on) override;
 
   /// Rung 2 for a loaded candidate: every timed workload with the full policy, against the
   /// reference's times on the same workloads (cached).
@@ -492,6 +533,12 @@ class Evaluator : public EvaluationPlane {
   std::vector<GateCase> gate_cases_;
   worker::DeviceInfo device_;
   bool full_rung_primed_ = false;  // prime_full_rung_reference() has run
+  /// gate_at_full_size()'s outcome per (worker, handle) that ran it (handles are never reused
+  /// by a worker client).
+  std::map<std::pair<const worker::Worker*, int>, FullSizeGate> full_size_gates_;
+  std::mutex full_size_gates_mutex_;
+  /// The gate cases rung 0 runs: every case, or the untimed workloads' under defer_timed_gate.
+  std::vector<GateCase> rung0_cases() const;
   uint64_t timing_seed_ = 0;
   std::unique_ptr<TimedChecks> checks_;
   PythonScreen python_screen_;       // what the Python screen knows of the task

@@ -147,9 +147,12 @@ TimingVerdict Evaluator::time_quick_in_window(worker::Worker& on, int handle,
   // values and new values written over a set, plan_timed_checks), and spreading them one per
   // round left 1 in 4 candidates with own-value checks only, which a kernel that replays its
   // first result passes when the check lands on the set it cached (corpus caches_copy.py).
+  // Under defer_timed_gate no call is checked: the timed workload's outputs are checked when
+  // the candidate reaches a rung that decides (gate_at_full_size), and this rung's time only
+  // ranks it for promotion.
   const int rounds = std::max(1, policy_.quick_rounds);
   std::vector<int> checks(static_cast<size_t>(rounds), 0);
-  checks.back() = policy_.checks_per_request;
+  checks.back() = policy_.defer_timed_gate ? 0 : policy_.checks_per_request;
   Interleaved timed = time_interleaved(on, handle, timed_workload_,
                                        quick_round_measurement(policy_), checks, Rung::quick);
   if (timed.candidate.verdict != Verdict::ok || timed.candidate.samples_ms.empty()) {
@@ -235,6 +238,12 @@ FullRung Evaluator::full_rung(int handle, worker::Worker& on) {
   const int rounds = std::max(1, policy_.full_rounds);
   const worker::MeasurementPolicy per_round = full_round_measurement(policy_);
   FullRung rung;
+  if (const FullSizeGate gate = gate_at_full_size(handle, on); gate.verdict != Verdict::ok) {
+    rung.verdict = gate.verdict;
+    rung.message = gate.message;
+    rung.gate_failed = true;
+    return rung;
+  }
   double log_sum = 0.0;
   const std::vector<int> checks(static_cast<size_t>(rounds), policy_.checks_per_request);
   for (const Workload& workload : task_.workloads) {
@@ -265,6 +274,11 @@ Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle) {
 
 Evaluator::PairedSamples Evaluator::time_paired(int candidate_handle, worker::Worker& on) {
   PairedSamples paired;
+  if (const FullSizeGate gate = gate_at_full_size(candidate_handle, on);
+      gate.verdict != Verdict::ok) {
+    paired.failure = to_string(gate.verdict) + ": " + gate.message;
+    return paired;
+  }
   bool compiled = policy_.baseline == BaselineKind::compile;
   enum class Turn { reference, candidate, compiled };
   for (int round = 0; round < policy_.final_rounds; ++round) {
@@ -328,6 +342,14 @@ CompareOutcome Evaluator::compare_on(const std::string& workload, int incumbent,
 CompareOutcome Evaluator::compare_rounds(const Workload& workload, int incumbent, int challenger,
                                          worker::Worker& on, const std::string& timing_name) {
   CompareOutcome outcome;
+  for (const int handle : {incumbent, challenger}) {
+    if (const FullSizeGate gate = gate_at_full_size(handle, on); gate.verdict != Verdict::ok) {
+      outcome.failed_handle = handle;
+      outcome.verdict = gate.verdict;
+      outcome.message = gate.message;
+      return outcome;
+    }
+  }
   std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
   for (int round = 0; round < policy_.compare_rounds; ++round) {
     // Alternate who goes first, so that an order effect (warm clocks) favours neither.

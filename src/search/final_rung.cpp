@@ -124,6 +124,7 @@ void Optimizer::promote_cohort(int step) {
 void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullMeasured>& measured) {
   // Measured once per run: a resumed run replays what rung 2 found.
   FullRungDecision decided;
+  bool gate_failed = false;  // the failure is the gate's at full size (FullRung::gate_failed)
   if (std::optional<RecordedFullRung> recorded = journal_->replay().full_rung(record.id)) {
     progress_(fmt::format("rung 2: {} (recorded)", record.id));
     budget_->add_device_s(recorded->seconds);
@@ -140,6 +141,7 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
       m.seconds = now_s_() - started;
     }
     const evaluation::FullRung& full = m.full;
+    gate_failed = full.gate_failed;
     const double seconds = m.seconds;
     budget_->add_device_s(seconds);
     nlohmann::json workloads = nlohmann::json::array();
@@ -169,8 +171,9 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
   if (decided.verdict != Verdict::ok) {
     progress_(fmt::format("  {}: {}", to_string(decided.verdict), decided.message));
     if (decided.verdict == Verdict::wrong_answer ||
-        decided.verdict == Verdict::rejected_by_policy) {
-      // A checked call of rung 2 failed: the candidate gets that verdict.
+        decided.verdict == Verdict::rejected_by_policy || gate_failed) {
+      // A checked call of rung 2 failed, or the gate at full size run before it (deferred from
+      // rung 0): the candidate gets that verdict.
       reject_after_check(record.id, decided.verdict, "rung 2: " + decided.message);
       record.verdict = decided.verdict;
     }

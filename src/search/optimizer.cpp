@@ -454,6 +454,10 @@ RealPlane make_real_plane(const Task& task, const std::string& backend,
                           const std::vector<worker::Worker*>& candidate_workers,
                           worker::Worker& reference_worker) {
   if (options.fidelity == Fidelity::full) policy.quick = policy.full;
+  // The ladder checks the timed workloads' outputs when a candidate reaches a rung that
+  // decides (EvaluationPolicy::defer_timed_gate); full fidelity checks every candidate there
+  // at rung 0, as `kforge eval` does.
+  policy.defer_timed_gate = options.fidelity == Fidelity::ladder;
   RealPlane plane;
   plane.evaluator = std::make_unique<evaluation::Evaluator>(*candidate_workers.at(0),
                                                             reference_worker, task, policy);

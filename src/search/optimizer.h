@@ -303,6 +303,11 @@ class Optimizer {
   /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
   /// later rung failed: its row in the run database, its record and an event say so.
   void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
+  /// The gate's timed-workload cases for `record` when the plane deferred them from rung 0
+  /// (EvaluationPolicy::defer_timed_gate), before it becomes the best without a comparison or
+  /// is compared with the best; its seconds are charged to the budget and an event records a
+  /// run. False, with the candidate rejected under the gate's verdict, when it fails.
+  bool passes_gate_at_full_size(CandidateRecord& record);
 
   // optimizer_candidate.cpp, continued
   void record_evidence(const Move& move, const CandidateRecord& record, int step, size_t slot);
@@ -412,7 +417,8 @@ struct RealPlane {
 
 /// Builds the real evaluator over `candidate_workers` (the first is its default candidate
 /// worker) and `reference_worker` with `policy`, under --fidelity full with the full rung's
-/// measurement at rung 1 too; and the compile pool over `compiler`, options.compile_jobs deep
+/// measurement at rung 1 too, under the ladder with the timed workloads' gate cases deferred
+/// (EvaluationPolicy::defer_timed_gate); and the compile pool over `compiler`, options.compile_jobs deep
 /// (0: the hardware threads; on cuda with several candidate workers, builds overlap timings, so
 /// it leaves a core to each worker's launching thread and one to the orchestrator, so that the
 /// host-clock cross-check of a timing is not inflated by compilers). Throws Error when the

@@ -36,6 +36,30 @@ void Optimizer::reject_after_check(const std::string& id, Verdict verdict,
                          {"verdict", to_string(verdict)}, {"message", message}});
 }
 
+bool Optimizer::passes_gate_at_full_size(CandidateRecord& record) {
+  // A replayed candidate passed it in the run that recorded it (or its row holds the
+  // rejection); planes that gate everything at rung 0 run nothing here.
+  if (record.replayed) return true;
+  const size_t on = home_of(record.id);
+  const evaluation::EvaluationPlane::FullSizeGate gate =
+      evaluator_.gate_at_full_size(handle_on(record.id, on), workers_.at(on));
+  if (gate.ran) {
+    budget_->add_device_s(gate.seconds);
+    run_dir_.append_event({{"event", "gate_at_full_size"},
+                           {"id", record.id},
+                           {"verdict", to_string(gate.verdict)},
+                           {"cases", gate.cases},
+                           {"seconds", gate.seconds},
+                           {"message", gate.message}});
+  }
+  if (gate.verdict == Verdict::ok) return true;
+  progress_(fmt::format("        {}: {}", to_string(gate.verdict), gate.message.substr(0, 200)));
+  reject_after_check(record.id, gate.verdict, gate.message);
+  record.verdict = gate.verdict;
+  record.message = gate.message;
+  return false;
+}
+
 AcceptanceDecision Optimizer::compare_with_best(const CandidateRecord& record) {
   // Decided once: a resumed run replays the verdict.
   if (std::optional<AcceptanceDecision> recorded = journal_->replay().acceptance(record.id)) {
@@ -98,7 +122,11 @@ void Optimizer::consider(CandidateRecord& record) {
                                             : AcceptanceOutcome::rejected;
     reason = fmt::format("same as #{} ({}): not evaluated again", record.duplicate_of_index,
                          record.duplicate_of);
-  } else if (record.verdict != Verdict::ok) {
+  } else if (record.verdict != Verdict::ok ||
+             ((!best_ || quick_speedup(record) * (1.0 - min_gain) > quick_speedup(*best_)) &&
+              !passes_gate_at_full_size(record))) {
+    // Failed rung 0 or 1, or, where the plane deferred them, the gate's timed-workload cases,
+    // which run before a candidate can become the best (first correct one, or compared).
     outcome = AcceptanceOutcome::rejected;
     reason = to_string(record.verdict) +
              (record.message.empty() ? "" : ": " + record.message.substr(0, 200));

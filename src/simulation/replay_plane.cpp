@@ -85,6 +85,18 @@ evaluation::CandidateEvaluation ReplayPlane::evaluate(const compile::Artifact& a
   }
   const PointRecord& point = point_of(artifact);
   charge(point.gate_s);
+  if (!policy_.defer_timed_gate) {
+    // The timed workloads' cases at rung 0, where a space measured with them deferred has
+    // them apart (in a space measured before, gate_s holds them and this is 0).
+    charge(point.gate_full_size_s);
+    if (point.gate_full_size_failed) {
+      result.verdict = point.verdict;
+      result.message = "recorded: " + point.message;
+      result.rungs.push_back({Rung::gate, point.verdict, result.message,
+                              point.gate_s + point.gate_full_size_s, {}});
+      return result;
+    }
+  }
   if (point.verdict != Verdict::ok && point.quick_samples_ms.empty()) {
     result.verdict = point.verdict;
     result.message = "recorded: " + point.message;
@@ -93,7 +105,8 @@ evaluation::CandidateEvaluation ReplayPlane::evaluate(const compile::Artifact& a
   }
   result.rungs.push_back({Rung::gate, Verdict::ok, "", point.gate_s, {}});
   charge(point.quick_s);
-  if (point.verdict != Verdict::ok) {  // failed at rung 1 (an implausible timing, a crash)
+  if (point.verdict != Verdict::ok && !point.gate_full_size_failed) {
+    // failed at rung 1 (an implausible timing, a crash)
     result.verdict = point.verdict;
     result.message = "recorded: " + point.message;
     result.rungs.push_back({Rung::quick, point.verdict, result.message, point.quick_s, {}});
@@ -131,9 +144,36 @@ evaluation::TimingVerdict ReplayPlane::time_reference() {
   return verdict;
 }
 
-evaluation::FullRung ReplayPlane::full_rung(int handle, worker::Worker&) {
+ReplayPlane::FullSizeGate ReplayPlane::gate_at_full_size(int handle, worker::Worker&) {
+  if (!policy_.defer_timed_gate) return {};
+  const PointRecord& point = loaded(handle);
+  if (const auto found = full_size_gates_.find(handle); found != full_size_gates_.end()) {
+    FullSizeGate earlier = found->second;
+    earlier.ran = false;
+    earlier.seconds = 0.0;
+    return earlier;
+  }
+  FullSizeGate gate;
+  gate.ran = true;
+  gate.seconds = point.gate_full_size_s;
+  charge(gate.seconds);
+  if (point.gate_full_size_failed) {
+    gate.verdict = point.verdict;
+    gate.message = "recorded: " + point.message;
+  }
+  full_size_gates_[handle] = gate;
+  return gate;
+}
+
+evaluation::FullRung ReplayPlane::full_rung(int handle, worker::Worker& on) {
   const PointRecord& point = loaded(handle);
   evaluation::FullRung full;
+  if (const FullSizeGate gate = gate_at_full_size(handle, on); gate.verdict != Verdict::ok) {
+    full.verdict = gate.verdict;
+    full.message = gate.message;
+    full.gate_failed = true;
+    return full;
+  }
   charge(point.full_s);
   if (point.full.empty()) {
     full.verdict = Verdict::runtime_error;
@@ -155,9 +195,13 @@ evaluation::FullRung ReplayPlane::full_rung(int handle, worker::Worker&) {
   return full;
 }
 
-ReplayPlane::PairedSamples ReplayPlane::time_paired(int handle, worker::Worker&) {
+ReplayPlane::PairedSamples ReplayPlane::time_paired(int handle, worker::Worker& on) {
   const PointRecord& point = loaded(handle);
   PairedSamples paired;
+  if (const FullSizeGate gate = gate_at_full_size(handle, on); gate.verdict != Verdict::ok) {
+    paired.failure = to_string(gate.verdict) + ": " + gate.message;
+    return paired;
+  }
   const size_t per_round = static_cast<size_t>(std::max(1, policy_.round.max_repetitions));
   for (int round = 0; round < policy_.final_rounds; ++round) {
     paired.reference_rounds.push_back(resample(space_.reference_quick_samples_ms, per_round));
@@ -167,7 +211,25 @@ ReplayPlane::PairedSamples ReplayPlane::time_paired(int handle, worker::Worker&)
   return paired;
 }
 
-evaluation::CompareOutcome ReplayPlane::compare(int incumbent, int challenger, worker::Worker&) {
+evaluation::CompareOutcome ReplayPlane::gates_before_comparing(int incumbent, int challenger,
+                                                              worker::Worker& on) {
+  evaluation::CompareOutcome failed;
+  for (const int handle : {incumbent, challenger}) {
+    if (const FullSizeGate gate = gate_at_full_size(handle, on); gate.verdict != Verdict::ok) {
+      failed.failed_handle = handle;
+      failed.verdict = gate.verdict;
+      failed.message = gate.message;
+      return failed;
+    }
+  }
+  return failed;
+}
+
+evaluation::CompareOutcome ReplayPlane::compare(int incumbent, int challenger, worker::Worker& on) {
+  if (evaluation::CompareOutcome failed = gates_before_comparing(incumbent, challenger, on);
+      failed.failed_handle >= 0) {
+    return failed;
+  }
   const PointRecord& a = loaded(incumbent);
   const PointRecord& b = loaded(challenger);
   return paired_rounds(a.quick_samples_ms, b.quick_samples_ms, seconds_per_sample(a),
@@ -175,7 +237,11 @@ evaluation::CompareOutcome ReplayPlane::compare(int incumbent, int challenger, w
 }
 
 evaluation::CompareOutcome ReplayPlane::compare_on(const std::string& workload, int incumbent,
-                                                   int challenger, worker::Worker&) {
+                                                   int challenger, worker::Worker& on) {
+  if (evaluation::CompareOutcome failed = gates_before_comparing(incumbent, challenger, on);
+      failed.failed_handle >= 0) {
+    return failed;
+  }
   const auto recorded = [&](const PointRecord& point) -> const WorkloadTiming& {
     for (const WorkloadTiming& timing : point.full) {
       if (timing.workload == workload && !timing.samples_ms.empty()) return timing;

@@ -43,6 +43,10 @@ class SimulatedClock {
 ///   `policy.round.max_repetitions` samples drawn from each side's recorded rung-1 samples, judged
 ///   by evaluation::judge_paired as the real plane judges them; compare_on() the same from the
 ///   recorded rung-2 samples of the workload.
+/// - gate_at_full_size() (policy.defer_timed_gate, the ladder's): the point's recorded
+///   timed-workload gate cases, once per handle, charged gate_full_size_s and failing where
+///   they failed; full_rung(), compare(), compare_on() and time_paired() run it first, as the
+///   Evaluator's do. Without deferral those seconds (and that failure) belong to rung 0.
 /// Seconds: gate and quick rungs as recorded per point; a round costs its samples times the
 /// point's recorded seconds per rung-1 sample. The clock advances by each, so budget limits in
 /// device seconds hold in simulation as on the device. A point the space does not hold is a
@@ -62,6 +66,7 @@ class ReplayPlane : public evaluation::EvaluationPlane {
                                            worker::Worker& on) override;
   worker::LoadResult load(const compile::Artifact& artifact, worker::Worker& on) override;
   evaluation::TimingVerdict time_reference() override;
+  FullSizeGate gate_at_full_size(int handle, worker::Worker& on) override;
   evaluation::FullRung full_rung(int handle, worker::Worker& on) override;
   void prime_full_rung_reference() override {}
   PairedSamples time_paired(int handle, worker::Worker& on) override;
@@ -86,6 +91,10 @@ class ReplayPlane : public evaluation::EvaluationPlane {
                                            const std::vector<double>& b_ms, double a_s_per_sample,
                                            double b_s_per_sample);
   void charge(double seconds);
+  /// gate_at_full_size() of both sides, incumbent first: the first failure as a comparison's
+  /// (failed_handle set), or an outcome with failed_handle -1.
+  evaluation::CompareOutcome gates_before_comparing(int incumbent, int challenger,
+                                                    worker::Worker& on);
 
   const SpaceRecord& space_;
   evaluation::EvaluationPolicy policy_;
@@ -93,6 +102,7 @@ class ReplayPlane : public evaluation::EvaluationPlane {
   std::mt19937_64 rng_;
   Workload timed_;
   std::map<int, const PointRecord*> handles_;
+  std::map<int, FullSizeGate> full_size_gates_;  // gate_at_full_size()'s, per handle
   int next_handle_ = 0;
   double device_s_ = 0.0;
 };

@@ -102,7 +102,11 @@ RunOutcome simulate_run(const Task& task, const SpaceRecord& space, memory::Stor
                 space.task_path + "): measure it again");
   }
   SimulatedClock clock;
-  ReplayPlane plane(task, space, {}, clock, options.seed * 7919 + 17);
+  // As make_real_plane: the ladder defers the timed workloads' gate cases, full fidelity
+  // runs them at rung 0.
+  evaluation::EvaluationPolicy policy;
+  policy.defer_timed_gate = options.arm.fidelity == search::Fidelity::ladder;
+  ReplayPlane plane(task, space, policy, clock, options.seed * 7919 + 17);
   ReplayBuilds builds(space, clock);
   IdleWorker worker(space.backend, space.device);
   IdleWorker reference(space.backend, space.device);

@@ -188,6 +188,75 @@ TEST_F(SimulationTest, FullFidelitySpendsMoreDeviceSecondsThanTheLadder) {
   EXPECT_GT(full.search_device_s, ladder.search_device_s);
 }
 
+// A space measured with the timed workloads' gate cases apart (measure_space since issue 21's
+// deferral): the ladder's replay charges them at the first deciding rung, once, and fails a
+// point there; full fidelity's charges and fails them at rung 0.
+TEST_F(SimulationTest, TheReplayDefersTheGateAtFullSizeUnderTheLadderOnly) {
+  SpaceRecord space = toy_space();
+  space.deferred_timed_gate = true;
+  const std::string lazy_id = "simd[ACCUMULATORS=8,PARALLEL=1]";
+  for (PointRecord& p : space.points) {
+    if (p.verdict != Verdict::ok) continue;
+    p.gate_full_size_s = 2.0;
+    if (p.id == lazy_id) {
+      p.verdict = Verdict::wrong_answer;
+      p.message = "the gate at full size (deferred): output 'y' is NaN at 0";
+      p.gate_full_size_failed = true;
+      p.full.clear();
+      p.full_geomean_speedup.reset();
+    }
+  }
+  IdleWorker idle("cpu", "recorded cpu");
+  const generation::TemplatesGenerator generator(
+      generation::load_family((root_ / "kernels").string(), "cpu", "toy"));
+  const auto artifact = [&](ReplayBuilds& builds, std::map<std::string, std::string> params) {
+    return builds.submit(generator.make_proposal({"simd", params}).job).get();
+  };
+  const std::map<std::string, std::string> lazy = {{"ACCUMULATORS", "8"}, {"PARALLEL", "1"}};
+  const std::map<std::string, std::string> honest = {{"ACCUMULATORS", "4"}, {"PARALLEL", "1"}};
+  {
+    SimulatedClock clock;
+    evaluation::EvaluationPolicy policy;
+    policy.defer_timed_gate = true;
+    ReplayPlane plane(task_, space, policy, clock, 5);
+    ReplayBuilds builds(space, clock);
+    const evaluation::CandidateEvaluation quick = plane.evaluate(artifact(builds, lazy), idle);
+    ASSERT_EQ(quick.verdict, Verdict::ok) << quick.message;  // rungs 0-1 passed
+    EXPECT_DOUBLE_EQ(clock.now_s(), 0.1 + 0.2);
+    const auto gate = plane.gate_at_full_size(quick.handle, idle);
+    EXPECT_TRUE(gate.ran);
+    EXPECT_EQ(gate.verdict, Verdict::wrong_answer);
+    EXPECT_DOUBLE_EQ(clock.now_s(), 0.1 + 0.2 + 2.0);
+    const evaluation::FullRung full = plane.full_rung(quick.handle, idle);
+    EXPECT_TRUE(full.gate_failed);
+    EXPECT_EQ(full.verdict, Verdict::wrong_answer);
+    EXPECT_DOUBLE_EQ(clock.now_s(), 0.1 + 0.2 + 2.0);  // once per handle, and no rung 2
+    const evaluation::CandidateEvaluation fine = plane.evaluate(artifact(builds, honest), idle);
+    const evaluation::CompareOutcome compared = plane.compare(fine.handle, quick.handle, idle);
+    EXPECT_EQ(compared.failed_handle, quick.handle);
+    EXPECT_FALSE(compared.paired.has_value());
+    EXPECT_EQ(plane.full_rung(fine.handle, idle).verdict, Verdict::ok);
+  }
+  {
+    SimulatedClock clock;
+    ReplayPlane plane(task_, space, {}, clock, 5);  // no deferral: all at rung 0
+    ReplayBuilds builds(space, clock);
+    const evaluation::CandidateEvaluation gated = plane.evaluate(artifact(builds, lazy), idle);
+    EXPECT_EQ(gated.verdict, Verdict::wrong_answer);
+    ASSERT_EQ(gated.rungs.size(), 1u);
+    EXPECT_EQ(gated.rungs[0].rung, Rung::gate);
+    EXPECT_DOUBLE_EQ(clock.now_s(), 0.1 + 2.0);
+    EXPECT_FALSE(plane.gate_at_full_size(0, idle).ran);
+  }
+  // The search never takes the point for its best: it fails before it could be one.
+  for (const std::string arm : {"htam", "full:htam"}) {
+    fresh_store();
+    const RunOutcome run = simulate_run(task_, space, *store_, options(arm, 2));
+    EXPECT_NE(run.best_id, lazy_id) << arm;
+    EXPECT_GT(run.final_speedup, 1.0) << arm;
+  }
+}
+
 TEST_F(SimulationTest, ColdDefaultsMoveTheHintsStartAndKeepTheSpace) {
   const generation::KernelFamily family =
       generation::load_family((root_ / "kernels").string(), "cpu", "toy");

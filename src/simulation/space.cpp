@@ -62,6 +62,8 @@ void to_json(nlohmann::json& j, const PointRecord& p) {
        {"decomposition", p.decomposition}, {"params", p.params},
        {"verdict", to_string(p.verdict)}, {"message", p.message}, {"compile_s", p.compile_s},
        {"gate_s", p.gate_s}, {"quick_s", p.quick_s}, {"quick_samples_ms", p.quick_samples_ms},
+       {"gate_full_size_s", p.gate_full_size_s},
+       {"gate_full_size_failed", p.gate_full_size_failed},
        {"full_s", p.full_s}, {"full", full},
        {"full_geomean_speedup", p.full_geomean_speedup ? nlohmann::json(*p.full_geomean_speedup)
                                                        : nlohmann::json()}};
@@ -77,6 +79,8 @@ void from_json(const nlohmann::json& j, PointRecord& p) {
   p.message = j.value("message", "");
   p.compile_s = j.value("compile_s", 0.0);
   p.gate_s = j.value("gate_s", 0.0);
+  p.gate_full_size_s = j.value("gate_full_size_s", 0.0);
+  p.gate_full_size_failed = j.value("gate_full_size_failed", false);
   p.quick_s = j.value("quick_s", 0.0);
   p.quick_samples_ms = j.value("quick_samples_ms", std::vector<double>{});
   p.full_s = j.value("full_s", 0.0);
@@ -99,7 +103,8 @@ void to_json(nlohmann::json& j, const SpaceRecord& s) {
        {"measured_at", s.measured_at}, {"commit", s.commit},
        {"timed_workload", s.timed_workload},
        {"reference_quick_samples_ms", s.reference_quick_samples_ms},
-       {"reference_quick_s", s.reference_quick_s}, {"points", s.points}};
+       {"reference_quick_s", s.reference_quick_s},
+       {"deferred_timed_gate", s.deferred_timed_gate}, {"points", s.points}};
 }
 
 void from_json(const nlohmann::json& j, SpaceRecord& s) {
@@ -117,6 +122,7 @@ void from_json(const nlohmann::json& j, SpaceRecord& s) {
   s.timed_workload = j.at("timed_workload").get<std::string>();
   s.reference_quick_samples_ms = j.at("reference_quick_samples_ms").get<std::vector<double>>();
   s.reference_quick_s = j.value("reference_quick_s", 0.0);
+  s.deferred_timed_gate = j.value("deferred_timed_gate", false);
   s.points = j.at("points").get<std::vector<PointRecord>>();
 }
 

@@ -38,6 +38,12 @@ struct PointRecord {
   std::string message;                      // why it failed
   double compile_s = 0.0;                   // the build's wall seconds (0 when cached)
   double gate_s = 0.0;                      // rung 0's seconds on the device
+  /// Seconds of the gate's timed-workload cases, run apart from rung 0 in a space measured
+  /// with them deferred (SpaceRecord::deferred_timed_gate; gate_at_full_size); 0 in a space
+  /// measured before, whose gate_s holds them.
+  double gate_full_size_s = 0.0;
+  /// The point passed rungs 0-1 and failed those cases (`verdict` and `message` are theirs).
+  bool gate_full_size_failed = false;
   double quick_s = 0.0;                     // rung 1's seconds
   std::vector<double> quick_samples_ms;     // rung 1's raw samples (the timed workload)
   double full_s = 0.0;                      // rung 2's seconds (0 when not run)
@@ -61,6 +67,9 @@ struct SpaceRecord {
   std::string timed_workload;     // rung 1's workload
   std::vector<double> reference_quick_samples_ms;  // the reference's rung-1 samples
   double reference_quick_s = 0.0;                  // seconds the reference's rung 1 took
+  /// Measured with EvaluationPolicy::defer_timed_gate: each point's gate_s is the gate
+  /// workloads' cases, gate_full_size_s the timed workloads', and quick_s an unchecked rung 1.
+  bool deferred_timed_gate = false;
   std::vector<PointRecord> points;
 
   /// The point whose build is `key`, or nullptr.
