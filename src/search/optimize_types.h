@@ -105,8 +105,10 @@ struct CandidateRecord {
   std::optional<PromotionOutcome> promotion;
   /// Highest rung reached (gate also when the build failed).
   Rung rung = Rung::gate;
-  /// Budget spent (device seconds, wall seconds; budget.h) when this candidate's rung 1 ended:
-  /// for the final best, the cost of finding it. On resume, wall time is the replay's.
+  /// Budget spent (device seconds, wall seconds; budget.h) when this candidate's rung 1 ended,
+  /// or under the ladder its deferred gate at full size if it ran then (before it became the
+  /// best or was compared): for the final best, the cost of finding it. On resume, wall time
+  /// is the replay's.
   double found_device_s = 0.0;
   double found_wall_s = 0.0;
   /// Set when the candidate is the same program as an earlier one (duplicates.h: normalized

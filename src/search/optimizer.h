@@ -37,7 +37,10 @@
 // refined a step later, not after the whole budget. The cost: rung 2 spends on candidates that
 // a later step would have outclassed; successive halving bounds it to about 1/eta of them.
 // Under --fidelity full (the flat baseline of bench/ladder) rung 1 uses the full measurement
-// policy and every correct candidate gets rung 2.
+// policy and every correct candidate gets rung 2. Under the ladder the gate's timed-workload
+// cases wait until a candidate first reaches a deciding rung (passes_gate_at_full_size before it
+// becomes the best or is compared; the plane runs them before rungs 2 and 3 itself):
+// EvaluationPolicy::defer_timed_gate says why.
 //
 // Resume (`options.resume`, `kforge optimize --resume`): the loop runs again from the start with
 // the same seed and options, and every thing that would be measured or chosen again is read back

@@ -45,6 +45,12 @@ bool Optimizer::passes_gate_at_full_size(CandidateRecord& record) {
       evaluator_.gate_at_full_size(handle_on(record.id, on), workers_.at(on));
   if (gate.ran) {
     budget_->add_device_s(gate.seconds);
+    // "Found" counts the checks a candidate needs before it can be the best: under full
+    // fidelity rung 0 holds these cases, so both fidelities' device seconds to the best count
+    // them (bench/ladder's "device s to best").
+    const BudgetSpend spend = budget_->spend();
+    record.found_device_s = spend.device_s;
+    record.found_wall_s = spend.wall_s;
     run_dir_.append_event({{"event", "gate_at_full_size"},
                            {"id", record.id},
                            {"verdict", to_string(gate.verdict)},
