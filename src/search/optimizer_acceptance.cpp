@@ -58,7 +58,13 @@ bool Optimizer::passes_gate_at_full_size(CandidateRecord& record) {
                            {"seconds", gate.seconds},
                            {"message", gate.message}});
   }
-  if (gate.verdict == Verdict::ok) return true;
+  if (gate.verdict == Verdict::ok) {
+    if (gate.ran && options_.explain) {
+      progress_(fmt::format("        gate at full size: ok ({} case{}, {:.2f} s)", gate.cases,
+                            gate.cases == 1 ? "" : "s", gate.seconds));
+    }
+    return true;
+  }
   progress_(fmt::format("        {}: {}", to_string(gate.verdict), gate.message.substr(0, 200)));
   reject_after_check(record.id, gate.verdict, gate.message);
   record.verdict = gate.verdict;
