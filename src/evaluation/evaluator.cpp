@@ -468,6 +468,20 @@ CandidateEvaluation Evaluator::evaluate(const compile::Artifact& artifact, worke
   return result;
 }
 
+std::optional<CompareOutcome> gates_before_comparing(EvaluationPlane& plane, int incumbent,
+                                                     int challenger, worker::Worker& on) {
+  for (const int handle : {incumbent, challenger}) {
+    const EvaluationPlane::FullSizeGate gate = plane.gate_at_full_size(handle, on);
+    if (gate.verdict == Verdict::ok) continue;
+    CompareOutcome failed;
+    failed.failed_handle = handle;
+    failed.verdict = gate.verdict;
+    failed.message = gate.message;
+    return failed;
+  }
+  return std::nullopt;
+}
+
 std::vector<GateCase> Evaluator::rung0_cases() const {
   if (!policy_.defer_timed_gate) return gate_cases_;
   std::vector<GateCase> cases;

@@ -366,6 +366,12 @@ class EvaluationPlane {
   virtual ProfileInputs profile_inputs() const { return {}; }
 };
 
+/// gate_at_full_size() of both sides of a comparison on `plane`, incumbent first: the first
+/// failure as the comparison's outcome (failed_handle, verdict, message), or nullopt when both
+/// pass (or the plane defers nothing). Every plane's compare() and compare_on() begin with it.
+std::optional<CompareOutcome> gates_before_comparing(EvaluationPlane& plane, int incumbent,
+                                                     int challenger, worker::Worker& on);
+
 class Evaluator : public EvaluationPlane {
  public:
   /// `candidates` runs candidates; `reference` runs only the reference (a different process).

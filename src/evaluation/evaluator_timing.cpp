@@ -341,15 +341,11 @@ CompareOutcome Evaluator::compare_on(const std::string& workload, int incumbent,
 
 CompareOutcome Evaluator::compare_rounds(const Workload& workload, int incumbent, int challenger,
                                          worker::Worker& on, const std::string& timing_name) {
-  CompareOutcome outcome;
-  for (const int handle : {incumbent, challenger}) {
-    if (const FullSizeGate gate = gate_at_full_size(handle, on); gate.verdict != Verdict::ok) {
-      outcome.failed_handle = handle;
-      outcome.verdict = gate.verdict;
-      outcome.message = gate.message;
-      return outcome;
-    }
+  if (std::optional<CompareOutcome> failed =
+          gates_before_comparing(*this, incumbent, challenger, on)) {
+    return *failed;
   }
+  CompareOutcome outcome;
   std::vector<std::vector<double>> incumbent_rounds, challenger_rounds;
   for (int round = 0; round < policy_.compare_rounds; ++round) {
     // Alternate who goes first, so that an order effect (warm clocks) favours neither.

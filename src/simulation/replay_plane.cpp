@@ -211,24 +211,10 @@ ReplayPlane::PairedSamples ReplayPlane::time_paired(int handle, worker::Worker& 
   return paired;
 }
 
-evaluation::CompareOutcome ReplayPlane::gates_before_comparing(int incumbent, int challenger,
-                                                              worker::Worker& on) {
-  evaluation::CompareOutcome failed;
-  for (const int handle : {incumbent, challenger}) {
-    if (const FullSizeGate gate = gate_at_full_size(handle, on); gate.verdict != Verdict::ok) {
-      failed.failed_handle = handle;
-      failed.verdict = gate.verdict;
-      failed.message = gate.message;
-      return failed;
-    }
-  }
-  return failed;
-}
-
 evaluation::CompareOutcome ReplayPlane::compare(int incumbent, int challenger, worker::Worker& on) {
-  if (evaluation::CompareOutcome failed = gates_before_comparing(incumbent, challenger, on);
-      failed.failed_handle >= 0) {
-    return failed;
+  if (std::optional<evaluation::CompareOutcome> failed =
+          evaluation::gates_before_comparing(*this, incumbent, challenger, on)) {
+    return *failed;
   }
   const PointRecord& a = loaded(incumbent);
   const PointRecord& b = loaded(challenger);
@@ -238,9 +224,9 @@ evaluation::CompareOutcome ReplayPlane::compare(int incumbent, int challenger, w
 
 evaluation::CompareOutcome ReplayPlane::compare_on(const std::string& workload, int incumbent,
                                                    int challenger, worker::Worker& on) {
-  if (evaluation::CompareOutcome failed = gates_before_comparing(incumbent, challenger, on);
-      failed.failed_handle >= 0) {
-    return failed;
+  if (std::optional<evaluation::CompareOutcome> failed =
+          evaluation::gates_before_comparing(*this, incumbent, challenger, on)) {
+    return *failed;
   }
   const auto recorded = [&](const PointRecord& point) -> const WorkloadTiming& {
     for (const WorkloadTiming& timing : point.full) {

@@ -91,10 +91,6 @@ class ReplayPlane : public evaluation::EvaluationPlane {
                                            const std::vector<double>& b_ms, double a_s_per_sample,
                                            double b_s_per_sample);
   void charge(double seconds);
-  /// gate_at_full_size() of both sides, incumbent first: the first failure as a comparison's
-  /// (failed_handle set), or an outcome with failed_handle -1.
-  evaluation::CompareOutcome gates_before_comparing(int incumbent, int challenger,
-                                                    worker::Worker& on);
 
   const SpaceRecord& space_;
   evaluation::EvaluationPolicy policy_;
