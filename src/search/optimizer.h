@@ -303,8 +303,9 @@ class Optimizer {
   AcceptanceDecision compare_paired(const CandidateRecord& incumbent,
                                     const CandidateRecord& challenger,
                                     const std::string& event_name);
-  /// Gives candidate `id` `verdict` (wrong_answer or rejected_by_policy) after a checked call of a
-  /// later rung failed: its row in the run database, its record and an event say so.
+  /// Gives candidate `id` `verdict` after a check of a later rung failed (wrong_answer or
+  /// rejected_by_policy from a checked call; any verdict from the deferred gate at full size):
+  /// its row in the run database, its record and an event say so.
   void reject_after_check(const std::string& id, Verdict verdict, const std::string& message);
   /// The gate's timed-workload cases for `record` when the plane deferred them from rung 0
   /// (EvaluationPolicy::defer_timed_gate), before it becomes the best without a comparison or
@@ -421,11 +422,11 @@ struct RealPlane {
 /// Builds the real evaluator over `candidate_workers` (the first is its default candidate
 /// worker) and `reference_worker` with `policy`, under --fidelity full with the full rung's
 /// measurement at rung 1 too, under the ladder with the timed workloads' gate cases deferred
-/// (EvaluationPolicy::defer_timed_gate); and the compile pool over `compiler`, options.compile_jobs deep
-/// (0: the hardware threads; on cuda with several candidate workers, builds overlap timings, so
-/// it leaves a core to each worker's launching thread and one to the orchestrator, so that the
-/// host-clock cross-check of a timing is not inflated by compilers). Throws Error when the
-/// task has no timed workload.
+/// (EvaluationPolicy::defer_timed_gate); and the compile pool over `compiler`,
+/// options.compile_jobs deep (0: the hardware threads; on cuda with several candidate workers,
+/// builds overlap timings, so it leaves a core to each worker's launching thread and one to the
+/// orchestrator, so that the host-clock cross-check of a timing is not inflated by compilers).
+/// Throws Error when the task has no timed workload.
 RealPlane make_real_plane(const Task& task, const std::string& backend,
                           const OptimizeOptions& options, evaluation::EvaluationPolicy policy,
                           compile::Compiler& compiler,
