@@ -131,6 +131,9 @@ void Optimizer::run_full_rung(CandidateRecord& record, const std::optional<FullM
     decided = std::move(recorded->decision);
   } else {
     progress_(fmt::format("rung 2: {} on every timed workload", record.id));
+    // The deferred gate at full size first, recorded as its own event (a worker pool's
+    // concurrent rung 2 runs it inside full_rung instead).
+    if (!measured && !passes_gate_at_full_size(record)) return;
     FullMeasured m;
     if (measured) {
       m = *measured;
