@@ -355,6 +355,14 @@ TEST_F(OptimizerTest, SuccessiveHalvingPromotesATopThirdOfEachStepToTheFullRung)
     measured.insert(e["candidate"].get<std::string>());
   }
   EXPECT_EQ(measured, promoted);
+  // The ladder defers the timed workload's gate case: every promoted candidate ran it, once,
+  // before rung 2 (or before it became the best), each run an event.
+  std::multiset<std::string> gated;
+  for (const nlohmann::json& e : events_of(root_ / "run0", "gate_at_full_size")) {
+    EXPECT_EQ(e["verdict"], "ok") << e.dump();
+    gated.insert(e["id"].get<std::string>());
+  }
+  for (const std::string& id : promoted) EXPECT_EQ(gated.count(id), 1u) << id;
   EXPECT_EQ(events_of(root_ / "run0", "promotion").size(),
             static_cast<size_t>(std::accumulate(correct_per_step.begin(), correct_per_step.end(),
                                                 0, [](int a, auto& p) { return a + p.second; })));
