@@ -482,13 +482,16 @@ std::optional<CompareOutcome> gates_before_comparing(EvaluationPlane& plane, int
   return std::nullopt;
 }
 
-std::vector<GateCase> Evaluator::rung0_cases() const {
-  if (!policy_.defer_timed_gate) return gate_cases_;
+std::vector<GateCase> Evaluator::gate_cases_of(bool timed) const {
   std::vector<GateCase> cases;
   for (const GateCase& gate_case : gate_cases_) {
-    if (!gate_case.workload.timed) cases.push_back(gate_case);
+    if (gate_case.workload.timed == timed) cases.push_back(gate_case);
   }
   return cases;
+}
+
+std::vector<GateCase> Evaluator::rung0_cases() const {
+  return policy_.defer_timed_gate ? gate_cases_of(false) : gate_cases_;
 }
 
 EvaluationPlane::FullSizeGate Evaluator::gate_at_full_size(int handle, worker::Worker& on) {
@@ -504,10 +507,7 @@ EvaluationPlane::FullSizeGate Evaluator::gate_at_full_size(int handle, worker::W
       return earlier;
     }
   }
-  std::vector<GateCase> cases;
-  for (const GateCase& gate_case : gate_cases_) {
-    if (gate_case.workload.timed) cases.push_back(gate_case);
-  }
+  const std::vector<GateCase> cases = gate_cases_of(true);
   const auto start = Clock::now();
   const GateOutcome gate =
       run_gate(on, handle, *oracle_, task_, cases, *scratch_, policy_.run_timeout_s);

@@ -543,6 +543,8 @@ class Evaluator : public EvaluationPlane {
   /// by a worker client).
   std::map<std::pair<const worker::Worker*, int>, FullSizeGate> full_size_gates_;
   std::mutex full_size_gates_mutex_;
+  /// The gate cases of the timed workloads (`timed`) or of the gate workloads.
+  std::vector<GateCase> gate_cases_of(bool timed) const;
   /// The gate cases rung 0 runs: every case, or the untimed workloads' under defer_timed_gate.
   std::vector<GateCase> rung0_cases() const;
   uint64_t timing_seed_ = 0;
