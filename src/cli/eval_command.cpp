@@ -1,5 +1,6 @@
 #include "cli/eval_command.h"
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 

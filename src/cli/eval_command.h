@@ -12,7 +12,6 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/reference_check.h"
@@ -21,6 +20,10 @@
 #include "evaluation/profiler.h"
 #include "memory/recorded_run.h"
 #include "memory/sqlite_store.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace kforge::cli {
 

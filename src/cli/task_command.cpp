@@ -3,6 +3,7 @@
 #include "cli/reference_check.h"
 #include "cli/reference_check_batch.h"
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 

@@ -1,5 +1,6 @@
 #include "cli/verify_command.h"
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 #include <random>

@@ -11,10 +11,13 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/eval_command.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace kforge::cli {
 
