@@ -327,7 +327,11 @@ int run_with_closed_stdout(const std::vector<std::string>& argv, const fs::path&
   return status;
 }
 
-TEST_F(CliTest, AClosedStdoutDoesNotKillTheRun) {
+// A whole optimize run for one signal (about 50 s on a busy 2-core machine): labelled `slow`,
+// run by scripts/test-slow.
+class SlowCliTest : public CliTest {};
+
+TEST_F(SlowCliTest, AClosedStdoutDoesNotKillTheRun) {
   fs::path run = dir_ / "run";
   const std::vector<std::string> argv = {
       "env", "KFORGE_MEMORY_DB=" + (dir_ / "memory.sqlite").string(),

@@ -100,7 +100,12 @@ TEST_F(CliReportBrowserTest, ARunsReportLoadsInChromiumWithEveryMark) {
   std::cerr << "report screenshot: " << screenshot << "\n";
 }
 
-TEST_F(CliReportBrowserTest, ASuitesReportLoadsInChromiumWithEveryMark) {
+// The suite's page (two optimize runs, about 110 s on a busy 2-core machine): labelled `slow`
+// (Slow* fixtures, tests/CMakeLists.txt), run by scripts/test-slow; the run's page above stays
+// in CI.
+class SlowCliReportBrowserTest : public CliReportBrowserTest {};
+
+TEST_F(SlowCliReportBrowserTest, ASuitesReportLoadsInChromiumWithEveryMark) {
   const std::string chromium = testing::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "no chromium in $PATH (scripts/setup installs Debian's)";
   add_suite_task("softmax_a");
