@@ -333,6 +333,8 @@ int main(int argc, char** argv) {
            paired_ratio_ci(fidelity_runs, "htam", "full:htam", hf, "final", 35, task)}};
     }
     report["ladder"] = ladder;
+    report["fidelity_runs"] = nlohmann::json::array();
+    for (const RunOutcome& r : fidelity_runs) report["fidelity_runs"].push_back(outcome_json(r, hf.at(r.task)));
     report["policy_runs"] = nlohmann::json::array();
     for (const RunOutcome& r : policy_runs) report["policy_runs"].push_back(outcome_json(r, horizon.at(r.task)));
     report["simulated_runs"] = runner.runs();

@@ -84,26 +84,26 @@ evaluation::CandidateEvaluation ReplayPlane::evaluate(const compile::Artifact& a
     return result;
   }
   const PointRecord& point = point_of(artifact);
-  charge(point.gate_s);
-  if (!policy_.defer_timed_gate) {
-    // The timed workloads' cases at rung 0, where a space measured with them deferred has
-    // them apart (in a space measured before, gate_s holds them and this is 0).
-    charge(point.gate_full_size_s);
-    if (point.gate_full_size_failed) {
-      result.verdict = point.verdict;
-      result.message = "recorded: " + point.message;
-      result.rungs.push_back({Rung::gate, point.verdict, result.message,
-                              point.gate_s + point.gate_full_size_s, {}});
-      return result;
-    }
+  // Rung 0's seconds: the gate workloads' cases, and without deferral the timed workloads'
+  // too, where a space measured with them deferred has them apart (in a space measured
+  // before, gate_s holds them and gate_full_size_s is 0). The rung's record carries what was
+  // charged: the search's budget (search device seconds) sums the records.
+  const double gate_s =
+      point.gate_s + (policy_.defer_timed_gate ? 0.0 : point.gate_full_size_s);
+  charge(gate_s);
+  if (!policy_.defer_timed_gate && point.gate_full_size_failed) {
+    result.verdict = point.verdict;
+    result.message = "recorded: " + point.message;
+    result.rungs.push_back({Rung::gate, point.verdict, result.message, gate_s, {}});
+    return result;
   }
   if (point.verdict != Verdict::ok && point.quick_samples_ms.empty()) {
     result.verdict = point.verdict;
     result.message = "recorded: " + point.message;
-    result.rungs.push_back({Rung::gate, point.verdict, result.message, point.gate_s, {}});
+    result.rungs.push_back({Rung::gate, point.verdict, result.message, gate_s, {}});
     return result;
   }
-  result.rungs.push_back({Rung::gate, Verdict::ok, "", point.gate_s, {}});
+  result.rungs.push_back({Rung::gate, Verdict::ok, "", gate_s, {}});
   charge(point.quick_s);
   if (point.verdict != Verdict::ok && !point.gate_full_size_failed) {
     // failed at rung 1 (an implausible timing, a crash)

@@ -223,6 +223,8 @@ TEST_F(SimulationTest, TheReplayDefersTheGateAtFullSizeUnderTheLadderOnly) {
     const evaluation::CandidateEvaluation quick = plane.evaluate(artifact(builds, lazy), idle);
     ASSERT_EQ(quick.verdict, Verdict::ok) << quick.message;  // rungs 0-1 passed
     EXPECT_DOUBLE_EQ(clock.now_s(), 0.1 + 0.2);
+    ASSERT_EQ(quick.rungs.size(), 2u);
+    EXPECT_DOUBLE_EQ(quick.rungs[0].seconds, 0.1);
     const auto gate = plane.gate_at_full_size(quick.handle, idle);
     EXPECT_TRUE(gate.ran);
     EXPECT_EQ(gate.verdict, Verdict::wrong_answer);
@@ -246,14 +248,23 @@ TEST_F(SimulationTest, TheReplayDefersTheGateAtFullSizeUnderTheLadderOnly) {
     ASSERT_EQ(gated.rungs.size(), 1u);
     EXPECT_EQ(gated.rungs[0].rung, Rung::gate);
     EXPECT_DOUBLE_EQ(clock.now_s(), 0.1 + 2.0);
+    EXPECT_DOUBLE_EQ(gated.rungs[0].seconds, 0.1 + 2.0);
     EXPECT_FALSE(plane.gate_at_full_size(0, idle).ran);
+    // A passing point's rung 0 carries its timed workloads' cases too: the search's budget
+    // sums the rungs' records, so full fidelity's search device seconds include them.
+    const evaluation::CandidateEvaluation passed = plane.evaluate(artifact(builds, honest), idle);
+    ASSERT_EQ(passed.verdict, Verdict::ok) << passed.message;
+    EXPECT_DOUBLE_EQ(passed.rungs[0].seconds, 0.1 + 2.0);
   }
-  // The search never takes the point for its best: it fails before it could be one.
+  // The search never takes the point for its best: it fails before it could be one. Under
+  // full fidelity every evaluated point paid its 2 s at rung 0, and the search's device
+  // seconds (the budget, which sums the rungs' records) say so.
   for (const std::string arm : {"htam", "full:htam"}) {
     fresh_store();
     const RunOutcome run = simulate_run(task_, space, *store_, options(arm, 2));
     EXPECT_NE(run.best_id, lazy_id) << arm;
     EXPECT_GT(run.final_speedup, 1.0) << arm;
+    if (arm == "full:htam") EXPECT_GE(run.search_device_s, 2.0 * run.candidates) << arm;
   }
 }
 
