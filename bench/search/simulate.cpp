@@ -341,12 +341,17 @@ int main(int argc, char** argv) {
     write_file_atomically(out, report.dump(1) + "\n");
     std::cout << fmt::format("{} simulated runs; wrote {}\n", runner.runs(), out);
     if (!table.empty()) {
+      // Each space names its device: a folder may hold spaces measured on different cards.
+      std::string measured_on;
+      for (const auto& [family, loaded] : spaces) {
+        measured_on += fmt::format("{}{} on {}", measured_on.empty() ? "" : ", ",
+                                   loaded.space.task, loaded.space.device);
+      }
       std::string md = fmt::format("Simulated {} ({} seeds, {} steps{}) at commit {} over spaces "
-                                   "measured on {}.\n\n",
+                                   "measured as follows: {}.\n\n",
                                    date, seeds, steps,
                                    cold_defaults ? ", hints at random points (--cold-defaults)" : "",
-                                   commit.empty() ? "?" : commit,
-                                   spaces.begin()->second.space.device) +
+                                   commit.empty() ? "?" : commit, measured_on) +
                        "| arm | final speedup (geomean, 95% CI) | gap to space best | AUC | htam/arm final | htam/arm AUC |\n|---|---|---|---|---|---|\n";
       const auto cell = [](const nlohmann::json& j, const char* key) {
         return j.is_null() ? std::string("-")
