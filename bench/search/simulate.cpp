@@ -188,7 +188,9 @@ int main(int argc, char** argv) {
   std::string commit;
   int seeds = 10, steps = 6;
   bool cold_defaults = false;
-  app.add_option("--spaces", spaces_dir, "folder of space files (*.json)")->required();
+  app.add_option("--spaces", spaces_dir, "folder of space files (*.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   app.add_option("--seeds", seeds, "seeds per arm and task")->capture_default_str();
   app.add_option("--steps", steps, "search steps per run")->capture_default_str();
   app.add_option("--arms", arms_list, "policy arms (comma-separated)")->capture_default_str();
@@ -206,7 +208,13 @@ int main(int argc, char** argv) {
     for (const auto& entry : fs::directory_iterator(spaces_dir)) {
       if (entry.path().extension() != ".json") continue;
       simulation::SpaceRecord space = simulation::load_space(entry.path().string());
-      Task task = load_task(space.task_path);
+      // A space names its task as it was measured, relative to the repository's root
+      // (bench/tasks/...): found from there when the command runs elsewhere.
+      fs::path task_path = space.task_path;
+      if (task_path.is_relative() && !fs::exists(task_path)) {
+        task_path = fs::path(resource_root()) / task_path;
+      }
+      Task task = load_task(task_path.string());
       const std::string family = space.family;
       spaces.emplace(family, Loaded{std::move(space), std::move(task)});
     }
