@@ -75,7 +75,12 @@ std::string worker_binary_path() {
   if (const char* path = std::getenv("KFORGE_WORKER"); path != nullptr && *path != '\0') {
     return path;
   }
-  return (fs::path(executable_dir()) / "kforge-worker").string();
+  // The build folder's programs below its root (bench/, tests/) find the worker beside kforge.
+  const fs::path exe = executable_dir();
+  for (const fs::path& dir : {exe, exe.parent_path()}) {
+    if (fs::exists(dir / "kforge-worker")) return (dir / "kforge-worker").string();
+  }
+  return (exe / "kforge-worker").string();
 }
 
 }  // namespace kforge

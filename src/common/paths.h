@@ -13,7 +13,9 @@ namespace kforge {
 /// Throws Error if none of these holds the header.
 std::string resource_root();
 
-/// Path of the kforge-worker binary: $KFORGE_WORKER if set, else next to the running executable.
+/// Path of the kforge-worker binary: $KFORGE_WORKER if set, else next to the running executable,
+/// else in its parent folder (a build folder's bench/ and tests/ programs), else the path next to
+/// the executable (which the error of a failed start then names).
 std::string worker_binary_path();
 
 /// Include directories a candidate is compiled with, in this order: <root>/include (the kernel
