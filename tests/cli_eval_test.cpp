@@ -124,8 +124,11 @@ TEST_F(CliEvalTest, AModelNewOfAPyTorchProblemIsEvaluatedInItsOwnWorker) {
 
 // A Python candidate's import is its build (load_inline compiles there): it is reported as
 // compile time, apart, and not counted in the gate rung's seconds (issue 19). The import here
-// counts to 40 million, about 2 s.
-TEST_F(CliEvalTest, AModelNewsImportIsCompileTimeNotGateTime) {
+// counts to 40 million, about 2 s. Two whole evaluations (about 70 s on a busy 2-core machine):
+// labelled `slow` (Slow* fixtures), run by scripts/test-slow with the model_new runs.
+class SlowCliEvalTest : public CliEvalTest {};
+
+TEST_F(SlowCliEvalTest, AModelNewsImportIsCompileTimeNotGateTime) {
   const fs::path problem = write("scale.py", testing::kScaleByScalarProblem);
   const std::string source =
       "import torch\nimport torch.nn as nn\n\n_counted = 0\nfor _i in range(40000000):\n"
