@@ -143,6 +143,11 @@ int main(int argc, char** argv) {
         throw Error(out + ": holds another task or backend (" + space.task + ", " +
                     space.backend + "); --resume continues the same one");
       }
+      if (!space.points.empty() && !space.deferred_timed_gate) {
+        throw Error(out + ": its points were measured with the timed workloads' gate cases in "
+                    "rung 0 (before they were deferred); measure the space again into another "
+                    "--out");
+      }
     }
     cli::ReferenceCheckOptions reference;
     reference.backend = resolved;
@@ -153,7 +158,18 @@ int main(int argc, char** argv) {
     // from rung 0 (measure_point times them on their own).
     evaluation::EvaluationPolicy policy;
     policy.defer_timed_gate = true;
-    cli::PreparedReference prepared(task, reference, policy);
+    // The workers first: a resumed space measured on another card is refused before the
+    // reference is built and timed (tens of seconds), from the reference worker's device.
+    cli::ReferenceWorkers workers(resolved, device);
+    const std::string device_name = workers.plane(task).reference->device_info().name;
+    if (!space.points.empty() && !space.device.empty() && space.device != device_name) {
+      // Speedups over the reference differ from card to card: one space, one device.
+      throw Error(out + ": its " + std::to_string(space.points.size()) +
+                  " points were measured on " + space.device + ", this device is " +
+                  device_name + "; --resume continues on the same device (or measure into "
+                  "another --out)");
+    }
+    cli::PreparedReference prepared(task, reference, workers, policy);
     compile::ToolchainOptions toolchain;
     toolchain.cache_dir = cache_dir.empty() ? artifact_cache_dir() : cache_dir;
     toolchain.include_dirs = kernel_include_dirs();
@@ -166,23 +182,11 @@ int main(int argc, char** argv) {
     space.family = task.family;
     space.backend = resolved;
     space.dtype = dtype;
-    const std::string device_name = prepared.check().report.device.name;
-    if (!space.points.empty() && !space.device.empty() && space.device != device_name) {
-      // Speedups over the reference differ from card to card: one space, one device.
-      throw Error(out + ": its " + std::to_string(space.points.size()) +
-                  " points were measured on " + space.device + ", this device is " +
-                  device_name + "; --resume continues on the same device (or measure into "
-                  "another --out)");
-    }
     space.device = device_name;
     space.toolchain = compiler.toolchain(resolved);
     space.measured_at = utc_now();
     if (!commit.empty()) space.commit = commit;
     space.timed_workload = prepared.check().timed_workload;
-    if (!space.points.empty() && !space.deferred_timed_gate) {
-      throw Error(out + ": its points were measured with the timed workloads' gate cases in "
-                  "rung 0 (before they were deferred); measure the space again into another --out");
-    }
     space.deferred_timed_gate = true;
     const auto reference_started = std::chrono::steady_clock::now();
     const evaluation::TimingVerdict reference_timing = prepared.evaluator().time_reference();
