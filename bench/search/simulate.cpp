@@ -82,8 +82,14 @@ nlohmann::json outcome_json(const RunOutcome& o, double horizon_s) {
 
 class Runner {
  public:
-  Runner(const memory::Knowledge& seed, const fs::path& scratch, int steps, bool cold_defaults)
-      : seed_(seed), scratch_(scratch), steps_(steps), cold_defaults_(cold_defaults) {}
+  Runner(const memory::Knowledge& seed, const fs::path& scratch, int steps, bool cold_defaults,
+         double eta, int proposals)
+      : seed_(seed),
+        scratch_(scratch),
+        steps_(steps),
+        cold_defaults_(cold_defaults),
+        eta_(eta),
+        proposals_(proposals) {}
 
   // A fresh memory at `path` (seed knowledge only).
   void fresh(const fs::path& path) {
@@ -100,6 +106,8 @@ class Runner {
     options.steps = steps_;
     options.scratch = scratch_;
     options.cold_defaults = cold_defaults_;
+    options.eta = eta_;
+    options.proposals_per_step = proposals_;
     ++runs_;
     return simulation::simulate_run(loaded.task, loaded.space, *store, options);
   }
@@ -110,6 +118,8 @@ class Runner {
   fs::path scratch_;
   int steps_;
   bool cold_defaults_;
+  double eta_;
+  int proposals_;
   int runs_ = 0;
 };
 
@@ -186,7 +196,8 @@ int main(int argc, char** argv) {
   std::string arms_list = "htam,flat,feedback,random,oneshot,htam-prefix,htam-hierarchy,"
                           "htam-local-memory";
   std::string commit;
-  int seeds = 10, steps = 6;
+  int seeds = 10, steps = 6, proposals = 3;
+  double eta = 3.0;
   bool cold_defaults = false;
   app.add_option("--spaces", spaces_dir, "folder of space files (*.json)")
       ->required()
@@ -201,6 +212,14 @@ int main(int argc, char** argv) {
   app.add_flag("--cold-defaults", cold_defaults,
                "start each decomposition's hint at a random point, not the family's defaults "
                "(simulation::SimulatedRunOptions::cold_defaults)");
+  app.add_option("--proposals", proposals, "candidates generated per step (a ladder cohort)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--eta", eta,
+                 "the ladder's successive-halving ratio: the top ceil(n / eta) of a cohort "
+                 "reach rung 2 (scheduler.h; > 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0 + 1e-9, 1e9));
   app.add_option("--commit", commit, "kforge's commit, recorded in the JSON and the table");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -222,7 +241,7 @@ int main(int argc, char** argv) {
     const memory::Knowledge seed =
         memory::load_knowledge(fs::path(resource_root()) / "knowledge" / "seed.toml");
     ScratchDir scratch("kforge-simulate");
-    Runner runner(seed, scratch.path(), steps, cold_defaults);
+    Runner runner(seed, scratch.path(), steps, cold_defaults, eta, proposals);
     const fs::path memory = fs::path(scratch.path()) / "memory.sqlite";
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -230,7 +249,7 @@ int main(int argc, char** argv) {
     // The machine that simulated (the spaces record the one that measured).
     const std::string host = std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "";
     nlohmann::json report = {{"date", date}, {"commit", commit}, {"host", host},
-                             {"seeds", seeds}, {"steps", steps}, {"cold_defaults", cold_defaults},
+                             {"seeds", seeds}, {"steps", steps}, {"eta", eta}, {"proposals", proposals}, {"cold_defaults", cold_defaults},
                              {"spaces", nlohmann::json::array()}};
     for (const auto& [family, loaded] : spaces) {
       const simulation::PointRecord* best = loaded.space.best();
@@ -355,9 +374,12 @@ int main(int argc, char** argv) {
         measured_on += fmt::format("{}{} on {}", measured_on.empty() ? "" : ", ",
                                    loaded.space.task, loaded.space.device);
       }
-      std::string md = fmt::format("Simulated {} ({} seeds, {} steps{}) at commit {} over spaces "
-                                   "measured as follows: {}.\n\n",
+      std::string md = fmt::format("Simulated {} ({} seeds, {} steps{}{}{}) at commit {} over "
+                                   "spaces measured as follows: {}.\n\n",
                                    date, seeds, steps,
+                                   proposals != 3 ? fmt::format(", {} proposals a step", proposals)
+                                                  : "",
+                                   eta != 3.0 ? fmt::format(", eta {:g}", eta) : "",
                                    cold_defaults ? ", hints at random points (--cold-defaults)" : "",
                                    commit.empty() ? "?" : commit, measured_on) +
                        "| arm | final speedup (geomean, 95% CI) | gap to space best | AUC | htam/arm final | htam/arm AUC |\n|---|---|---|---|---|---|\n";

@@ -124,6 +124,8 @@ RunOutcome simulate_run(const Task& task, const SpaceRecord& space, memory::Stor
   optimize.policy = options.arm.policy;
   optimize.ablations = options.arm.ablations;
   optimize.fidelity = options.arm.fidelity;
+  optimize.eta = options.eta;
+  optimize.proposals_per_step = options.proposals_per_step;
   // One folder per call, so that runs sharing a scratch folder (threads of one process) never
   // share a run directory.
   static std::atomic<uint64_t> next_run{0};

@@ -78,6 +78,12 @@ struct SimulatedRunOptions {
   /// family's tuned defaults. Shows what the search and the memory add where the defaults are
   /// not already near the best (on the H200's element-wise and GEMV spaces they are within 1%).
   bool cold_defaults = false;
+  /// The ladder's successive-halving ratio (search::OptimizeOptions::eta, scheduler.h): the top
+  /// ceil(n / eta) of a cohort go on to rung 2. Must be > 1.
+  double eta = 3.0;
+  /// Candidates generated per step (search::OptimizeOptions::proposals_per_step): a step's
+  /// proposals are the ladder's cohort.
+  int proposals_per_step = 3;
 };
 
 /// Runs `task` (the space's task) through search::Optimizer with a ReplayPlane, ReplayBuilds

@@ -188,6 +188,33 @@ TEST_F(SimulationTest, FullFidelitySpendsMoreDeviceSecondsThanTheLadder) {
   EXPECT_GT(full.search_device_s, ladder.search_device_s);
 }
 
+// The cohort options reach the optimizer: a step's proposals are the ladder's cohort and eta
+// its cut, so 6 proposals a step cut at eta 6 (one promoted by rank) spend less on rung 2 than
+// the same proposals cut at eta 2 (three), on the same candidates.
+TEST_F(SimulationTest, ProposalsAndEtaSetTheLaddersCohortAndCut) {
+  const SpaceRecord space = toy_space();
+  SimulatedRunOptions strict = options("htam", 1);
+  strict.proposals_per_step = 6;
+  strict.eta = 6.0;
+  const RunOutcome a = simulate_run(task_, space, *store_, strict);
+  fresh_store();
+  SimulatedRunOptions loose = strict;
+  loose.eta = 2.0;
+  const RunOutcome b = simulate_run(task_, space, *store_, loose);
+  EXPECT_EQ(a.candidates, b.candidates);
+  EXPECT_LT(a.search_device_s, b.search_device_s);
+  // One step of 1 proposal against one of 3: two candidates more (the toy space has room).
+  SimulatedRunOptions one = options("htam", 1);
+  one.steps = 1;
+  one.proposals_per_step = 1;
+  fresh_store();
+  const RunOutcome single = simulate_run(task_, space, *store_, one);
+  one.proposals_per_step = 3;
+  fresh_store();
+  const RunOutcome triple = simulate_run(task_, space, *store_, one);
+  EXPECT_EQ(triple.candidates, single.candidates + 2);
+}
+
 // A space measured with the timed workloads' gate cases apart (measure_space since issue 21's
 // deferral): the ladder's replay charges them at the first deciding rung, once, and fails a
 // point there; full fidelity's charges and fails them at rung 0.
