@@ -224,7 +224,10 @@ TEST_F(CliLlmTest, BudgetStopsTheSearchAndTheRunStillFinishes) {
       << result.output;
 }
 
-TEST_F(CliLlmTest, CtrlCCancelsTheRequestInFlightAndTheRunEndsWithItsBest) {
+// Waits 20 s for its Ctrl-C: `slow` (scripts/test-slow).
+class SlowCliLlmTest : public CliLlmTest {};
+
+TEST_F(SlowCliLlmTest, CtrlCCancelsTheRequestInFlightAndTheRunEndsWithItsBest) {
   FakeOpenAiServer server;
   auto release = std::make_shared<std::atomic<bool>>(false);
   // Selections are answered; generations hang (up to a minute) until the test ends.

@@ -101,7 +101,11 @@ TEST_F(CliResumeTest, BadEtaOrFidelityIsRefusedAtOnce) {
   }
 }
 
-TEST_F(CliResumeTest, TwoCpuWorkersEvaluateTheCandidatesAndFinishTheRun) {
+// A whole optimize on two workers (~28 s on 2 cores): `slow` (scripts/test-slow); the pool
+// itself is tested in src/search/worker_pool_test.cpp.
+class SlowCliResumeTest : public CliResumeTest {};
+
+TEST_F(SlowCliResumeTest, TwoCpuWorkersEvaluateTheCandidatesAndFinishTheRun) {
   const fs::path run = dir_ / "run";
   std::vector<std::string> args = optimize_args(run);
   *(std::find(args.begin(), args.end(), "--proposals") + 1) = "2";

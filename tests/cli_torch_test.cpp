@@ -359,7 +359,11 @@ def get_init_inputs():
 // issue 20: a forward convolution and the element-wise ops after it are served by grouped_conv;
 // the per-channel parameter is the chain's channel tensor (the kernels' last input), x *
 // sigmoid(x) a branch op, and the solution sizes its output by floored extent rules.
-TEST_F(CliTorchTest, OptimizeServesADepthwiseConvolutionWithAChannelBias) {
+// A whole optimize (~30 s on 2 cores): `slow` (scripts/test-slow); the transposed convolution
+// above keeps the conv route in CI.
+class SlowCliTorchTest : public CliTorchTest {};
+
+TEST_F(SlowCliTorchTest, OptimizeServesADepthwiseConvolutionWithAChannelBias) {
   const fs::path problem = write("depthwise.py", kDepthwise);
   const fs::path run = dir_ / "run";
   process::CommandResult result = optimize_briefly(problem, run);
