@@ -219,7 +219,15 @@ int main(int argc, char** argv) {
                  "the ladder's successive-halving ratio: the top ceil(n / eta) of a cohort "
                  "reach rung 2 (scheduler.h; > 1)")
       ->capture_default_str()
-      ->check(CLI::Range(1.0 + 1e-9, 1e9));
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            const double value = std::strtod(text.c_str(), nullptr);
+            return value > 1.0 && std::isfinite(value)
+                       ? std::string()
+                       : "eta must be a number > 1 (the top ceil(n / eta) are promoted), got " +
+                             text;
+          },
+          "> 1"));
   app.add_option("--commit", commit, "kforge's commit, recorded in the JSON and the table");
   CLI11_PARSE(app, argc, argv);
   try {
