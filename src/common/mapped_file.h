@@ -18,6 +18,8 @@ class MappedFile {
   /// Mode::read maps the whole file read-only (`bytes` ignored). A zero-size mapping is valid
   /// and empty. Throws Error naming the path and the failing call.
   MappedFile(const std::string& path, Mode mode, int64_t bytes = 0);
+  /// No mapping (size 0): a place to move one into.
+  MappedFile() = default;
   ~MappedFile();
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;

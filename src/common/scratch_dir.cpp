@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/scratch_release.h"
 
 namespace kforge {
 
@@ -35,6 +36,9 @@ ScratchDir::ScratchDir(const std::string& prefix, int64_t min_free_bytes) {
 }
 
 ScratchDir::~ScratchDir() {
+  // Files of this directory may still be queued for removal (scratch_release.h): done first,
+  // so that the two never remove the same entry at once.
+  scratch_release().flush();
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
 }

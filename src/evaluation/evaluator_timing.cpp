@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/mapped_file.h"
+#include "common/scratch_release.h"
 #include "worker/kernel_runner.h"
 
 namespace kforge::evaluation {
@@ -57,15 +58,11 @@ Evaluator::CheckedTiming Evaluator::time_with_checks(
   request.checks = checks_->plan(timed_case(workload.name), measurement, checks);
   request.verified = checks_->verified(workload);
   request.check_path = scratch_->next_file("check");
-  struct Unlink {
-    std::vector<std::string> paths;
-    ~Unlink() {
-      for (const std::string& path : paths) ::unlink(path.c_str());
-    }
-  } unlink;
+  // Removed on a background thread when the timing ends (scratch_release.h).
+  ReleaseLater release;
   for (size_t k = 0; k < request.checks.size(); ++k) {
-    unlink.paths.push_back(worker::check_file(request.check_path, k));
-    create_private_file(unlink.paths.back());
+    release.paths.push_back(worker::check_file(request.check_path, k));
+    create_private_file(release.paths.back());
   }
   CheckedTiming timing{on.time(request, policy_.time_timeout_s), Verdict::ok, ""};
   const worker::TimeResult& result = timing.result;

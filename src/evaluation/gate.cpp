@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/mapped_file.h"
+#include "common/scratch_release.h"
 #include "evaluation/comparison.h"
 #include "evaluation/precision.h"
 #include "evaluation/tolerance.h"
@@ -24,12 +25,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-/// Removes the file when it goes out of scope (the mapping, if any, stays valid).
-struct Unlink {
-  std::string path;
-  ~Unlink() { ::unlink(path.c_str()); }
-};
 
 }  // namespace
 
@@ -153,7 +148,9 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
     request.provided_dir = oracle.provided_dir();
     request.output_path = scratch.next_file("candidate");
     create_private_file(request.output_path);
-    Unlink remove_later{request.output_path};
+    // Unmapped and removed on a background thread when the case ends (scratch_release.h):
+    // the gigabytes of pages of a timed case are freed off the critical path.
+    ReleaseLater release{request.output_path};
     worker::RunResult run = worker.run(request, timeout_s);
     outcome.worker_seconds += seconds_since(start);
     outcome.worker_input_seconds += run.input_ms / 1e3;
@@ -198,7 +195,8 @@ GateOutcome run_gate(worker::Worker& worker, int handle, ReferenceOracle& oracle
       outcome.reference_seconds += seconds_since(model_start);
     }
     start = Clock::now();
-    const MappedFile got(request.output_path, MappedFile::Mode::read);
+    release.mapping = MappedFile(request.output_path, MappedFile::Mode::read);
+    const MappedFile& got = release.mapping;
     GateOutcome case_errors;
     for (int call = 0; call < run.calls_completed; ++call) {
       for (const OutputLayout& output : output_layout(task.signature, gate_case.workload)) {
