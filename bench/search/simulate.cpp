@@ -256,8 +256,14 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     // The machine that simulated (the spaces record the one that measured).
     const std::string host = std::getenv("HOSTNAME") ? std::getenv("HOSTNAME") : "";
-    nlohmann::json report = {{"date", date}, {"commit", commit}, {"host", host},
-                             {"seeds", seeds}, {"steps", steps}, {"eta", eta}, {"proposals", proposals}, {"cold_defaults", cold_defaults},
+    nlohmann::json report = {{"date", date},
+                             {"commit", commit},
+                             {"host", host},
+                             {"seeds", seeds},
+                             {"steps", steps},
+                             {"eta", eta},
+                             {"proposals", proposals},
+                             {"cold_defaults", cold_defaults},
                              {"spaces", nlohmann::json::array()}};
     for (const auto& [family, loaded] : spaces) {
       const simulation::PointRecord* best = loaded.space.best();
