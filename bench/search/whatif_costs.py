@@ -13,22 +13,16 @@ usage: whatif_costs.py --spaces bench/search/spaces/cuda --out DIR
   --check-s S      every point's deferred full-size check (gate_full_size_s) costs S seconds
   --quick-scale F  rung 1's seconds (each point's quick_s and the reference's) times F
   --full-scale F   rung 2's seconds (full_s) times F
-Relative task paths are made absolute (against the repository root) so the copies replay from
-anywhere.
+A space's task path stays as measured (kforge_bench_simulate finds a relative one from the
+repository root).
 """
 import argparse
 import json
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
 def changed(space, check_s, quick_scale, full_scale):
     """The space with its seconds changed as asked (in place); returns it."""
-    task_path = pathlib.Path(space["task_path"])
-    if not task_path.is_absolute():
-        space["task_path"] = str(ROOT / task_path)
     for point in space["points"]:
         if check_s is not None and point.get("gate_full_size_s", 0) > 0:
             point["gate_full_size_s"] = check_s

@@ -4,8 +4,6 @@
 // keeps preparing the task and the gate.
 #include "evaluation/evaluator.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>

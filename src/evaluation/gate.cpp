@@ -1,7 +1,5 @@
 #include "evaluation/gate.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <optional>
